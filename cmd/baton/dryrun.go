@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/dryrun"
+	"github.com/batonhq/baton/runtime/events"
+	"github.com/batonhq/baton/runtime/fake"
+	"github.com/batonhq/baton/runtime/packs"
+)
+
+func version() string { return engine.Version }
+
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fl := flag.NewFlagSet("baton "+name, flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	return fl
+}
+
+func cmdDryrun(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fl := newFlags("dryrun", stderr)
+	eventsFile := fl.String("events", "", "candidate events, JSON lines in the DayOne §5.2 shape (default: the pack's built-in candidate; an empty file is a silent candidate)")
+	llmFile := fl.String("llm", "", "scripted LLM replies (YAML or JSON lines): per-call text, delay_ms, error, no_reply")
+	format := fl.String("format", "text", "output: text (mm:ss.s role kind text) or jsonl")
+	verbose := fl.Bool("v", false, "also show LLM requests, routing and defer decisions")
+	step := fl.Duration("step", 0, "advance the clock in fixed steps (e.g. 100ms) instead of jumping to deadlines")
+	fl.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: baton dryrun [flags] PACK\n\nPlays a whole session on a simulated clock with a scripted LLM and a simulated voice.\n\n")
+		fl.PrintDefaults()
+	}
+	if err := fl.Parse(args); err != nil {
+		return errUsage
+	}
+	if fl.NArg() != 1 {
+		fl.Usage()
+		return errUsage
+	}
+	if *format != "text" && *format != "jsonl" {
+		return fmt.Errorf("-format must be text or jsonl, not %q", *format)
+	}
+	p, err := packs.Open(fl.Arg(0))
+	if err != nil {
+		return err
+	}
+	opt := dryrun.Options{StepMS: step.Milliseconds()}
+	if opt.Events, err = loadEvents(p, *eventsFile); err != nil {
+		return err
+	}
+	if *llmFile != "" {
+		f, err := os.Open(*llmFile)
+		if err != nil {
+			return err
+		}
+		opt.Replies, err = fake.ReadReplies(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", *llmFile, err)
+		}
+	}
+	start := time.Now()
+	res, err := dryrun.Run(p, opt)
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	w := bufio.NewWriter(stdout)
+	fo := dryrun.FormatOptions{Verbose: *verbose}
+	if *format == "jsonl" {
+		err = dryrun.WriteJSONL(w, res.Records, fo)
+	} else {
+		fmt.Fprintf(w, "# %s: %d events, simulated %s in %s\n", p.Name, len(opt.Events), rules.FormatClock(res.EndMS), elapsed.Round(time.Microsecond))
+		err = dryrun.WriteText(w, res.Records, fo)
+	}
+	if err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// loadEvents reads the events file, or the pack's built-in candidate.
+func loadEvents(p *rules.Pack, file string) ([]events.Timed, error) {
+	var (
+		r    io.ReadCloser
+		name = file
+		err  error
+	)
+	switch {
+	case file == "-":
+		r, name = io.NopCloser(os.Stdin), "stdin"
+	case file != "":
+		r, err = os.Open(file)
+	case p.DryRun.Candidate != "":
+		name = p.DryRun.Candidate
+		r, err = p.FS.Open(p.DryRun.Candidate)
+	default:
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	evs, err := events.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return evs, nil
+}
+
+func cmdCheck(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("name at least one pack")
+	}
+	var failed error
+	for _, a := range args {
+		p, err := packs.Open(a)
+		if err != nil {
+			fmt.Fprintln(stdout, err)
+			failed = fmt.Errorf("%d pack(s) failed", 1)
+			continue
+		}
+		fmt.Fprintf(stdout, "%s: ok (%d roles, %d anchors, %d windows, %d rules, hash %.12s)\n", a, len(p.Roles), len(p.Timeline.Anchors), len(p.Timeline.Windows), len(p.Rules), p.Hash)
+	}
+	return failed
+}
+
+var _ fs.FS

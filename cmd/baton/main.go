@@ -1,0 +1,64 @@
+// Command baton runs interview rule packs: dry runs on a simulated clock,
+// pack tests, and (with serve) live sessions.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `baton runs multi-agent interview rule packs.
+
+Usage:
+  baton dryrun [flags] PACK     play a whole session on a simulated clock
+  baton test [flags] PACK...    run a pack's timeline tests
+  baton check PACK...           load and compile packs, listing every problem
+  baton version                 print the engine version
+
+PACK is a folder holding pack.yaml, or the name of a bundled pack (dayone).
+Run "baton COMMAND -h" for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// errUsage marks errors whose message already explains correct usage.
+var errUsage = errors.New("usage")
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "dryrun":
+		err = cmdDryrun(ctx, args[1:], stdout, stderr)
+	case "test":
+		err = cmdTest(ctx, args[1:], stdout, stderr)
+	case "check":
+		err = cmdCheck(args[1:], stdout)
+	case "version":
+		fmt.Fprintln(stdout, version())
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "baton: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		if !errors.Is(err, errUsage) {
+			fmt.Fprintf(stderr, "baton %s: %v\n", args[0], err)
+		}
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,164 @@
+package engine
+
+// Inputs and effects are the engine's whole interface with the world. They are
+// plain data with stable JSON forms so a host can log them, replay them, and
+// compare two runs byte for byte.
+
+// InputType names what an Input carries.
+type InputType string
+
+const (
+	// InputAdvance only moves the clock; timers due by T fire.
+	InputAdvance InputType = "advance"
+	// InputCandidate is one candidate event (seed §5.2 shape).
+	InputCandidate InputType = "candidate"
+	// InputLLMResult answers an earlier llm_request effect.
+	InputLLMResult InputType = "llm_result"
+	// InputSpeechDone reports that a spoken agent message finished playing.
+	InputSpeechDone InputType = "speech_done"
+)
+
+// Input is one thing that happened at engine time T (ms since session start).
+// Exactly one payload matching Type is set.
+type Input struct {
+	T         int64           `json:"t_ms"`
+	Type      InputType       `json:"type"`
+	Candidate *CandidateEvent `json:"candidate,omitempty"`
+	LLM       *LLMResult      `json:"llm,omitempty"`
+	Speech    *SpeechDone     `json:"speech,omitempty"`
+}
+
+// CandidateEvent is a candidate-side event. Event types are open: the pack
+// decides which it reacts to; the engine itself understands the seed's five.
+type CandidateEvent struct {
+	Type string `json:"event_type"`
+	// Text and the fields below come from the event's data object.
+	Text          string   `json:"text,omitempty"`
+	Source        string   `json:"source,omitempty"`
+	STTConfidence *float64 `json:"stt_confidence,omitempty"`
+	AddressedTo   string   `json:"addressed_to,omitempty"`
+	MicActive     *bool    `json:"mic_active,omitempty"`
+	Typing        *bool    `json:"typing,omitempty"`
+	Code          string   `json:"code,omitempty"`
+}
+
+// Candidate event types the engine gives built-in meaning to.
+const (
+	EventMessage       = "candidate_message"
+	EventMicState      = "mic_state_changed"
+	EventSpeechEnd     = "speech_end"
+	EventTypingState   = "typing_state_changed"
+	EventCodeSubmitted = "code_submitted"
+)
+
+// SpeechDone reports the end of playback of the agent message with ID.
+type SpeechDone struct {
+	ID string `json:"id"`
+	// Interrupted is set when playback was cut short (barge-in).
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// EffectType names what an Effect asks the host to do or reports.
+type EffectType string
+
+const (
+	// EffectAgentMessage: say Text as Agent (display and speak it). The host
+	// answers with a speech_done input carrying the same ID.
+	EffectAgentMessage EffectType = "agent_message"
+	// EffectLLMRequest: generate text for a turn; answer with llm_result.
+	EffectLLMRequest EffectType = "llm_request"
+	// EffectAnchor reports that a hard timeline anchor fired.
+	EffectAnchor EffectType = "anchor"
+	// EffectDeferred reports that a turn is held while the candidate talks or types.
+	EffectDeferred EffectType = "deferred"
+	// EffectDeferCap reports that a held turn hit the defer cap.
+	EffectDeferCap EffectType = "defer_cap"
+	// EffectPreempted reports that a scheduled turn gave way to a routed reply.
+	EffectPreempted EffectType = "preempted"
+	// EffectWindowSkipped reports a window that closed without its turn.
+	EffectWindowSkipped EffectType = "window_skipped"
+	// EffectRouted reports where a candidate message was routed and why.
+	EffectRouted EffectType = "routed"
+	// EffectAutoAdvance reports that the silence ladder gave up waiting.
+	EffectAutoAdvance EffectType = "auto_advance"
+	// EffectAdapterError reports a failed or timed-out adapter call.
+	EffectAdapterError EffectType = "adapter_error"
+	// EffectNote is a pack-defined notice (rules' emit action).
+	EffectNote EffectType = "note"
+	// EffectSessionEnd ends the session; nothing follows it.
+	EffectSessionEnd EffectType = "session_end"
+)
+
+// Effect is one output of the engine at time T.
+type Effect struct {
+	T    int64      `json:"t_ms"`
+	Type EffectType `json:"type"`
+	// ID identifies an agent message or adapter request.
+	ID        string `json:"id,omitempty"`
+	Agent     string `json:"agent,omitempty"`
+	Kind      string `json:"kind,omitempty"`
+	Text      string `json:"text,omitempty"`
+	Voice     string `json:"voice,omitempty"`
+	IntentTag string `json:"intent_tag,omitempty"`
+	// Rule is the pack rule that caused the effect (anchor, window, route...).
+	Rule string `json:"rule,omitempty"`
+	// Reason explains notices, errors and the end of a session.
+	Reason string `json:"reason,omitempty"`
+	// Fallback marks an agent message that replaced a failed generation.
+	Fallback bool `json:"fallback,omitempty"`
+	// Guardrail lists the guardrails a message violated before rewriting.
+	Guardrail []string `json:"guardrail,omitempty"`
+	// Original is the generated text before a guardrail rewrite.
+	Original string `json:"original,omitempty"`
+	// Request is set on llm_request effects.
+	Request *LLMRequest `json:"request,omitempty"`
+}
+
+// LLMRequest is everything an LLM adapter needs for one turn. It mirrors the
+// seed's agent-workflow input (§5.3) and adds the persona and limits.
+type LLMRequest struct {
+	Role     string `json:"role"`
+	Kind     string `json:"kind"`
+	TurnGoal string `json:"turn_goal"`
+	Model    string `json:"model,omitempty"`
+	System   string `json:"system"`
+	// CandidateLastMessage is the newest candidate message, if any.
+	CandidateLastMessage string           `json:"candidate_last_message"`
+	TranscriptTail       []TranscriptLine `json:"transcript_tail"`
+	ScenarioContext      []KV             `json:"scenario_context"`
+	Constraints          Constraints      `json:"constraints"`
+	TimeoutMS            int64            `json:"timeout_ms"`
+}
+
+// TranscriptLine is one utterance in the shared transcript.
+type TranscriptLine struct {
+	T       int64  `json:"t_ms"`
+	Speaker string `json:"speaker"`
+	Text    string `json:"text"`
+}
+
+// KV is an ordered key/value pair; ordered so requests serialize identically.
+type KV struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// Constraints are the output limits the guardrails will enforce.
+type Constraints struct {
+	MaxSentences     int `json:"max_sentences,omitempty"`
+	MaxQuestionCount int `json:"max_question_count,omitempty"`
+}
+
+// LLMResult answers one llm_request. Err set means the call failed.
+type LLMResult struct {
+	ID        string        `json:"id"`
+	Text      string        `json:"text,omitempty"`
+	IntentTag string        `json:"intent_tag,omitempty"`
+	Err       *AdapterError `json:"error,omitempty"`
+}
+
+// AdapterError is a failed adapter call, classified so packs can react.
+type AdapterError struct {
+	Kind    string `json:"kind"` // timeout | rate_limit | server | bad_request | network | unknown
+	Message string `json:"message,omitempty"`
+}

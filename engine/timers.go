@@ -1,0 +1,100 @@
+package engine
+
+import "cmp"
+
+// timerKind orders timers that share a deadline: hard things first, so an
+// anchor due at 03:00 always wins over a window closing at 03:00.
+type timerKind uint8
+
+const (
+	tAnchor timerKind = iota
+	tDuration
+	tDeferCap
+	tLLMTimeout
+	tTyping
+	tSpeechResume
+	tSilence
+	tWindowClose
+	tWindowOpen
+	tRule
+)
+
+// timer is one entry of the timer table. ref identifies what it belongs to
+// (anchor or window index, turn or request id) so it can be cancelled.
+type timer struct {
+	at   int64
+	kind timerKind
+	prio int // rule priority, higher first; 0 elsewhere
+	rule string
+	seq  uint64
+	ref  int
+	key  string
+}
+
+func (a *timer) less(b *timer) bool {
+	return cmp.Or(
+		cmp.Compare(a.at, b.at),
+		cmp.Compare(a.kind, b.kind),
+		cmp.Compare(b.prio, a.prio),
+		cmp.Compare(a.rule, b.rule),
+		cmp.Compare(a.seq, b.seq),
+	) < 0
+}
+
+// timerTable is kept sorted; sessions hold a few dozen timers at most, so a
+// sorted slice beats a heap on both speed and simplicity.
+type timerTable struct {
+	ts  []timer
+	seq uint64
+}
+
+func (tt *timerTable) add(t timer) {
+	tt.seq++
+	t.seq = tt.seq
+	i := len(tt.ts)
+	tt.ts = append(tt.ts, t)
+	for i > 0 && tt.ts[i].less(&tt.ts[i-1]) {
+		tt.ts[i], tt.ts[i-1] = tt.ts[i-1], tt.ts[i]
+		i--
+	}
+}
+
+// cancel removes every timer of kind matching ref and key.
+func (tt *timerTable) cancel(kind timerKind, ref int, key string) {
+	out := tt.ts[:0]
+	for _, t := range tt.ts {
+		if t.kind == kind && t.ref == ref && t.key == key {
+			continue
+		}
+		out = append(out, t)
+	}
+	tt.ts = out
+}
+
+func (tt *timerTable) cancelKind(kind timerKind) {
+	out := tt.ts[:0]
+	for _, t := range tt.ts {
+		if t.kind != kind {
+			out = append(out, t)
+		}
+	}
+	tt.ts = out
+}
+
+// popDue removes and returns the first timer due at or before t.
+func (tt *timerTable) popDue(t int64) (timer, bool) {
+	if len(tt.ts) == 0 || tt.ts[0].at > t {
+		return timer{}, false
+	}
+	first := tt.ts[0]
+	copy(tt.ts, tt.ts[1:])
+	tt.ts = tt.ts[:len(tt.ts)-1]
+	return first, true
+}
+
+func (tt *timerTable) next() (int64, bool) {
+	if len(tt.ts) == 0 {
+		return 0, false
+	}
+	return tt.ts[0].at, true
+}

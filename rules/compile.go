@@ -1,0 +1,545 @@
+package rules
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/file"
+)
+
+// Defaults applied when a pack leaves a setting out.
+const (
+	DefaultTickMS         = 100
+	DefaultWordsPerMinute = 160
+	DefaultLLMTimeoutMS   = 8000
+	DefaultTranscriptTail = 6
+	DefaultLLMLatencyMS   = 600
+)
+
+// Role specifiers a TurnSpec may use instead of a role id.
+const (
+	RoleLast      = "last"
+	RoleSame      = "same"
+	RoleAddressed = "addressed"
+)
+
+// Route types.
+const (
+	RouteAnchor    = "anchor"
+	RouteAddressed = "addressed"
+	RouteIntent    = "intent"
+	RouteRole      = "role"
+)
+
+type compiler struct {
+	p    *Pack
+	errs *ErrorList
+	ids  map[string]Pos
+}
+
+func compile(p *Pack, errs *ErrorList) {
+	c := &compiler{p: p, errs: errs, ids: map[string]Pos{}}
+	c.defaults()
+	c.constants()
+	p.buildEnvSpec()
+	c.walk(reflect.ValueOf(p).Elem(), "")
+	c.check()
+}
+
+func (c *compiler) errorf(pos Pos, format string, args ...any) { c.errs.add(pos, format, args...) }
+
+func (c *compiler) defaults() {
+	p := c.p
+	if p.Schema == 0 {
+		p.Schema = 1
+	}
+	if !p.Tick.IsSet() {
+		p.Tick = Duration{MS: DefaultTickMS, set: true}
+	}
+	if p.Voice.WordsPerMinute == 0 {
+		p.Voice.WordsPerMinute = DefaultWordsPerMinute
+	}
+	if !p.LLM.Timeout.IsSet() {
+		p.LLM.Timeout = Duration{MS: DefaultLLMTimeoutMS, set: true}
+	}
+	if p.LLM.TranscriptTail == 0 {
+		p.LLM.TranscriptTail = DefaultTranscriptTail
+	}
+	if !p.DryRun.LLMLatency.IsSet() {
+		p.DryRun.LLMLatency = Duration{MS: DefaultLLMLatencyMS, set: true}
+	}
+	if p.Silence.StartAfter == "" {
+		p.Silence.StartAfter = "question"
+	}
+	if p.Guardrails.OnViolation == "" {
+		p.Guardrails.OnViolation = "rewrite"
+	}
+	for i := range p.Timeline.Anchors {
+		a := &p.Timeline.Anchors[i]
+		if a.Action == "" {
+			a.Action = "say"
+		}
+		if a.Turn.Kind == "" {
+			a.Turn.Kind = "anchor"
+		}
+	}
+	for i := range p.Timeline.Windows {
+		w := &p.Timeline.Windows[i]
+		if w.OnClose == "" {
+			w.OnClose = "fire"
+		}
+		if w.Turn.Kind == "" {
+			w.Turn.Kind = "window"
+		}
+	}
+	for i := range p.Routing {
+		r := &p.Routing[i]
+		if r.Kind == "" {
+			r.Kind = "reply"
+		}
+		if r.Goal == "" {
+			r.Goal = "respond_to_candidate"
+		}
+	}
+	for i := range p.Silence.Steps {
+		s := &p.Silence.Steps[i]
+		if s.Action == "" {
+			s.Action = "say"
+		}
+	}
+}
+
+// constants normalizes constant values; text that reads as a duration
+// becomes milliseconds so it can stand wherever a duration is expected.
+func (c *compiler) constants() {
+	seen := map[string]Pos{}
+	for i := range c.p.Constants {
+		k := &c.p.Constants[i]
+		if !isIdent(k.ID) {
+			c.errorf(k.Pos, "constant %q: names are letters, digits and _", k.ID)
+		}
+		if first, dup := seen[k.ID]; dup {
+			c.errorf(k.Pos, "constant %q is already defined at %s", k.ID, first)
+		}
+		seen[k.ID] = k.Pos
+		switch v := normalize(k.Value).(type) {
+		case string:
+			if ms, err := ParseDuration(v); err == nil && v != "" && !isIdent(v) {
+				k.Norm, k.IsDuration = ms, true
+			} else {
+				k.Norm = v
+			}
+		case int64, float64, bool:
+			k.Norm = v
+		default:
+			c.errorf(k.Pos, "constant %q: must be a number, text, boolean or duration", k.ID)
+			k.Norm = int64(0)
+		}
+	}
+	for i := range c.p.Vars {
+		v := &c.p.Vars[i]
+		if !isIdent(v.ID) {
+			c.errorf(v.Pos, "variable %q: names are letters, digits and _", v.ID)
+		}
+		if first, dup := seen[v.ID]; dup {
+			c.errorf(v.Pos, "variable %q is already defined at %s", v.ID, first)
+		}
+		if slices.Contains(builtinNames, v.ID) {
+			c.errorf(v.Pos, "variable %q shadows a built-in name", v.ID)
+		}
+		seen[v.ID] = v.Pos
+		switch normalize(v.Initial).(type) {
+		case int64, float64, bool, string:
+		default:
+			c.errorf(v.Pos, "variable %q: initial value must be a number, text or boolean", v.ID)
+			v.Initial = int64(0)
+		}
+	}
+	for _, k := range c.p.Constants {
+		if slices.Contains(builtinNames, k.ID) {
+			c.errorf(k.Pos, "constant %q shadows a built-in name", k.ID)
+		}
+	}
+}
+
+func (c *compiler) constant(name string) (*Constant, bool) {
+	for i := range c.p.Constants {
+		if c.p.Constants[i].ID == name {
+			return &c.p.Constants[i], true
+		}
+	}
+	return nil, false
+}
+
+var (
+	durationType = reflect.TypeFor[Duration]()
+	numberType   = reflect.TypeFor[Number]()
+	exprType     = reflect.TypeFor[Expr]()
+)
+
+// walk visits every Duration, Number and Expr in the pack, resolving
+// constant references and compiling expressions, so no field can be
+// forgotten by a hand-written list.
+func (c *compiler) walk(v reflect.Value, tag string) {
+	switch v.Type() {
+	case durationType:
+		c.resolveDuration(v.Addr().Interface().(*Duration))
+		return
+	case numberType:
+		c.resolveNumber(v.Addr().Interface().(*Number))
+		return
+	case exprType:
+		c.compileExpr(v.Addr().Interface().(*Expr), !strings.Contains(tag, ",any"))
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			c.walk(v.Elem(), tag)
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			if t.Field(i).IsExported() && t.Field(i).Tag.Get("yaml") != "-" {
+				c.walk(v.Field(i), t.Field(i).Tag.Get("yaml"))
+			}
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			c.walk(v.Index(i), tag)
+		}
+	}
+}
+
+func (c *compiler) resolveDuration(d *Duration) {
+	if d.Ref == "" {
+		return
+	}
+	k, ok := c.constant(d.Ref)
+	switch {
+	case !ok:
+		c.errorf(d.Pos, "unknown constant %q", d.Ref)
+	case !k.IsDuration:
+		c.errorf(d.Pos, "constant %q is not a duration (write it like 12s or 03:00)", d.Ref)
+	default:
+		d.MS = k.Norm.(int64)
+	}
+}
+
+func (c *compiler) resolveNumber(n *Number) {
+	if n.Ref == "" {
+		return
+	}
+	k, ok := c.constant(n.Ref)
+	if !ok {
+		c.errorf(n.Pos, "unknown constant %q", n.Ref)
+		return
+	}
+	switch v := k.Norm.(type) {
+	case int64:
+		n.Value = float64(v)
+	case float64:
+		n.Value = v
+	default:
+		c.errorf(n.Pos, "constant %q is not a number", n.Ref)
+	}
+}
+
+func (c *compiler) compileExpr(x *Expr, asBool bool) {
+	if x.Src == "" {
+		return
+	}
+	opts := append([]expr.Option{expr.Env(c.p.env.decl)}, exprFunctions()...)
+	if asBool {
+		opts = append(opts, expr.AsBool())
+	}
+	prog, err := expr.Compile(x.Src, opts...)
+	if err != nil {
+		pos, msg := x.Pos, err.Error()
+		var fe *file.Error
+		if errors.As(err, &fe) {
+			msg = fe.Message
+			if fe.Line > 1 {
+				pos.Line += fe.Line - 1
+				pos.Col = fe.Column + 1
+			} else {
+				pos.Col += fe.Column
+			}
+		}
+		c.errorf(pos, "expression %q: %s", x.Src, msg)
+		return
+	}
+	x.prog = prog
+}
+
+func (c *compiler) id(pos Pos, kind, id string) {
+	if id == "" {
+		c.errorf(pos, "%s needs an id", kind)
+		return
+	}
+	if first, dup := c.ids[id]; dup {
+		c.errorf(pos, "%s id %q is already used at %s", kind, id, first)
+		return
+	}
+	c.ids[id] = pos
+}
+
+func (c *compiler) roleRef(pos Pos, what, role string, specifiers ...string) {
+	if role == "" {
+		c.errorf(pos, "%s needs a role", what)
+		return
+	}
+	if slices.Contains(specifiers, role) {
+		return
+	}
+	if _, ok := c.p.roles[role]; !ok {
+		c.errorf(pos, "%s: unknown role %q (roles: %s)", what, role, strings.Join(c.p.RoleIDs(), ", "))
+	}
+}
+
+func (c *compiler) turn(t *TurnSpec, what string, specifiers ...string) {
+	c.roleRef(t.Pos, what, t.Role, specifiers...)
+	if t.Kind == "" {
+		c.errorf(t.Pos, "%s needs a kind", what)
+	}
+}
+
+func (c *compiler) within(d Duration, what string) {
+	if d.MS > c.p.Duration.MS {
+		c.errorf(d.Pos, "%s %s is after the end of the session (%s)", what, FormatClock(d.MS), FormatClock(c.p.Duration.MS))
+	}
+}
+
+func oneOf(v string, allowed ...string) bool { return slices.Contains(allowed, v) }
+
+func (c *compiler) check() {
+	p := c.p
+	if p.Name == "" {
+		c.errorf(p.Pos, "the pack needs a name")
+	}
+	if p.Schema != 1 {
+		c.errorf(p.Pos, "schema %d is not supported (only 1)", p.Schema)
+	}
+	if p.Tick.MS <= 0 {
+		c.errorf(p.Tick.Pos, "tick must be positive")
+	}
+	if p.Duration.MS <= 0 {
+		c.errorf(p.Pos, "the pack needs a positive duration (the longest a session runs)")
+	}
+	if p.Voice.WordsPerMinute < 0 {
+		c.errorf(p.Pos, "voice.words_per_minute must be positive")
+	}
+
+	p.roles = map[string]int{}
+	if len(p.Roles) == 0 {
+		c.errorf(p.Pos, "the pack needs at least one role")
+	}
+	for i, r := range p.Roles {
+		if !isIdent(r.ID) || oneOf(r.ID, RoleLast, RoleSame, RoleAddressed) {
+			c.errorf(r.Pos, "role %q: ids are letters, digits and _, and not last/same/addressed", r.ID)
+		}
+		if _, dup := p.roles[r.ID]; dup {
+			c.errorf(r.Pos, "role %q is defined twice", r.ID)
+		}
+		p.roles[r.ID] = i
+		if r.WordsPerMinute < 0 {
+			c.errorf(r.Pos, "role %q: words_per_minute must be positive", r.ID)
+		}
+	}
+
+	for i := range p.Timeline.Anchors {
+		a := &p.Timeline.Anchors[i]
+		c.id(a.Pos, "anchor", a.ID)
+		c.within(a.At, "anchor "+a.ID)
+		switch a.Action {
+		case "say":
+			c.turn(&a.Turn, "anchor "+a.ID)
+		case "end":
+		default:
+			c.errorf(a.Pos, "anchor %s: action must be say or end, not %q", a.ID, a.Action)
+		}
+	}
+	for i := range p.Timeline.Windows {
+		w := &p.Timeline.Windows[i]
+		c.id(w.Pos, "window", w.ID)
+		if !w.Close.IsSet() || w.Close.MS <= w.Open.MS {
+			c.errorf(w.Pos, "window %s: close must be after open", w.ID)
+		}
+		c.within(w.Close, "window "+w.ID+" close")
+		c.turn(&w.Turn, "window "+w.ID)
+		if !oneOf(w.OnClose, "fire", "skip") {
+			c.errorf(w.Pos, "window %s: on_close must be fire or skip, not %q", w.ID, w.OnClose)
+		}
+	}
+
+	for i := range p.Routing {
+		r := &p.Routing[i]
+		c.id(r.Pos, "route", r.ID)
+		switch r.Type {
+		case RouteAnchor:
+		case RouteAddressed:
+			if r.Field == "" && len(r.Mentions) == 0 {
+				c.errorf(r.Pos, "route %s: addressed routes need a field or mentions", r.ID)
+			}
+			if r.Field != "" && r.Field != "addressed_to" {
+				c.errorf(r.Pos, "route %s: field must be addressed_to", r.ID)
+			}
+			for _, m := range r.Mentions {
+				c.roleRef(m.Pos, "mention "+m.Key, m.Value)
+			}
+		case RouteIntent:
+			if len(r.Intents) == 0 {
+				c.errorf(r.Pos, "route %s: intent routes need intents", r.ID)
+			}
+			for _, in := range r.Intents {
+				c.roleRef(in.Pos, "intent "+in.Tag, in.Role)
+				if len(in.Keywords) == 0 {
+					c.errorf(in.Pos, "intent %s needs keywords", in.Tag)
+				}
+			}
+		case RouteRole:
+			c.roleRef(r.Pos, "route "+r.ID, r.Role, RoleLast)
+		default:
+			c.errorf(r.Pos, "route %s: type must be anchor, addressed, intent or role, not %q", r.ID, r.Type)
+		}
+	}
+
+	d := &p.TurnTaking.Defer
+	if d.When.Set() {
+		if d.Max.MS <= 0 {
+			c.errorf(d.When.Pos, "turn_taking.defer needs a positive max")
+		}
+		if d.OnCap.Kind != "" || d.OnCap.Role != "" {
+			c.turn(&d.OnCap, "turn_taking.defer.on_cap", RoleSame, RoleLast)
+		}
+	}
+
+	if !oneOf(p.Silence.StartAfter, "question", "any", "none") {
+		c.errorf(p.Pos, "silence.start_after must be question, any or none, not %q", p.Silence.StartAfter)
+	}
+	for i := range p.Silence.Steps {
+		s := &p.Silence.Steps[i]
+		if s.After.MS <= 0 {
+			c.errorf(s.Pos, "silence step %d needs a positive after", i+1)
+		}
+		switch s.Action {
+		case "say":
+			c.turn(&s.Turn, fmt.Sprintf("silence step %d", i+1), RoleLast)
+		case "auto_advance", "end":
+		default:
+			c.errorf(s.Pos, "silence step %d: action must be say, auto_advance or end, not %q", i+1, s.Action)
+		}
+	}
+
+	sc := &p.SpeechConfidence
+	if len(sc.Steps) > 0 && !sc.Threshold.IsSet() {
+		c.errorf(p.Pos, "speech_confidence needs a threshold")
+	}
+	for i := range sc.Steps {
+		s := &sc.Steps[i]
+		if s.Count.Value < 1 || s.Count.Value != float64(int(s.Count.Value)) || (i > 0 && s.Count.Value <= sc.Steps[i-1].Count.Value) {
+			c.errorf(s.Pos, "speech_confidence step counts must start at 1 or more and increase")
+		}
+		c.turn(&s.Turn, fmt.Sprintf("speech_confidence step %d", i+1), RoleLast, RoleAddressed)
+	}
+
+	g := &p.Guardrails
+	if g.MaxSentences > 0 && g.MinSentences > g.MaxSentences {
+		c.errorf(p.Pos, "guardrails: min_sentences is above max_sentences")
+	}
+	if !oneOf(g.OnViolation, "rewrite", "fallback", "pass") {
+		c.errorf(p.Pos, "guardrails.on_violation must be rewrite, fallback or pass, not %q", g.OnViolation)
+	}
+
+	for i := range p.Rules {
+		r := &p.Rules[i]
+		c.id(r.Pos, "rule", r.ID)
+		triggers := 0
+		for _, set := range []bool{r.On != "", r.At.IsSet(), r.Every.IsSet()} {
+			if set {
+				triggers++
+			}
+		}
+		if triggers != 1 {
+			c.errorf(r.Pos, "rule %s needs exactly one of on, at, every", r.ID)
+		}
+		if r.Every.IsSet() && r.Every.MS < p.Tick.MS {
+			c.errorf(r.Every.Pos, "rule %s: every must be at least one tick", r.ID)
+		}
+		c.within(r.At, "rule "+r.ID)
+		if len(r.Do) == 0 {
+			c.errorf(r.Pos, "rule %s does nothing (add do:)", r.ID)
+		}
+		for j := range r.Do {
+			a := &r.Do[j]
+			n := 0
+			if a.Say != nil {
+				n++
+				c.turn(a.Say, "rule "+r.ID+" say", RoleLast, RoleAddressed)
+			}
+			if a.Set != nil {
+				n++
+				if p.env.names[a.Set.Var] != "variable" {
+					c.errorf(a.Pos, "rule %s: set: %q is not a declared variable", r.ID, a.Set.Var)
+				}
+				if !a.Set.Value.Set() {
+					c.errorf(a.Pos, "rule %s: set needs a value", r.ID)
+				}
+			}
+			if a.Emit != nil {
+				n++
+			}
+			if a.End != nil {
+				n++
+			}
+			if n != 1 {
+				c.errorf(a.Pos, "rule %s: each action is exactly one of say, set, emit, end", r.ID)
+			}
+		}
+	}
+	p.ruleOn = map[string][]*Rule{}
+	for i := range p.Rules {
+		if r := &p.Rules[i]; r.On != "" {
+			p.ruleOn[r.On] = append(p.ruleOn[r.On], r)
+		}
+	}
+	for _, rs := range p.ruleOn {
+		slices.SortStableFunc(rs, func(a, b *Rule) int {
+			return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.ID, b.ID))
+		})
+	}
+	for i := range p.End {
+		e := &p.End[i]
+		c.id(e.Pos, "end rule", e.ID)
+		if !e.When.Set() {
+			c.errorf(e.Pos, "end rule %s needs when", e.ID)
+		}
+	}
+}
+
+// RulesOn returns the rules triggered by event in firing order (priority
+// high to low, then id).
+func (p *Pack) RulesOn(event string) []*Rule { return p.ruleOn[event] }
+
+// RoleIDs lists the role ids in pack order.
+func (p *Pack) RoleIDs() []string {
+	out := make([]string, len(p.Roles))
+	for i, r := range p.Roles {
+		out[i] = r.ID
+	}
+	return out
+}
+
+// Role returns the role with id.
+func (p *Pack) Role(id string) (*Role, bool) {
+	i, ok := p.roles[id]
+	if !ok {
+		return nil, false
+	}
+	return &p.Roles[i], true
+}

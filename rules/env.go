@@ -1,0 +1,201 @@
+package rules
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
+)
+
+// CandidateView is what expressions see of the candidate as `candidate`.
+type CandidateView struct {
+	MicActive bool `expr:"mic_active"`
+	// Typing is true within the typing debounce after a keystroke.
+	Typing bool `expr:"typing"`
+	// Speaking is true while the mic is open and for the speech-resume
+	// buffer after speech ends.
+	Speaking        bool  `expr:"speaking"`
+	LastKeystrokeMS int64 `expr:"last_keystroke_ms"`
+	LastSpeechEndMS int64 `expr:"last_speech_end_ms"`
+	// LowSTTCount is the number of low-confidence messages in a row.
+	LowSTTCount   int   `expr:"low_stt_count"`
+	Messages      int   `expr:"messages"`
+	LastMessageMS int64 `expr:"last_message_ms"`
+}
+
+// MessageView is the candidate event being handled, as `msg`.
+type MessageView struct {
+	Type          string  `expr:"type"`
+	Text          string  `expr:"text"`
+	Source        string  `expr:"source"`
+	Confidence    float64 `expr:"confidence"`
+	AddressedTo   string  `expr:"addressed_to"`
+	LowConfidence bool    `expr:"low_confidence"`
+	Code          string  `expr:"code"`
+}
+
+// SessionView is the session's own state, as `session`.
+type SessionView struct {
+	LastRole        string `expr:"last_role"`
+	Turns           int    `expr:"turns"`
+	AgentSpeaking   bool   `expr:"agent_speaking"`
+	AwaitingReply   bool   `expr:"awaiting_reply"`
+	HardTurnPending bool   `expr:"hard_turn_pending"`
+	TurnPending     bool   `expr:"turn_pending"`
+}
+
+// envSpec is the typed environment expressions are compiled against.
+type envSpec struct {
+	decl  map[string]any
+	names map[string]string // name -> "constant" | "variable" | "built-in"
+}
+
+var builtinNames = []string{"candidate", "msg", "session", "now", "role"}
+
+func exprFunctions() []expr.Option {
+	return []expr.Option{
+		expr.DisableBuiltin("now"),
+		expr.Function("questions", func(p ...any) (any, error) { return CountQuestions(p[0].(string)), nil }, new(func(string) int)),
+		expr.Function("sentences", func(p ...any) (any, error) { return CountSentences(p[0].(string)), nil }, new(func(string) int)),
+		expr.Function("words", func(p ...any) (any, error) { return CountWords(p[0].(string)), nil }, new(func(string) int)),
+		expr.Function("has_word", func(p ...any) (any, error) { return ContainsWord(p[0].(string), p[1].(string)), nil }, new(func(string, string) bool)),
+	}
+}
+
+// Env is one session's expression environment. It is not safe for
+// concurrent use; a session owns exactly one.
+type Env struct {
+	Candidate CandidateView
+	Msg       MessageView
+	Session   SessionView
+	Now       int64
+	m         map[string]any
+	vm        vm.VM
+	vars      map[string]reflect.Kind
+}
+
+// NewEnv builds a fresh environment for one session of p.
+func (p *Pack) NewEnv() *Env {
+	e := &Env{m: make(map[string]any, len(p.Constants)+len(p.Vars)+len(builtinNames)), vars: map[string]reflect.Kind{}}
+	for _, c := range p.Constants {
+		e.m[c.ID] = c.Norm
+	}
+	for _, v := range p.Vars {
+		e.m[v.ID] = normalize(v.Initial)
+		e.vars[v.ID] = reflect.ValueOf(e.m[v.ID]).Kind()
+	}
+	e.m["candidate"] = &e.Candidate
+	e.m["msg"] = &e.Msg
+	e.m["session"] = &e.Session
+	e.m["now"] = func() int64 { return e.Now }
+	e.m["role"] = ""
+	return e
+}
+
+// SetRole sets `role`, the role a role-scoped expression is evaluated for.
+func (e *Env) SetRole(r string) {
+	if cur, _ := e.m["role"].(string); cur != r {
+		e.m["role"] = r
+	}
+}
+
+// EvalBool runs a boolean expression; an unset expression is true.
+func (e *Env) EvalBool(x *Expr) (bool, error) {
+	if x.prog == nil {
+		return true, nil
+	}
+	out, err := e.vm.Run(x.prog, e.m)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", x.Pos, err)
+	}
+	b, _ := out.(bool)
+	return b, nil
+}
+
+// Eval runs an expression and returns its value.
+func (e *Env) Eval(x *Expr) (any, error) {
+	out, err := e.vm.Run(x.prog, e.m)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", x.Pos, err)
+	}
+	return out, nil
+}
+
+// SetVar assigns a session variable, converting numbers to its type.
+func (e *Env) SetVar(name string, v any) error {
+	kind, ok := e.vars[name]
+	if !ok {
+		return fmt.Errorf("unknown variable %q", name)
+	}
+	nv := normalize(v)
+	switch {
+	case kind == reflect.Int64 && isNumber(nv):
+		nv = int64(toFloat(nv))
+	case kind == reflect.Float64 && isNumber(nv):
+		nv = toFloat(nv)
+	case reflect.ValueOf(nv).Kind() != kind:
+		return fmt.Errorf("variable %q holds %s, cannot set %T", name, kind, v)
+	}
+	e.m[name] = nv
+	return nil
+}
+
+// Var reads a session variable.
+func (e *Env) Var(name string) any { return e.m[name] }
+
+func isNumber(v any) bool {
+	switch v.(type) {
+	case int64, float64:
+		return true
+	}
+	return false
+}
+
+func toFloat(v any) float64 {
+	switch x := v.(type) {
+	case int64:
+		return float64(x)
+	case float64:
+		return x
+	}
+	return 0
+}
+
+// normalize maps YAML and expr values onto int64, float64, bool, string.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case int:
+		return int64(x)
+	case int32:
+		return int64(x)
+	case uint64:
+		return int64(x)
+	case float32:
+		return float64(x)
+	case nil:
+		return ""
+	}
+	return v
+}
+
+func (p *Pack) buildEnvSpec() {
+	s := &envSpec{decl: map[string]any{}, names: map[string]string{}}
+	for _, c := range p.Constants {
+		s.decl[c.ID] = c.Norm
+		s.names[c.ID] = "constant"
+	}
+	for _, v := range p.Vars {
+		s.decl[v.ID] = normalize(v.Initial)
+		s.names[v.ID] = "variable"
+	}
+	s.decl["candidate"] = &CandidateView{}
+	s.decl["msg"] = &MessageView{}
+	s.decl["session"] = &SessionView{}
+	s.decl["now"] = func() int64 { return 0 }
+	s.decl["role"] = ""
+	for _, n := range builtinNames {
+		s.names[n] = "built-in"
+	}
+	p.env = s
+}

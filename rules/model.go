@@ -1,0 +1,397 @@
+package rules
+
+import (
+	"io/fs"
+
+	"github.com/expr-lang/expr/vm"
+	"gopkg.in/yaml.v3"
+)
+
+// Pack is a rule pack: decoded from YAML, checked, and compiled by Load.
+// After Load returns it is immutable and shared by every session.
+//
+// The sections map one to one onto what scenario authors talk about
+// (anchors, windows, routing, defer, silence, speech confidence,
+// guardrails); Rules is the escape hatch for everything else. See
+// docs/packs.md for how each seed system maps onto them.
+type Pack struct {
+	Pos
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	// Schema is the pack format version; only 1 exists.
+	Schema  int      `yaml:"schema"`
+	Include []string `yaml:"include"`
+	// Tick quantizes time: deadlines round up to it, inputs round down.
+	Tick Duration `yaml:"tick"`
+	// Duration is the longest a session may run; it ends there regardless.
+	Duration         Duration         `yaml:"duration"`
+	Constants        []Constant       `yaml:"constants"`
+	Vars             []Var            `yaml:"vars"`
+	Scenario         Scenario         `yaml:"scenario"`
+	LLM              LLMConfig        `yaml:"llm"`
+	Voice            VoiceConfig      `yaml:"voice"`
+	Roles            []Role           `yaml:"roles"`
+	Timeline         Timeline         `yaml:"timeline"`
+	Routing          []Route          `yaml:"routing"`
+	TurnTaking       TurnTaking       `yaml:"turn_taking"`
+	Silence          Silence          `yaml:"silence"`
+	SpeechConfidence SpeechConfidence `yaml:"speech_confidence"`
+	Guardrails       Guardrails       `yaml:"guardrails"`
+	Rules            []Rule           `yaml:"rules"`
+	End              []EndRule        `yaml:"end"`
+	DryRun           DryRun           `yaml:"dryrun"`
+
+	// Set by Load.
+	Dir    string `yaml:"-"`
+	FS     fs.FS  `yaml:"-"` // the pack folder, for sibling files
+	Hash   string `yaml:"-"` // sha256 over every file the pack was read from
+	roles  map[string]int
+	env    *envSpec
+	ruleOn map[string][]*Rule
+}
+
+// Constant is a named value that the rest of the pack refers to by name.
+// Durations ("12s", "03:00") become milliseconds.
+type Constant struct {
+	Pos
+	ID    string `yaml:"id"`
+	Value any    `yaml:"value"`
+	// Set by Load: the value normalized to int64 (durations, whole numbers),
+	// float64, bool or string.
+	Norm       any  `yaml:"-"`
+	IsDuration bool `yaml:"-"`
+}
+
+func (c *Constant) setShorthand(d *decoder, n *yaml.Node) { d.decode(n, refValue(&c.Value)) }
+
+// Var is a session variable that rules may set and expressions read. Its
+// initial value fixes its type.
+type Var struct {
+	Pos
+	ID      string `yaml:"id"`
+	Initial any    `yaml:"initial"`
+}
+
+func (v *Var) setShorthand(d *decoder, n *yaml.Node) { d.decode(n, refValue(&v.Initial)) }
+
+// Scenario is the shared situation all roles know about.
+type Scenario struct {
+	ID      string `yaml:"id"`
+	Title   string `yaml:"title"`
+	Context StrMap `yaml:"context"`
+}
+
+// LLMConfig sets the model and limits for generated turns.
+type LLMConfig struct {
+	Model string `yaml:"model"`
+	// Timeout per generation; past it the role's fallback line is used.
+	Timeout Duration `yaml:"timeout"`
+	// TranscriptTail is how many transcript lines a request carries.
+	TranscriptTail int `yaml:"transcript_tail"`
+}
+
+// VoiceConfig sets defaults for simulated speech.
+type VoiceConfig struct {
+	WordsPerMinute int `yaml:"words_per_minute"`
+}
+
+// Role is one agent on the panel. Its persona is immutable; what it knows
+// lives in the session.
+type Role struct {
+	Pos
+	ID      string `yaml:"id"`
+	Name    string `yaml:"name"`
+	Persona string `yaml:"persona"`
+	Voice   string `yaml:"voice"`
+	Model   string `yaml:"model"`
+	// WordsPerMinute overrides the pack's voice rate for this role.
+	WordsPerMinute int `yaml:"words_per_minute"`
+	// Focus words make a line recognisably this role's (role fidelity).
+	Focus []string `yaml:"focus"`
+	// Fallback lines by turn kind ("default" for any) when generation fails.
+	Fallback StrMap `yaml:"fallback"`
+	// Rewrite lines by turn goal ("default" for any) replace output that
+	// breaks the guardrails.
+	Rewrite StrMap `yaml:"rewrite"`
+	// Lines by goal or kind feed the scripted LLM in dry runs and tests.
+	Lines []LineSet `yaml:"lines"`
+}
+
+// LineSet is the scripted lines for one goal, used in rotation.
+type LineSet struct {
+	Pos
+	ID   string   `yaml:"id"`
+	Text []string `yaml:"text"`
+}
+
+func (l *LineSet) setShorthand(d *decoder, n *yaml.Node) {
+	if n.Kind == yaml.SequenceNode {
+		d.decode(n, refValue(&l.Text))
+		return
+	}
+	var s string
+	d.decode(n, refValue(&s))
+	l.Text = []string{s}
+}
+
+// Timeline holds the fixed-time parts of a session.
+type Timeline struct {
+	Anchors []Anchor `yaml:"anchors"`
+	Windows []Window `yaml:"windows"`
+}
+
+// Anchor is a hard time: it fires exactly then, is never deferred or
+// skipped, and preempts anything pending.
+type Anchor struct {
+	Pos
+	ID string   `yaml:"id"`
+	At Duration `yaml:"at"`
+	// Action is "say" (default) or "end".
+	Action string   `yaml:"action"`
+	Turn   TurnSpec `yaml:"turn"`
+	Reason string   `yaml:"reason"`
+}
+
+// Window is an adaptive slot: its turn fires at the first moment in
+// [Open, Close] when the floor is free.
+type Window struct {
+	Pos
+	ID    string   `yaml:"id"`
+	Open  Duration `yaml:"open"`
+	Close Duration `yaml:"close"`
+	Turn  TurnSpec `yaml:"turn"`
+	// When is an extra condition for the window to fire.
+	When Expr `yaml:"when"`
+	// OnClose is "fire" (default: take the turn even if the floor is busy)
+	// or "skip".
+	OnClose string `yaml:"on_close"`
+}
+
+// TurnSpec describes an agent turn. Text comes from Line if set, otherwise
+// from the LLM with Goal.
+type TurnSpec struct {
+	Pos
+	// Role is a role id, or "last" (the last agent to speak), "same" (the
+	// role of the turn being replaced) or "addressed" (the role the
+	// candidate named, else last).
+	Role      string `yaml:"role"`
+	Kind      string `yaml:"kind"`
+	Goal      string `yaml:"goal"`
+	Line      string `yaml:"line"`
+	IntentTag string `yaml:"intent_tag"`
+}
+
+// Route is one step of message routing. Routes are tried in order; the
+// first that matches decides who replies.
+type Route struct {
+	Pos
+	ID string `yaml:"id"`
+	// Type is anchor | addressed | intent | role.
+	Type string `yaml:"type"`
+	// When guards the route.
+	When Expr `yaml:"when"`
+	// Field (addressed) is the event data field naming a role.
+	Field string `yaml:"field"`
+	// Mentions (addressed) maps text mentions such as "@qa" to role ids.
+	Mentions StrMap `yaml:"mentions"`
+	// Intents (intent) maps keywords to roles.
+	Intents []Intent `yaml:"intents"`
+	// Role (role) is the fixed target.
+	Role string `yaml:"role"`
+	// Kind and Goal of the reply turn.
+	Kind string `yaml:"kind"`
+	Goal string `yaml:"goal"`
+}
+
+// Intent is a keyword class. The class with the most keyword hits wins;
+// ties go to the earlier class.
+type Intent struct {
+	Pos
+	Role     string   `yaml:"role"`
+	Tag      string   `yaml:"tag"`
+	Goal     string   `yaml:"goal"`
+	Keywords []string `yaml:"keywords"`
+}
+
+// TurnTaking defines when the candidate holds the floor and how agent
+// turns wait for them.
+type TurnTaking struct {
+	// TypingDebounce keeps candidate.typing true this long after a keystroke.
+	TypingDebounce Duration `yaml:"typing_debounce"`
+	// SpeechResume keeps candidate.speaking true this long after speech ends.
+	SpeechResume Duration `yaml:"speech_resume"`
+	Defer        Defer    `yaml:"defer"`
+}
+
+// Defer holds non-anchor turns while When is true, at most Max; at the cap
+// the turn becomes OnCap.
+type Defer struct {
+	When  Expr     `yaml:"when"`
+	Max   Duration `yaml:"max"`
+	OnCap TurnSpec `yaml:"on_cap"`
+}
+
+// Silence is the ladder that runs while an agent waits for an answer.
+type Silence struct {
+	// StartAfter is "question" (default: agent lines containing '?'),
+	// "any" (every agent line) or "none".
+	StartAfter string        `yaml:"start_after"`
+	Steps      []SilenceStep `yaml:"steps"`
+}
+
+// SilenceStep fires After the previous step (or the end of the agent's
+// speech) if the candidate stays silent.
+type SilenceStep struct {
+	Pos
+	After Duration `yaml:"after"`
+	// Action is "say" (default when Turn is set), "auto_advance" or "end".
+	Action string   `yaml:"action"`
+	Turn   TurnSpec `yaml:"turn"`
+}
+
+// SpeechConfidence handles low speech-to-text confidence.
+type SpeechConfidence struct {
+	Threshold Number `yaml:"threshold"`
+	// Steps by consecutive low-confidence count; the highest step whose
+	// Count is reached applies.
+	Steps []ConfidenceStep `yaml:"steps"`
+}
+
+// ConfidenceStep is the turn taken at the Count-th low-confidence message
+// in a row.
+type ConfidenceStep struct {
+	Pos
+	Count Number   `yaml:"count"`
+	Turn  TurnSpec `yaml:"turn"`
+}
+
+// Guardrails check every agent line before it is sent.
+type Guardrails struct {
+	MaxQuestions int `yaml:"max_questions"`
+	MinSentences int `yaml:"min_sentences"`
+	MaxSentences int `yaml:"max_sentences"`
+	// RoleFidelity requires a line to use at least one of its role's focus words.
+	RoleFidelity bool `yaml:"role_fidelity"`
+	// OnViolation is "rewrite" (default), "fallback" or "pass".
+	OnViolation string `yaml:"on_violation"`
+}
+
+// Rule is the generic escape hatch: on a trigger, if When holds, run Do.
+// Rules with higher Priority run first; ties go by id.
+type Rule struct {
+	Pos
+	ID string `yaml:"id"`
+	// On is a candidate event type, "session_start", "agent_message",
+	// "speech_done", or empty with At/Every for time triggers.
+	On       string   `yaml:"on"`
+	At       Duration `yaml:"at"`
+	Every    Duration `yaml:"every"`
+	When     Expr     `yaml:"when"`
+	Priority int      `yaml:"priority"`
+	Do       []Action `yaml:"do"`
+}
+
+// Action is one step of a rule; exactly one field is set.
+type Action struct {
+	Pos
+	Say  *TurnSpec   `yaml:"say"`
+	Set  *SetAction  `yaml:"set"`
+	Emit *EmitAction `yaml:"emit"`
+	End  *EndAction  `yaml:"end"`
+}
+
+// SetAction assigns an expression's value to a session variable.
+type SetAction struct {
+	Var   string `yaml:"var"`
+	Value Expr   `yaml:"value,any"`
+}
+
+// EmitAction reports a note effect.
+type EmitAction struct {
+	Text string `yaml:"text"`
+}
+
+// EndAction ends the session.
+type EndAction struct {
+	Reason string `yaml:"reason"`
+}
+
+// EndRule ends the session as soon as When holds.
+type EndRule struct {
+	Pos
+	ID     string `yaml:"id"`
+	When   Expr   `yaml:"when"`
+	Reason string `yaml:"reason"`
+}
+
+// DryRun holds what a dry run needs that a live session does not.
+type DryRun struct {
+	// Candidate is an events file (JSON lines) played when none is given.
+	Candidate string `yaml:"candidate"`
+	// LLMLatency is the scripted LLM's delay per call.
+	LLMLatency Duration `yaml:"llm_latency"`
+}
+
+// Expr is an expr-lang expression compiled at load.
+type Expr struct {
+	Pos
+	Src  string
+	prog *vm.Program
+}
+
+// Set reports whether the expression was written.
+func (e *Expr) Set() bool { return e.Src != "" }
+
+// Program is the compiled expression, nil when unset.
+func (e *Expr) Program() *vm.Program { return e.prog }
+
+func (e *Expr) decodeNode(d *decoder, n *yaml.Node) {
+	e.Pos = d.pos(n)
+	if n.Kind != yaml.ScalarNode {
+		d.errorf(n, "expected an expression, found %s", kindName(n))
+		return
+	}
+	e.Src = n.Value
+	// Quoted scalars start one column after the quote.
+	if n.Style == yaml.DoubleQuotedStyle || n.Style == yaml.SingleQuotedStyle {
+		e.Col++
+	}
+	if n.Style == yaml.LiteralStyle || n.Style == yaml.FoldedStyle {
+		e.Line++
+	}
+}
+
+// StrMap is an ordered string-to-string mapping.
+type StrMap []StrEntry
+
+// StrEntry is one StrMap entry.
+type StrEntry struct {
+	Pos
+	Key   string
+	Value string
+}
+
+func (m *StrMap) decodeNode(d *decoder, n *yaml.Node) {
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, "expected a mapping, found %s", kindName(n))
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], resolve(n.Content[i+1])
+		if v == nil || v.Kind != yaml.ScalarNode {
+			d.errorf(n.Content[i+1], "expected text for %q", k.Value)
+			continue
+		}
+		*m = append(*m, StrEntry{Pos: d.pos(k), Key: k.Value, Value: v.Value})
+	}
+}
+
+// Get returns the value for key and whether it exists.
+func (m StrMap) Get(key string) (string, bool) {
+	for _, e := range m {
+		if e.Key == key {
+			return e.Value, true
+		}
+	}
+	return "", false
+}

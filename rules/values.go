@@ -1,0 +1,149 @@
+package rules
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+func refValue(p any) reflect.Value { return reflect.ValueOf(p).Elem() }
+
+// Duration is a span of time in a pack: a literal ("12s", "800ms", "1m30s",
+// "03:00", "03:00.5") or the name of a duration constant, so that changing
+// one constant retimes every rule that uses it.
+type Duration struct {
+	Pos
+	MS  int64
+	Ref string // constant name, resolved at compile
+	set bool
+}
+
+// IsSet reports whether the duration was written in the pack.
+func (d Duration) IsSet() bool { return d.set }
+
+func (d *Duration) decodeNode(dec *decoder, n *yaml.Node) {
+	d.Pos = dec.pos(n)
+	if n.Kind != yaml.ScalarNode {
+		dec.errorf(n, "expected a duration, found %s", kindName(n))
+		return
+	}
+	d.set = true
+	if isIdent(n.Value) {
+		d.Ref = n.Value
+		return
+	}
+	ms, err := ParseDuration(n.Value)
+	if err != nil {
+		dec.errorf(n, "%v", err)
+		return
+	}
+	d.MS = ms
+}
+
+// ParseDuration reads a pack duration literal into milliseconds.
+func ParseDuration(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "0" {
+		return 0, nil
+	}
+	if strings.Contains(s, ":") {
+		return parseClock(s)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("bad duration %q: want a number with a unit (800ms, 12s, 1m30s) or mm:ss", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("bad duration %q: negative", s)
+	}
+	return d.Milliseconds(), nil
+}
+
+// parseClock reads mm:ss, mm:ss.f or hh:mm:ss.
+func parseClock(s string) (int64, error) {
+	parts := strings.Split(s, ":")
+	bad := fmt.Errorf("bad time %q: want mm:ss, mm:ss.f or hh:mm:ss", s)
+	if len(parts) > 3 {
+		return 0, bad
+	}
+	var total float64
+	for i, p := range parts {
+		if p == "" {
+			return 0, bad
+		}
+		v, err := strconv.ParseFloat(p, 64)
+		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+			return 0, bad
+		}
+		if i < len(parts)-1 && v != math.Trunc(v) {
+			return 0, bad
+		}
+		if i > 0 && v >= 60 {
+			return 0, bad
+		}
+		total = total*60 + v
+	}
+	if total > 1e9 {
+		return 0, bad
+	}
+	return int64(math.Round(total * 1000)), nil
+}
+
+// Number is a numeric pack value: a literal or the name of a constant.
+type Number struct {
+	Pos
+	Value float64
+	Ref   string
+	set   bool
+}
+
+// IsSet reports whether the number was written in the pack.
+func (v Number) IsSet() bool { return v.set }
+
+func (v *Number) decodeNode(dec *decoder, n *yaml.Node) {
+	v.Pos = dec.pos(n)
+	if n.Kind != yaml.ScalarNode {
+		dec.errorf(n, "expected a number, found %s", kindName(n))
+		return
+	}
+	v.set = true
+	if isIdent(n.Value) {
+		v.Ref = n.Value
+		return
+	}
+	f, err := strconv.ParseFloat(n.Value, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		dec.errorf(n, "expected a number or a constant name, found %q", n.Value)
+		return
+	}
+	v.Value = f
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// FormatClock renders ms as mm:ss.s, the timeline's notation.
+func FormatClock(ms int64) string {
+	neg := ""
+	if ms < 0 {
+		neg, ms = "-", -ms
+	}
+	return fmt.Sprintf("%s%02d:%02d.%d", neg, ms/60000, (ms/1000)%60, (ms%1000)/100)
+}

@@ -1,0 +1,149 @@
+// Package dryrun plays a whole session on a simulated clock: candidate
+// events from a script, a scripted LLM and a simulated voice, each answering
+// at its own simulated time. Nothing sleeps, so ten minutes take
+// milliseconds, and the result is exactly what the engine would do live.
+package dryrun
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/events"
+	"github.com/batonhq/baton/runtime/fake"
+)
+
+// Options configure a dry run.
+type Options struct {
+	Events []events.Timed
+	// Replies script the LLM; unmatched calls use the pack's lines.
+	Replies []fake.Reply
+	// StepMS, if positive, advances the clock in fixed steps instead of
+	// jumping to the next deadline; output must not change (tested).
+	StepMS int64
+}
+
+// Record is one effect with what the simulated host added to it.
+type Record struct {
+	engine.Effect
+	// SpeechMS is the simulated playback time of an agent message.
+	SpeechMS int64 `json:"speech_ms,omitempty"`
+}
+
+// Result is a finished dry run.
+type Result struct {
+	Records []Record
+	// Inputs is every input the engine was given, in order: a replayable log.
+	Inputs []engine.Input
+	EndMS  int64
+}
+
+type pending struct {
+	in  engine.Input
+	seq int
+}
+
+// Run plays a session of p to its end.
+func Run(p *rules.Pack, opt Options) (*Result, error) {
+	h := &host{
+		s:     engine.NewSession(p),
+		llm:   fake.NewLLM(p, opt.Replies),
+		voice: fake.NewVoice(p),
+		res:   &Result{},
+	}
+	for i := range opt.Events {
+		ev := opt.Events[i]
+		h.push(engine.Input{T: ev.T, Type: engine.InputCandidate, Candidate: &ev.Event})
+	}
+	// Step 0 starts the session even when the first event is later.
+	if err := h.step(engine.Input{T: 0, Type: engine.InputAdvance}); err != nil {
+		return nil, err
+	}
+	for !h.s.Ended() {
+		deadline, hasDeadline := h.s.NextDeadline()
+		if opt.StepMS > 0 {
+			next := h.s.Now() + opt.StepMS
+			if len(h.queue) > 0 && h.queue[0].in.T <= next {
+				if err := h.step(h.pop()); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if !hasDeadline && len(h.queue) == 0 {
+				break
+			}
+			if err := h.step(engine.Input{T: next, Type: engine.InputAdvance}); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		switch {
+		case len(h.queue) > 0 && (!hasDeadline || h.queue[0].in.T < deadline):
+			if err := h.step(h.pop()); err != nil {
+				return nil, err
+			}
+		case hasDeadline:
+			if err := h.step(engine.Input{T: deadline, Type: engine.InputAdvance}); err != nil {
+				return nil, err
+			}
+		default:
+			h.res.EndMS = h.s.Now()
+			return h.res, nil
+		}
+	}
+	h.res.EndMS = h.s.Now()
+	return h.res, nil
+}
+
+type host struct {
+	s     *engine.Session
+	llm   *fake.LLM
+	voice *fake.Voice
+	queue []pending
+	seq   int
+	res   *Result
+	buf   []engine.Effect
+}
+
+func (h *host) push(in engine.Input) {
+	h.seq++
+	h.queue = append(h.queue, pending{in: in, seq: h.seq})
+	slices.SortStableFunc(h.queue, func(a, b pending) int {
+		return cmp.Or(cmp.Compare(a.in.T, b.in.T), cmp.Compare(a.seq, b.seq))
+	})
+}
+
+func (h *host) pop() engine.Input {
+	in := h.queue[0].in
+	h.queue = h.queue[1:]
+	return in
+}
+
+func (h *host) step(in engine.Input) error {
+	if in.T < h.s.Now() {
+		in.T = h.s.Now() // a reply scheduled inside the current tick lands on it
+	}
+	h.res.Inputs = append(h.res.Inputs, in)
+	var err error
+	h.buf, err = h.s.Step(in, h.buf[:0])
+	if err != nil && err != engine.ErrEnded {
+		return fmt.Errorf("at %s: %w", rules.FormatClock(in.T), err)
+	}
+	for _, e := range h.buf {
+		rec := Record{Effect: e}
+		switch e.Type {
+		case engine.EffectLLMRequest:
+			res, delay, ok := h.llm.Answer(e.ID, e.Request)
+			if ok {
+				h.push(engine.Input{T: e.T + delay, Type: engine.InputLLMResult, LLM: &res})
+			}
+		case engine.EffectAgentMessage:
+			rec.SpeechMS = h.voice.Duration(e.Agent, e.Text)
+			h.push(engine.Input{T: e.T + rec.SpeechMS, Type: engine.InputSpeechDone, Speech: &engine.SpeechDone{ID: e.ID}})
+		}
+		h.res.Records = append(h.res.Records, rec)
+	}
+	return nil
+}

@@ -1,0 +1,88 @@
+package dryrun
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules"
+)
+
+// FormatOptions choose what a printed timeline shows.
+type FormatOptions struct {
+	// Verbose adds adapter requests and routing decisions.
+	Verbose bool
+}
+
+// quiet effects are bookkeeping a reader of the timeline rarely needs.
+func quiet(t engine.EffectType) bool {
+	return t == engine.EffectLLMRequest || t == engine.EffectRouted || t == engine.EffectDeferred
+}
+
+// WriteText prints the readable timeline: mm:ss.s  role  kind  text.
+func WriteText(w io.Writer, recs []Record, opt FormatOptions) error {
+	for i := range recs {
+		if !opt.Verbose && quiet(recs[i].Type) {
+			continue
+		}
+		if _, err := io.WriteString(w, TextLine(&recs[i])+"\n"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TextLine renders one record as a timeline line.
+func TextLine(r *Record) string {
+	who := r.Agent
+	if who == "" {
+		who = "-"
+	}
+	var kind, text string
+	switch r.Type {
+	case engine.EffectAgentMessage:
+		kind = r.Kind
+		text = r.Text
+		var notes []string
+		if r.Fallback {
+			notes = append(notes, "fallback")
+		}
+		if len(r.Guardrail) > 0 {
+			notes = append(notes, "rewritten: "+strings.Join(r.Guardrail, ","))
+		}
+		if len(notes) > 0 {
+			text += "  [" + strings.Join(notes, "; ") + "]"
+		}
+		text += fmt.Sprintf("  (%s, %.1fs)", r.Rule, float64(r.SpeechMS)/1000)
+	case engine.EffectLLMRequest:
+		kind = "llm_request"
+		text = r.ID + " goal=" + r.Request.TurnGoal
+	default:
+		kind = string(r.Type)
+		parts := []string{}
+		for _, s := range []string{r.Rule, r.Kind, r.IntentTag, r.Text, r.Reason} {
+			if s != "" {
+				parts = append(parts, s)
+			}
+		}
+		text = strings.Join(parts, "  ")
+	}
+	return fmt.Sprintf("%s  %-10s %-20s %s", rules.FormatClock(r.T), who, kind, text)
+}
+
+// WriteJSONL prints one JSON object per effect. Adapter request bodies are
+// left out unless verbose, to keep lines readable.
+func WriteJSONL(w io.Writer, recs []Record, opt FormatOptions) error {
+	enc := json.NewEncoder(w)
+	for _, r := range recs {
+		if !opt.Verbose {
+			r.Request = nil
+		}
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,183 @@
+// Package fake holds the deterministic adapters used by dry runs and pack
+// tests: a scripted LLM and a simulated voice. Same pack, same script, same
+// requests: same answers, same timings.
+package fake
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules"
+)
+
+// Reply is one scripted LLM answer. Matchers (Call, Role, Kind, Goal) that
+// are set must all match the request; the first unused matching reply is
+// taken, and used up unless Repeat is set.
+type Reply struct {
+	Call   int    `json:"call,omitempty" yaml:"call"`
+	Role   string `json:"role,omitempty" yaml:"role"`
+	Kind   string `json:"kind,omitempty" yaml:"kind"`
+	Goal   string `json:"goal,omitempty" yaml:"goal"`
+	Repeat bool   `json:"repeat,omitempty" yaml:"repeat"`
+
+	Text      string `json:"text,omitempty" yaml:"text"`
+	IntentTag string `json:"intent_tag,omitempty" yaml:"intent_tag"`
+	// DelayMS overrides the pack's scripted latency for this call.
+	DelayMS *int64 `json:"delay_ms,omitempty" yaml:"delay_ms"`
+	// Error makes the call fail with this kind (timeout, rate_limit, server...).
+	Error string `json:"error,omitempty" yaml:"error"`
+	// NoReply makes the call never answer, so the engine's timeout fires.
+	NoReply bool `json:"no_reply,omitempty" yaml:"no_reply"`
+
+	used bool
+}
+
+// ReadReplies reads a script as a YAML or JSON list, or JSON lines.
+func ReadReplies(r io.Reader) ([]Reply, error) {
+	data, err := io.ReadAll(io.LimitReader(r, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("reading LLM script: %w", err)
+	}
+	trim := bytes.TrimSpace(data)
+	var out []Reply
+	if len(trim) > 0 && trim[0] == '{' {
+		for i, line := range bytes.Split(trim, []byte("\n")) {
+			line = bytes.TrimSpace(line)
+			if len(line) == 0 {
+				continue
+			}
+			var rep Reply
+			dec := json.NewDecoder(bytes.NewReader(line))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&rep); err != nil {
+				return nil, fmt.Errorf("LLM script line %d: %w", i+1, err)
+			}
+			out = append(out, rep)
+		}
+		return out, nil
+	}
+	var n yaml.Node
+	if err := yaml.Unmarshal(data, &n); err != nil {
+		return nil, fmt.Errorf("LLM script: %w", err)
+	}
+	if len(n.Content) == 0 {
+		return nil, nil
+	}
+	dec := n.Content[0]
+	if err := dec.Decode(&out); err != nil {
+		return nil, fmt.Errorf("LLM script: %w", err)
+	}
+	return out, nil
+}
+
+// LLM answers llm_request effects from a script, then from the pack's
+// role lines in rotation. It is per session and not safe for concurrent use.
+type LLM struct {
+	pack    *rules.Pack
+	script  []Reply
+	calls   int
+	rotate  map[string]int
+	latency int64
+}
+
+// NewLLM makes a scripted LLM for pack p.
+func NewLLM(p *rules.Pack, script []Reply) *LLM {
+	s := make([]Reply, len(script))
+	copy(s, script)
+	return &LLM{pack: p, script: s, rotate: map[string]int{}, latency: p.DryRun.LLMLatency.MS}
+}
+
+// Answer returns the result for a request and its delay in ms; ok is false
+// when the script says the call never answers.
+func (f *LLM) Answer(id string, req *engine.LLMRequest) (res engine.LLMResult, delay int64, ok bool) {
+	f.calls++
+	res.ID = id
+	delay = f.latency
+	for i := range f.script {
+		r := &f.script[i]
+		if r.used || !r.matches(f.calls, req) {
+			continue
+		}
+		if !r.Repeat {
+			r.used = true
+		}
+		if r.DelayMS != nil {
+			delay = *r.DelayMS
+		}
+		if r.NoReply {
+			return res, delay, false
+		}
+		if r.Error != "" {
+			res.Err = &engine.AdapterError{Kind: r.Error, Message: "scripted failure"}
+			return res, delay, true
+		}
+		if r.Text != "" {
+			res.Text, res.IntentTag = r.Text, r.IntentTag
+			return res, delay, true
+		}
+		res.IntentTag = r.IntentTag
+		break
+	}
+	res.Text = f.line(req)
+	return res, delay, true
+}
+
+func (r *Reply) matches(call int, req *engine.LLMRequest) bool {
+	return (r.Call == 0 || r.Call == call) &&
+		(r.Role == "" || r.Role == req.Role) &&
+		(r.Kind == "" || r.Kind == req.Kind) &&
+		(r.Goal == "" || r.Goal == req.TurnGoal)
+}
+
+// line picks the role's next scripted line for the goal, then the kind,
+// then "default", then the role's fallback.
+func (f *LLM) line(req *engine.LLMRequest) string {
+	role, ok := f.pack.Role(req.Role)
+	if !ok {
+		return "Let's continue."
+	}
+	for _, key := range []string{req.TurnGoal, req.Kind, "default"} {
+		for _, ls := range role.Lines {
+			if ls.ID != key || len(ls.Text) == 0 {
+				continue
+			}
+			k := req.Role + "\x00" + key
+			i := f.rotate[k]
+			f.rotate[k] = i + 1
+			return ls.Text[i%len(ls.Text)]
+		}
+	}
+	if l, ok := role.Fallback.Get("default"); ok {
+		return l
+	}
+	return "Let's continue."
+}
+
+// Voice simulates speech: a line takes as long as its words at the role's
+// words-per-minute rate.
+type Voice struct {
+	pack *rules.Pack
+}
+
+// NewVoice makes a simulated voice for pack p.
+func NewVoice(p *rules.Pack) *Voice { return &Voice{pack: p} }
+
+// MinSpeechMS is the shortest simulated utterance.
+const MinSpeechMS = 400
+
+// Duration is how long role takes to say text, in ms.
+func (v *Voice) Duration(role, text string) int64 {
+	wpm := v.pack.Voice.WordsPerMinute
+	if r, ok := v.pack.Role(role); ok && r.WordsPerMinute > 0 {
+		wpm = r.WordsPerMinute
+	}
+	words := rules.CountWords(strings.TrimSpace(text))
+	ms := int64(words) * 60000 / int64(wpm)
+	return max(ms, MinSpeechMS)
+}

@@ -1,0 +1,338 @@
+// Package packtest runs a pack's timeline tests: files in the pack's tests/
+// folder that read like transcripts (candidate events at times, expected
+// effects at times, "nothing else until"), plus optional golden timelines
+// rewritten with an update flag and reviewed as diffs.
+package packtest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/dryrun"
+	"github.com/batonhq/baton/runtime/events"
+	"github.com/batonhq/baton/runtime/fake"
+)
+
+// Dir is the folder inside a pack that holds its tests.
+const Dir = "tests"
+
+// Case is one test file.
+type Case struct {
+	Name  string `yaml:"name"`
+	About string `yaml:"about"`
+	// Events are candidate events in the wire shape; EventsFile names a
+	// JSON-lines file in the pack instead ("candidate.jsonl").
+	Events     []events.Wire `yaml:"events"`
+	EventsFile string        `yaml:"events_file"`
+	LLM        []fake.Reply  `yaml:"llm"`
+	Expect     []Match       `yaml:"expect"`
+	Forbid     []Match       `yaml:"forbid"`
+	// Golden compares the whole printed timeline with tests/NAME.golden.
+	Golden bool `yaml:"golden"`
+
+	file string
+}
+
+// Match selects effects. Every field that is set must hold.
+type Match struct {
+	At           string `yaml:"at"`
+	After        string `yaml:"after"`
+	Before       string `yaml:"before"`
+	Type         string `yaml:"type"`
+	Agent        string `yaml:"agent"`
+	Kind         string `yaml:"kind"`
+	Rule         string `yaml:"rule"`
+	Text         string `yaml:"text"`
+	TextContains string `yaml:"text_contains"`
+	IntentTag    string `yaml:"intent_tag"`
+	Reason       string `yaml:"reason_contains"`
+	Fallback     *bool  `yaml:"fallback"`
+	Guardrail    string `yaml:"guardrail"`
+	// ThenNothingUntil: after this effect, no other visible effect occurs
+	// before the given time.
+	ThenNothingUntil string `yaml:"then_nothing_until"`
+
+	at, after, before, until int64
+}
+
+// Result is the outcome of one case.
+type Result struct {
+	File string
+	Name string
+	Err  error
+	// Updated is set when a golden file was (re)written.
+	Updated bool
+}
+
+// Options for running a pack's tests.
+type Options struct {
+	// Update rewrites golden files; needs the pack on disk (WriteDir).
+	Update   bool
+	WriteDir string
+}
+
+// Run runs every tests/*.yaml case of p.
+func Run(p *rules.Pack, opt Options) ([]Result, error) {
+	names, err := fs.Glob(p.FS, Dir+"/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("pack %s has no tests (%s/*.yaml)", p.Name, Dir)
+	}
+	slices.Sort(names)
+	var out []Result
+	for _, n := range names {
+		out = append(out, runFile(p, n, opt))
+	}
+	return out, nil
+}
+
+func runFile(p *rules.Pack, name string, opt Options) Result {
+	res := Result{File: name, Name: strings.TrimSuffix(path.Base(name), ".yaml")}
+	c, err := readCase(p.FS, name)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	if c.Name != "" {
+		res.Name = c.Name
+	}
+	res.Updated, res.Err = c.run(p, opt)
+	return res
+}
+
+func readCase(fsys fs.FS, name string) (*Case, error) {
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	var c Case
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	c.file = name
+	for i := range c.Expect {
+		if err := c.Expect[i].compile(); err != nil {
+			return nil, fmt.Errorf("%s: expect[%d]: %w", name, i, err)
+		}
+	}
+	for i := range c.Forbid {
+		if err := c.Forbid[i].compile(); err != nil {
+			return nil, fmt.Errorf("%s: forbid[%d]: %w", name, i, err)
+		}
+	}
+	return &c, nil
+}
+
+func parseTime(s string) (int64, error) {
+	if s == "" {
+		return -1, nil
+	}
+	return rules.ParseDuration(s)
+}
+
+func (m *Match) compile() error {
+	var err error
+	for _, f := range []struct {
+		src string
+		dst *int64
+	}{{m.At, &m.at}, {m.After, &m.after}, {m.Before, &m.before}, {m.ThenNothingUntil, &m.until}} {
+		if *f.dst, err = parseTime(f.src); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Case) events(p *rules.Pack) ([]events.Timed, error) {
+	if c.EventsFile != "" {
+		f, err := p.FS.Open(c.EventsFile)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return events.ReadAll(f)
+	}
+	out := make([]events.Timed, 0, len(c.Events))
+	last := int64(-1)
+	for i := range c.Events {
+		ev, err := c.Events[i].Timed()
+		if err != nil {
+			return nil, fmt.Errorf("events[%d]: %w", i, err)
+		}
+		if ev.T < last {
+			return nil, fmt.Errorf("events[%d]: time goes backwards", i)
+		}
+		last = ev.T
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+func (c *Case) run(p *rules.Pack, opt Options) (updated bool, err error) {
+	evs, err := c.events(p)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", c.file, err)
+	}
+	res, err := dryrun.Run(p, dryrun.Options{Events: evs, Replies: c.LLM})
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", c.file, err)
+	}
+	recs := res.Records
+	var errs []error
+	pos := 0
+	for i := range c.Expect {
+		m := &c.Expect[i]
+		j := slices.IndexFunc(recs[pos:], m.matches)
+		if j < 0 {
+			errs = append(errs, fmt.Errorf("expect[%d] %s: not found after %s", i, m, clockAt(recs, pos)))
+			continue
+		}
+		pos += j
+		if m.until >= 0 {
+			for _, r := range recs[pos+1:] {
+				if r.T >= m.until {
+					break
+				}
+				if visible(r.Type) {
+					errs = append(errs, fmt.Errorf("expect[%d] %s: then nothing until %s, but: %s", i, m, m.ThenNothingUntil, dryrun.TextLine(&r)))
+					break
+				}
+			}
+		}
+		pos++
+	}
+	for i := range c.Forbid {
+		m := &c.Forbid[i]
+		if j := slices.IndexFunc(recs, m.matches); j >= 0 {
+			errs = append(errs, fmt.Errorf("forbid[%d] %s: found %s", i, m, dryrun.TextLine(&recs[j])))
+		}
+	}
+	if c.Golden {
+		u, err := c.golden(p, recs, opt)
+		updated = u
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		var b bytes.Buffer
+		_ = dryrun.WriteText(&b, recs, dryrun.FormatOptions{Verbose: true})
+		return updated, fmt.Errorf("%s:\n%w\ntimeline:\n%s", c.file, errors.Join(errs...), b.String())
+	}
+	return updated, nil
+}
+
+func (c *Case) golden(p *rules.Pack, recs []dryrun.Record, opt Options) (bool, error) {
+	var b bytes.Buffer
+	if err := dryrun.WriteText(&b, recs, dryrun.FormatOptions{}); err != nil {
+		return false, err
+	}
+	name := strings.TrimSuffix(c.file, ".yaml") + ".golden"
+	want, err := fs.ReadFile(p.FS, name)
+	if err == nil && bytes.Equal(want, b.Bytes()) {
+		return false, nil
+	}
+	if opt.Update && opt.WriteDir != "" {
+		if err := os.WriteFile(filepath.Join(opt.WriteDir, filepath.FromSlash(name)), b.Bytes(), 0o644); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("golden %s missing (run with -update to create it)", name)
+	}
+	return false, fmt.Errorf("golden %s differs (run with -update and review the diff):\n%s", name, diff(string(want), b.String()))
+}
+
+// diff shows the first differing lines; enough to see what moved.
+func diff(want, got string) string {
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < max(len(wl), len(gl)); i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			return fmt.Sprintf("line %d:\n- %s\n+ %s", i+1, w, g)
+		}
+	}
+	return "(no line differs; check line endings)"
+}
+
+func visible(t engine.EffectType) bool {
+	switch t {
+	case engine.EffectLLMRequest, engine.EffectRouted, engine.EffectDeferred:
+		return false
+	}
+	return true
+}
+
+func clockAt(recs []dryrun.Record, pos int) string {
+	if pos == 0 || pos > len(recs) {
+		return "the start"
+	}
+	return rules.FormatClock(recs[pos-1].T)
+}
+
+func (m *Match) matches(r dryrun.Record) bool {
+	switch {
+	case m.at >= 0 && r.T != m.at,
+		m.after >= 0 && r.T < m.after,
+		m.before >= 0 && r.T > m.before,
+		m.Type != "" && string(r.Type) != m.Type,
+		m.Agent != "" && r.Agent != m.Agent,
+		m.Kind != "" && r.Kind != m.Kind,
+		m.Rule != "" && r.Rule != m.Rule,
+		m.Text != "" && r.Text != m.Text,
+		m.TextContains != "" && !strings.Contains(r.Text, m.TextContains),
+		m.IntentTag != "" && r.IntentTag != m.IntentTag,
+		m.Reason != "" && !strings.Contains(r.Reason, m.Reason),
+		m.Fallback != nil && r.Fallback != *m.Fallback,
+		m.Guardrail != "" && !slices.Contains(r.Guardrail, m.Guardrail):
+		return false
+	}
+	return true
+}
+
+func (m *Match) String() string {
+	var parts []string
+	add := func(k, v string) {
+		if v != "" {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	add("at", m.At)
+	add("after", m.After)
+	add("before", m.Before)
+	add("type", m.Type)
+	add("agent", m.Agent)
+	add("kind", m.Kind)
+	add("rule", m.Rule)
+	add("text", m.Text)
+	add("text_contains", m.TextContains)
+	add("intent_tag", m.IntentTag)
+	add("reason_contains", m.Reason)
+	add("guardrail", m.Guardrail)
+	if m.Fallback != nil {
+		add("fallback", fmt.Sprint(*m.Fallback))
+	}
+	return "{" + strings.Join(parts, " ") + "}"
+}
