@@ -51,7 +51,12 @@ func compile(p *Pack, errs *ErrorList) {
 	c.check()
 }
 
-func (c *compiler) errorf(pos Pos, format string, args ...any) { c.errs.add(pos, format, args...) }
+func (c *compiler) errorf(pos Pos, format string, args ...any) {
+	if pos.File == "" {
+		pos = c.p.Pos // a value that was never written (null): blame the pack
+	}
+	c.errs.add(pos, format, args...)
+}
 
 func (c *compiler) defaults() {
 	p := c.p
@@ -271,6 +276,9 @@ func (c *compiler) compileExpr(x *Expr, asBool bool) {
 				pos.Col += fe.Column
 			}
 		}
+		msg = strings.NewReplacer("type *rules.CandidateView", "candidate", "type rules.CandidateView", "candidate",
+			"type *rules.MessageView", "msg", "type rules.MessageView", "msg",
+			"type *rules.SessionView", "session", "type rules.SessionView", "session").Replace(msg)
 		c.errorf(pos, "expression %q: %s", x.Src, msg)
 		return
 	}
@@ -302,7 +310,10 @@ func (c *compiler) roleRef(pos Pos, what, role string, specifiers ...string) {
 	}
 }
 
-func (c *compiler) turn(t *TurnSpec, what string, specifiers ...string) {
+func (c *compiler) turn(parent Pos, t *TurnSpec, what string, specifiers ...string) {
+	if t.Pos.Line == 0 {
+		t.Pos = parent // the turn was left out: point at its owner
+	}
 	c.roleRef(t.Pos, what, t.Role, specifiers...)
 	if t.Kind == "" {
 		c.errorf(t.Pos, "%s needs a kind", what)
@@ -358,7 +369,7 @@ func (c *compiler) check() {
 		c.within(a.At, "anchor "+a.ID)
 		switch a.Action {
 		case "say":
-			c.turn(&a.Turn, "anchor "+a.ID)
+			c.turn(a.Pos, &a.Turn, "anchor "+a.ID)
 		case "end":
 		default:
 			c.errorf(a.Pos, "anchor %s: action must be say or end, not %q", a.ID, a.Action)
@@ -371,7 +382,7 @@ func (c *compiler) check() {
 			c.errorf(w.Pos, "window %s: close must be after open", w.ID)
 		}
 		c.within(w.Close, "window "+w.ID+" close")
-		c.turn(&w.Turn, "window "+w.ID)
+		c.turn(w.Pos, &w.Turn, "window "+w.ID)
 		if !oneOf(w.OnClose, "fire", "skip") {
 			c.errorf(w.Pos, "window %s: on_close must be fire or skip, not %q", w.ID, w.OnClose)
 		}
@@ -415,7 +426,7 @@ func (c *compiler) check() {
 			c.errorf(d.When.Pos, "turn_taking.defer needs a positive max")
 		}
 		if d.OnCap.Kind != "" || d.OnCap.Role != "" {
-			c.turn(&d.OnCap, "turn_taking.defer.on_cap", RoleSame, RoleLast)
+			c.turn(d.When.Pos, &d.OnCap, "turn_taking.defer.on_cap", RoleSame, RoleLast)
 		}
 	}
 
@@ -429,7 +440,7 @@ func (c *compiler) check() {
 		}
 		switch s.Action {
 		case "say":
-			c.turn(&s.Turn, fmt.Sprintf("silence step %d", i+1), RoleLast)
+			c.turn(s.Pos, &s.Turn, fmt.Sprintf("silence step %d", i+1), RoleLast)
 		case "auto_advance", "end":
 		default:
 			c.errorf(s.Pos, "silence step %d: action must be say, auto_advance or end, not %q", i+1, s.Action)
@@ -445,7 +456,7 @@ func (c *compiler) check() {
 		if s.Count.Value < 1 || s.Count.Value != float64(int(s.Count.Value)) || (i > 0 && s.Count.Value <= sc.Steps[i-1].Count.Value) {
 			c.errorf(s.Pos, "speech_confidence step counts must start at 1 or more and increase")
 		}
-		c.turn(&s.Turn, fmt.Sprintf("speech_confidence step %d", i+1), RoleLast, RoleAddressed)
+		c.turn(s.Pos, &s.Turn, fmt.Sprintf("speech_confidence step %d", i+1), RoleLast, RoleAddressed)
 	}
 
 	g := &p.Guardrails
@@ -480,7 +491,7 @@ func (c *compiler) check() {
 			n := 0
 			if a.Say != nil {
 				n++
-				c.turn(a.Say, "rule "+r.ID+" say", RoleLast, RoleAddressed)
+				c.turn(a.Pos, a.Say, "rule "+r.ID+" say", RoleLast, RoleAddressed)
 			}
 			if a.Set != nil {
 				n++

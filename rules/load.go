@@ -135,9 +135,9 @@ func LoadFS(fsys fs.FS) (*Pack, error) {
 		}
 	}
 
-	if len(errs) == 0 {
-		compile(p, &errs)
-	}
+	// Compile even after decode errors so one run lists every problem; the
+	// compiler copes with whatever the decoder could fill in.
+	compile(p, &errs)
 	if err := errs.Err(); err != nil {
 		return nil, err
 	}

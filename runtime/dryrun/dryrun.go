@@ -21,7 +21,9 @@ type Options struct {
 	// Replies script the LLM; unmatched calls use the pack's lines.
 	Replies []fake.Reply
 	// StepMS, if positive, advances the clock in fixed steps instead of
-	// jumping to the next deadline; output must not change (tested).
+	// jumping to the next deadline, as a live host ticking would; output
+	// must not change (tested). It may not exceed the pack's tick: a coarser
+	// step would deliver adapter results later than they arrived.
 	StepMS int64
 }
 
@@ -47,6 +49,9 @@ type pending struct {
 
 // Run plays a session of p to its end.
 func Run(p *rules.Pack, opt Options) (*Result, error) {
+	if opt.StepMS > p.Tick.MS {
+		return nil, fmt.Errorf("step %dms is coarser than the pack's tick (%dms)", opt.StepMS, p.Tick.MS)
+	}
 	h := &host{
 		s:     engine.NewSession(p),
 		llm:   fake.NewLLM(p, opt.Replies),
@@ -61,10 +66,11 @@ func Run(p *rules.Pack, opt Options) (*Result, error) {
 	if err := h.step(engine.Input{T: 0, Type: engine.InputAdvance}); err != nil {
 		return nil, err
 	}
+	var clock int64 // the host's own clock in step mode; the engine's is quantized
 	for !h.s.Ended() {
 		deadline, hasDeadline := h.s.NextDeadline()
 		if opt.StepMS > 0 {
-			next := h.s.Now() + opt.StepMS
+			next := clock + opt.StepMS
 			if len(h.queue) > 0 && h.queue[0].in.T <= next {
 				if err := h.step(h.pop()); err != nil {
 					return nil, err
@@ -77,6 +83,7 @@ func Run(p *rules.Pack, opt Options) (*Result, error) {
 			if err := h.step(engine.Input{T: next, Type: engine.InputAdvance}); err != nil {
 				return nil, err
 			}
+			clock = next
 			continue
 		}
 		switch {

@@ -1,0 +1,188 @@
+package rules_test
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/batonhq/baton/rules"
+)
+
+func TestLoadDayOne(t *testing.T) {
+	p, err := rules.Load(os.DirFS("../scenarios"), "dayone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.RoleIDs(); strings.Join(got, ",") != "qa,ba,tech_lead" {
+		t.Fatalf("roles in file order: got %v", got)
+	}
+	a := p.Timeline.Anchors[0]
+	if a.ID != "A1_BA_INTERRUPT" || a.At.MS != 180000 {
+		t.Fatalf("anchor from constant: got %s at %d", a.ID, a.At.MS)
+	}
+	if p.Silence.Steps[0].After.MS != 12000 || p.Silence.Steps[1].After.MS != 8000 {
+		t.Fatalf("silence ladder from constants: %+v", p.Silence.Steps)
+	}
+	if p.SpeechConfidence.Threshold.Value != 0.75 || p.SpeechConfidence.Steps[1].Count.Value != 2 {
+		t.Fatalf("speech confidence from constants: %+v", p.SpeechConfidence)
+	}
+	if len(p.Hash) != 64 {
+		t.Fatalf("hash: %q", p.Hash)
+	}
+}
+
+// Every problem is reported at once, each with file:line:col.
+func TestLoadErrorsListEverything(t *testing.T) {
+	src := `name: broken
+duration: 10m
+tick: 100ms
+bogus_section: 1
+constants:
+  WAIT: 12s
+  LIMIT: 0.75
+roles:
+  qa: {persona: x, colour: red}
+timeline:
+  anchors:
+    - {id: A1, at: NOPE, turn: {role: qa, kind: anchor}}
+    - {id: A2, at: 11m, turn: {role: ghost, kind: anchor}}
+  windows:
+    - {id: W1, open: 30s, close: 10s, turn: {role: qa}}
+routing:
+  - {id: R1, type: intent, when: "msg.txt == 'x'", intents: [{role: qa, keywords: [a]}]}
+  - {id: R2, type: magic}
+silence:
+  steps:
+    - {after: LIMIT, action: auto_advance}
+end:
+  - {id: E1, when: "now() >= WAIT +"}
+`
+	_, err := rules.LoadBytes([]byte(src))
+	var el rules.ErrorList
+	if !errors.As(err, &el) {
+		t.Fatalf("want an ErrorList, got %v", err)
+	}
+	want := []string{
+		`pack.yaml:4:1: unknown section "bogus_section"`,
+		`pack.yaml:9:20: unknown field "colour"`,
+		`pack.yaml:12:20: unknown constant "NOPE"`,
+		`pack.yaml:13:20: anchor A2 11:00.0 is after the end of the session`,
+		`pack.yaml:13:31: anchor A2: unknown role "ghost"`,
+		`pack.yaml:15:7: window W1: close must be after open`,
+		`pack.yaml:17:39: expression "msg.txt == 'x'": msg has no field txt`,
+		`pack.yaml:18:5: route R2: type must be`,
+		`pack.yaml:21:15: constant "LIMIT" is not a duration`,
+		`pack.yaml:23:35: expression "now() >= WAIT +": unexpected token EOF`,
+	}
+	msg := err.Error()
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("missing %q in:\n%s", w, msg)
+		}
+	}
+	if len(el) < len(want) {
+		t.Errorf("want at least %d errors, got %d:\n%s", len(want), len(el), msg)
+	}
+}
+
+func TestIncludes(t *testing.T) {
+	fsys := fstest.MapFS{
+		"pack.yaml":  {Data: []byte("name: inc\nduration: 1m\ninclude: [roles.yaml]\n")},
+		"roles.yaml": {Data: []byte("roles:\n  a: {persona: hi}\n")},
+	}
+	p, err := rules.LoadFS(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Roles) != 1 || p.Roles[0].ID != "a" {
+		t.Fatalf("roles from include: %+v", p.Roles)
+	}
+	fsys["roles.yaml"] = &fstest.MapFile{Data: []byte("roles:\n  a: {persona: hi}\nname: again\n")}
+	_, err = rules.LoadFS(fsys)
+	if err == nil || !strings.Contains(err.Error(), `roles.yaml:3:1: section "name" is already defined at pack.yaml:1:1`) {
+		t.Fatalf("duplicate section across files: %v", err)
+	}
+	fsys["pack.yaml"] = &fstest.MapFile{Data: []byte("name: inc\nduration: 1m\ninclude: [../etc/passwd.yaml]\n")}
+	_, err = rules.LoadFS(fsys)
+	if err == nil || !strings.Contains(err.Error(), "inside the pack folder") {
+		t.Fatalf("include escaping the folder: %v", err)
+	}
+}
+
+func TestDurations(t *testing.T) {
+	cases := []struct {
+		in   string
+		want int64
+		bad  bool
+	}{
+		{"0", 0, false}, {"800ms", 800, false}, {"12s", 12000, false}, {"1m30s", 90000, false},
+		{"03:00", 180000, false}, {"03:00.5", 180500, false}, {"1:00:00", 3600000, false},
+		{"12", 0, true}, {"-1s", 0, true}, {"03:75", 0, true}, {"1.5:00", 0, true}, {":", 0, true}, {"1:2:3:4", 0, true},
+	}
+	for _, c := range cases {
+		got, err := rules.ParseDuration(c.in)
+		if (err != nil) != c.bad || (!c.bad && got != c.want) {
+			t.Errorf("ParseDuration(%q) = %d, %v; want %d, bad=%v", c.in, got, err, c.want, c.bad)
+		}
+	}
+}
+
+func TestTextHelpers(t *testing.T) {
+	cases := []struct {
+		text                        string
+		sentences, questions, words int
+	}{
+		{"", 0, 0, 0},
+		{"What is priority? What is rollback? What monitoring do you add?", 3, 3, 11},
+		{"Pick one now: hotfix first or VIP feature first, and why?", 1, 1, 11},
+		{"Version 1.2 shipped. Really?? Yes", 3, 1, 5},
+		{"No punctuation at all", 1, 0, 4},
+	}
+	for _, c := range cases {
+		if got := rules.CountSentences(c.text); got != c.sentences {
+			t.Errorf("CountSentences(%q) = %d, want %d", c.text, got, c.sentences)
+		}
+		if got := len(rules.SplitSentences(c.text)); got != c.sentences {
+			t.Errorf("SplitSentences(%q) = %d, want %d", c.text, got, c.sentences)
+		}
+		if got := rules.CountQuestions(c.text); got != c.questions {
+			t.Errorf("CountQuestions(%q) = %d, want %d", c.text, got, c.questions)
+		}
+		if got := rules.CountWords(c.text); got != c.words {
+			t.Errorf("CountWords(%q) = %d, want %d", c.text, got, c.words)
+		}
+	}
+	if !rules.ContainsWord("Testing the logs", "test*") || rules.ContainsWord("contest", "test*") || rules.ContainsWord("logsy", "logs") {
+		t.Error("ContainsWord boundaries")
+	}
+}
+
+func FuzzLoad(f *testing.F) {
+	seed, err := os.ReadFile("../scenarios/dayone/pack.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add([]byte("name: x\nduration: 1m\nroles: {a: {persona: p}}\n"))
+	f.Add([]byte("roles: [1, 2]\ntimeline: {anchors: [{at: '1:2:3'}]}\n"))
+	f.Add([]byte("constants: {A: &x 1, B: *x}\nend: [{id: e, when: 'A + '}]\n"))
+	f.Add([]byte("{{{"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := rules.LoadBytes(data)
+		if err == nil {
+			// A pack that loads can start a session without panicking.
+			_ = p.NewEnv()
+			return
+		}
+		var el rules.ErrorList
+		if errors.As(err, &el) {
+			for _, e := range el {
+				if e.Pos.File == "" || e.Msg == "" {
+					t.Fatalf("error without position or message: %+v", e)
+				}
+			}
+		}
+	})
+}
