@@ -1,0 +1,242 @@
+package gemini
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"google.golang.org/genai"
+
+	"github.com/batonhq/baton/runtime/llm"
+)
+
+func badRequest(format string, args ...any) *llm.Error {
+	return llm.NewError(llm.KindBadRequest, 0, nil, format, args...)
+}
+
+// toGenai converts a request. Invalid input (unknown role, args that are
+// not a JSON object, malformed schemas) is a bad_request error raised here,
+// before any network traffic.
+func toGenai(req llm.Request) ([]*genai.Content, *genai.GenerateContentConfig, error) {
+	contents := make([]*genai.Content, 0, len(req.Messages))
+	for i, msg := range req.Messages {
+		switch msg.Role {
+		case llm.RoleUser:
+			contents = append(contents, &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: msg.Text}}})
+		case llm.RoleModel:
+			c := &genai.Content{Role: genai.RoleModel}
+			if msg.Text != "" || len(msg.ToolCalls) == 0 {
+				c.Parts = append(c.Parts, &genai.Part{Text: msg.Text})
+			}
+			for _, tc := range msg.ToolCalls {
+				p, err := FunctionCallPart(tc)
+				if err != nil {
+					return nil, nil, badRequest("message %d: %v", i, err)
+				}
+				c.Parts = append(c.Parts, p)
+			}
+			contents = append(contents, c)
+		case llm.RoleTool:
+			if msg.ToolResult == nil {
+				return nil, nil, badRequest("message %d: tool message without a tool result", i)
+			}
+			fr, err := FunctionResponse(*msg.ToolResult)
+			if err != nil {
+				return nil, nil, badRequest("message %d: %v", i, err)
+			}
+			part := &genai.Part{FunctionResponse: fr}
+			// Answers to parallel calls belong in one turn, in call order.
+			if n := len(contents); n > 0 && i > 0 && req.Messages[i-1].Role == llm.RoleTool {
+				contents[n-1].Parts = append(contents[n-1].Parts, part)
+				continue
+			}
+			contents = append(contents, &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{part}})
+		default:
+			return nil, nil, badRequest("message %d: unknown role %q", i, msg.Role)
+		}
+	}
+
+	config := &genai.GenerateContentConfig{
+		Temperature:     req.Temperature,
+		MaxOutputTokens: int32(min(max(req.MaxOutputTokens, 0), 1<<31-1)),
+	}
+	if req.System != "" {
+		config.SystemInstruction = &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: req.System}}}
+	}
+	tools, err := Tools(req.Tools)
+	if err != nil {
+		return nil, nil, badRequest("%v", err)
+	}
+	config.Tools = tools
+	if len(req.ResponseSchema) > 0 {
+		if !isJSONObject(req.ResponseSchema) {
+			return nil, nil, badRequest("response schema is not a JSON object")
+		}
+		config.ResponseMIMEType = "application/json"
+		config.ResponseJsonSchema = req.ResponseSchema
+	}
+	return contents, config, nil
+}
+
+// FunctionCallPart converts a tool call from history back to a model part.
+func FunctionCallPart(tc llm.ToolCall) (*genai.Part, error) {
+	args, err := objectOrEmpty(tc.Args)
+	if err != nil {
+		return nil, fmt.Errorf("tool call %q args: %w", tc.Name, err)
+	}
+	return &genai.Part{
+		FunctionCall:     &genai.FunctionCall{ID: tc.ID, Name: tc.Name, Args: args},
+		ThoughtSignature: tc.Signature,
+	}, nil
+}
+
+// FunctionResponse converts a tool result. Gemini wants an object: a JSON
+// object is sent as is, any other value is wrapped as {"output": v}, and an
+// error result as {"error": v}, the keys the Gemini docs recommend.
+func FunctionResponse(r llm.ToolResult) (*genai.FunctionResponse, error) {
+	var value any
+	if len(bytes.TrimSpace(r.Content)) > 0 {
+		if err := json.Unmarshal(r.Content, &value); err != nil {
+			return nil, fmt.Errorf("tool result %q content is not JSON: %w", r.Name, err)
+		}
+	}
+	var resp map[string]any
+	switch v := value.(type) {
+	case map[string]any:
+		resp = v
+		if r.IsError {
+			resp = map[string]any{"error": v}
+		}
+	default:
+		key := "output"
+		if r.IsError {
+			key = "error"
+		}
+		resp = map[string]any{key: v}
+	}
+	return &genai.FunctionResponse{ID: r.CallID, Name: r.Name, Response: resp}, nil
+}
+
+// Tools converts declarations to one Gemini tool. Parameters go through
+// ParametersJsonSchema so any JSON Schema the pack author wrote is passed on
+// verbatim rather than squeezed into the SDK's Schema subset.
+func Tools(decls []llm.ToolDecl) ([]*genai.Tool, error) {
+	if len(decls) == 0 {
+		return nil, nil
+	}
+	fds := make([]*genai.FunctionDeclaration, 0, len(decls))
+	for _, d := range decls {
+		if d.Name == "" {
+			return nil, fmt.Errorf("tool declaration without a name")
+		}
+		fd := &genai.FunctionDeclaration{Name: d.Name, Description: d.Description}
+		if len(bytes.TrimSpace(d.Parameters)) > 0 {
+			if !isJSONObject(d.Parameters) {
+				return nil, fmt.Errorf("tool %q parameters are not a JSON object", d.Name)
+			}
+			fd.ParametersJsonSchema = d.Parameters
+		}
+		fds = append(fds, fd)
+	}
+	return []*genai.Tool{{FunctionDeclarations: fds}}, nil
+}
+
+// ToolCalls converts function calls, numbering the ones the API sent
+// without an ID ("call-1", "call-2", ... in order) so the same response
+// always yields the same IDs.
+func ToolCalls(fcs []*genai.FunctionCall, signatures [][]byte) ([]llm.ToolCall, error) {
+	var out []llm.ToolCall
+	for i, fc := range fcs {
+		if fc == nil {
+			continue
+		}
+		tc := llm.ToolCall{ID: fc.ID, Name: fc.Name}
+		if tc.ID == "" {
+			tc.ID = "call-" + strconv.Itoa(i+1)
+		}
+		if fc.Args != nil {
+			// encoding/json sorts map keys, so Args bytes are deterministic.
+			b, err := json.Marshal(fc.Args)
+			if err != nil {
+				return nil, fmt.Errorf("function call %q args: %w", fc.Name, err)
+			}
+			tc.Args = b
+		} else {
+			tc.Args = json.RawMessage("{}")
+		}
+		if i < len(signatures) {
+			tc.Signature = signatures[i]
+		}
+		out = append(out, tc)
+	}
+	return out, nil
+}
+
+// fromGenai converts the first candidate. Text parts are concatenated
+// (Gemini splits one answer across parts) and thought parts are skipped:
+// they are the model's reasoning, not what the agent says.
+func fromGenai(resp *genai.GenerateContentResponse) (llm.Response, error) {
+	var out llm.Response
+	if resp == nil {
+		return out, llm.NewError(llm.KindServer, 0, nil, "empty response")
+	}
+	if u := resp.UsageMetadata; u != nil {
+		out.Usage.InputTokens = int(u.PromptTokenCount)
+		// Thinking tokens are billed as output, so they count here.
+		out.Usage.OutputTokens = int(u.CandidatesTokenCount) + int(u.ThoughtsTokenCount)
+	}
+	if len(resp.Candidates) == 0 || resp.Candidates[0] == nil {
+		if pf := resp.PromptFeedback; pf != nil && pf.BlockReason != "" {
+			msg := "prompt blocked: " + string(pf.BlockReason)
+			if pf.BlockReasonMessage != "" {
+				msg += ": " + pf.BlockReasonMessage
+			}
+			return out, llm.NewError(llm.KindBadRequest, 0, nil, "%s", msg)
+		}
+		return out, nil
+	}
+	cand := resp.Candidates[0]
+	out.FinishReason = string(cand.FinishReason)
+	if cand.Content == nil {
+		return out, nil
+	}
+	var text strings.Builder
+	var calls []*genai.FunctionCall
+	var sigs [][]byte
+	for _, p := range cand.Content.Parts {
+		switch {
+		case p == nil:
+		case p.FunctionCall != nil:
+			calls = append(calls, p.FunctionCall)
+			sigs = append(sigs, p.ThoughtSignature)
+		case p.Thought:
+		default:
+			text.WriteString(p.Text)
+		}
+	}
+	out.Text = text.String()
+	tcs, err := ToolCalls(calls, sigs)
+	if err != nil {
+		return out, llm.NewError(llm.KindServer, 0, err, "%v", err)
+	}
+	out.ToolCalls = tcs
+	return out, nil
+}
+
+func objectOrEmpty(raw json.RawMessage) (map[string]any, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	return m, nil
+}
+
+func isJSONObject(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && t[0] == '{' && json.Valid(t)
+}

@@ -1,0 +1,152 @@
+package llm
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/batonhq/baton/engine"
+)
+
+// Delimiters of the turn brief appended to the persona. They are fixed
+// strings so prompts can be diffed across runs and a model (or a reviewer)
+// can tell the engine's per-turn instructions from the pack's persona.
+const (
+	BriefBegin = "=== BATON TURN BRIEF ==="
+	BriefEnd   = "=== END TURN BRIEF ==="
+)
+
+// CandidateSpeaker is the transcript speaker name of the human candidate;
+// every other speaker is a panel agent.
+const CandidateSpeaker = "candidate"
+
+// FromTurn builds the adapter request for one engine llm_request.
+//
+// The system prompt is the persona followed by a delimited brief (role, turn
+// goal, scenario context in pack order, output limits). The transcript tail
+// becomes alternating turns: candidate lines are user turns, agent lines are
+// model turns labelled with the speaker ("qa: ...") because several agents
+// share the single model role; consecutive lines of the same role merge.
+// The last message is a user turn restating the goal and the candidate's
+// newest message, so the model answers the goal rather than continuing the
+// transcript. The output depends only on req, so a replayed session sends
+// byte-identical requests. A nil req gives an empty Request.
+func FromTurn(req *engine.LLMRequest) Request {
+	if req == nil {
+		return Request{}
+	}
+	out := Request{
+		Model:  req.Model,
+		System: systemPrompt(req),
+	}
+	for _, line := range req.TranscriptTail {
+		text := strings.TrimSpace(line.Text)
+		if text == "" {
+			continue
+		}
+		if isCandidate(line.Speaker) {
+			out.Messages = appendMerged(out.Messages, RoleUser, text)
+			continue
+		}
+		speaker := strings.TrimSpace(line.Speaker)
+		if speaker == "" {
+			speaker = "agent"
+		}
+		out.Messages = appendMerged(out.Messages, RoleModel, speaker+": "+text)
+	}
+	out.Messages = appendMerged(out.Messages, RoleUser, finalInstruction(req))
+	return out
+}
+
+func isCandidate(speaker string) bool {
+	return strings.EqualFold(strings.TrimSpace(speaker), CandidateSpeaker)
+}
+
+// appendMerged appends text as a role turn, joining it to the previous turn
+// when the role repeats: providers expect alternating turns, and merging
+// keeps every line in order.
+func appendMerged(msgs []Message, role, text string) []Message {
+	if n := len(msgs); n > 0 && msgs[n-1].Role == role && msgs[n-1].ToolResult == nil && len(msgs[n-1].ToolCalls) == 0 {
+		msgs[n-1].Text += "\n" + text
+		return msgs
+	}
+	return append(msgs, Message{Role: role, Text: text})
+}
+
+func systemPrompt(req *engine.LLMRequest) string {
+	var b strings.Builder
+	if s := strings.TrimSpace(req.System); s != "" {
+		b.WriteString(s)
+		b.WriteString("\n\n")
+	}
+	b.WriteString(BriefBegin)
+	b.WriteString("\n")
+	field(&b, "Your role", req.Role)
+	field(&b, "Turn kind", req.Kind)
+	field(&b, "Turn goal", req.TurnGoal)
+	if len(req.ScenarioContext) > 0 {
+		b.WriteString("Scenario context:\n")
+		for _, kv := range req.ScenarioContext {
+			b.WriteString("- ")
+			b.WriteString(oneBlock(kv.Key))
+			b.WriteString(": ")
+			b.WriteString(oneBlock(kv.Value))
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("Constraints:\n")
+	if n := req.Constraints.MaxSentences; n > 0 {
+		b.WriteString("- Use at most " + strconv.Itoa(n) + " " + plural(n, "sentence", "sentences") + ".\n")
+	}
+	if n := req.Constraints.MaxQuestionCount; n > 0 {
+		b.WriteString("- Ask at most " + strconv.Itoa(n) + " " + plural(n, "question", "questions") + ".\n")
+	}
+	b.WriteString("- Reply with only the words you say aloud: no speaker label, no stage directions.\n")
+	b.WriteString(BriefEnd)
+	return b.String()
+}
+
+func field(b *strings.Builder, name, value string) {
+	if value = strings.TrimSpace(value); value == "" {
+		return
+	}
+	b.WriteString(name)
+	b.WriteString(": ")
+	b.WriteString(oneBlock(value))
+	b.WriteString("\n")
+}
+
+// oneBlock indents continuation lines so a multi-line value cannot pass for
+// a new field or for the end delimiter.
+func oneBlock(s string) string {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "\n") {
+		return s
+	}
+	return strings.ReplaceAll(s, "\n", "\n  ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func finalInstruction(req *engine.LLMRequest) string {
+	var b strings.Builder
+	b.WriteString("[Turn goal: ")
+	if g := strings.TrimSpace(req.TurnGoal); g != "" {
+		b.WriteString(oneBlock(g))
+	} else {
+		b.WriteString("continue the interview")
+	}
+	b.WriteString("]\n")
+	if last := strings.TrimSpace(req.CandidateLastMessage); last != "" {
+		b.WriteString("[Candidate's last message: ")
+		b.WriteString(oneBlock(last))
+		b.WriteString("]")
+	} else {
+		b.WriteString("[The candidate has not said anything yet.]")
+	}
+	return b.String()
+}

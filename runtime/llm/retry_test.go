@@ -1,0 +1,311 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// step is one scripted attempt: return err (or a response when nil), or
+// block until the attempt's context is done when block is set.
+type step struct {
+	err   error
+	block bool
+	text  string
+}
+
+type scripted struct {
+	steps    []step
+	calls    atomic.Int32
+	deadline []bool
+}
+
+func (s *scripted) Generate(ctx context.Context, _ Request) (Response, error) {
+	n := int(s.calls.Add(1)) - 1
+	_, ok := ctx.Deadline()
+	s.deadline = append(s.deadline, ok)
+	if n >= len(s.steps) {
+		return Response{}, errors.New("script exhausted")
+	}
+	st := s.steps[n]
+	if st.block {
+		<-ctx.Done()
+		return Response{}, ctx.Err()
+	}
+	if st.err != nil {
+		return Response{}, st.err
+	}
+	return Response{Text: st.text}, nil
+}
+
+type sleepRecorder struct {
+	slept []time.Duration
+	// fail, when set, is returned by the n-th sleep (1-based) after calling
+	// cancel, to simulate the caller giving up during a backoff.
+	failAt int
+	cancel context.CancelFunc
+}
+
+func (r *sleepRecorder) sleep(ctx context.Context, d time.Duration) error {
+	r.slept = append(r.slept, d)
+	if r.failAt == len(r.slept) {
+		r.cancel()
+		return ctx.Err()
+	}
+	return nil
+}
+
+func errKind(k Kind, status int) *Error {
+	return &Error{Kind: k, Status: status, Message: string(k), Retryable: DefaultRetryable(k)}
+}
+
+func TestWithPolicy(t *testing.T) {
+	def := DefaultRetryPolicy()
+	tests := []struct {
+		name      string
+		policy    RetryPolicy
+		steps     []step
+		failSleep int
+		wantCalls int
+		wantSleep []time.Duration
+		wantText  string
+		wantKind  Kind
+		wantMsg   string
+	}{
+		{
+			name:      "first try succeeds",
+			policy:    def,
+			steps:     []step{{text: "ok"}},
+			wantCalls: 1,
+			wantText:  "ok",
+		},
+		{
+			name:      "rate limit then server then success",
+			policy:    def,
+			steps:     []step{{err: errKind(KindRateLimit, 429)}, {err: errKind(KindServer, 500)}, {text: "third time"}},
+			wantCalls: 3,
+			wantSleep: []time.Duration{time.Second, 2 * time.Second},
+			wantText:  "third time",
+		},
+		{
+			name:      "network error retried",
+			policy:    def,
+			steps:     []step{{err: errKind(KindNetwork, 0)}, {text: "back"}},
+			wantCalls: 2,
+			wantSleep: []time.Duration{time.Second},
+			wantText:  "back",
+		},
+		{
+			name:      "server errors exhaust attempts",
+			policy:    def,
+			steps:     []step{{err: errKind(KindServer, 503)}, {err: errKind(KindServer, 503)}, {err: errKind(KindServer, 503)}, {text: "never"}},
+			wantCalls: 3,
+			wantSleep: []time.Duration{time.Second, 2 * time.Second},
+			wantKind:  KindServer,
+			wantMsg:   "gave up after 3 attempt(s)",
+		},
+		{
+			name:      "bad request not retried",
+			policy:    def,
+			steps:     []step{{err: errKind(KindBadRequest, 400)}, {text: "never"}},
+			wantCalls: 1,
+			wantKind:  KindBadRequest,
+		},
+		{
+			name:      "unknown error not retried",
+			policy:    def,
+			steps:     []step{{err: errors.New("mystery")}, {text: "never"}},
+			wantCalls: 1,
+			wantKind:  KindUnknown,
+		},
+		{
+			name:      "canceled kind not retried",
+			policy:    def,
+			steps:     []step{{err: errKind(KindCanceled, 0)}, {text: "never"}},
+			wantCalls: 1,
+			wantKind:  KindCanceled,
+		},
+		{
+			name:      "adapter vetoes retry of a server error",
+			policy:    def,
+			steps:     []step{{err: &Error{Kind: KindServer, Status: 501, Message: "not implemented"}}, {text: "never"}},
+			wantCalls: 1,
+			wantKind:  KindServer,
+		},
+		{
+			name:      "retryable flag on a non-retryable kind is ignored",
+			policy:    def,
+			steps:     []step{{err: &Error{Kind: KindBadRequest, Retryable: true}}, {text: "never"}},
+			wantCalls: 1,
+			wantKind:  KindBadRequest,
+		},
+		{
+			name:      "last backoff repeats",
+			policy:    RetryPolicy{MaxAttempts: 4, Backoff: []time.Duration{time.Second}},
+			steps:     []step{{err: errKind(KindServer, 500)}, {err: errKind(KindServer, 500)}, {err: errKind(KindServer, 500)}, {text: "fourth"}},
+			wantCalls: 4,
+			wantSleep: []time.Duration{time.Second, time.Second, time.Second},
+			wantText:  "fourth",
+		},
+		{
+			name:      "zero MaxAttempts follows backoff length",
+			policy:    RetryPolicy{Backoff: []time.Duration{time.Second, 2 * time.Second}},
+			steps:     []step{{err: errKind(KindServer, 500)}, {err: errKind(KindServer, 500)}, {err: errKind(KindServer, 500)}, {text: "never"}},
+			wantCalls: 3,
+			wantSleep: []time.Duration{time.Second, 2 * time.Second},
+			wantKind:  KindServer,
+		},
+		{
+			name:      "zero policy tries once",
+			policy:    RetryPolicy{},
+			steps:     []step{{err: errKind(KindServer, 500)}, {text: "never"}},
+			wantCalls: 1,
+			wantKind:  KindServer,
+		},
+		{
+			name:      "empty backoff retries without waiting",
+			policy:    RetryPolicy{MaxAttempts: 2},
+			steps:     []step{{err: errKind(KindServer, 500)}, {text: "again"}},
+			wantCalls: 2,
+			wantSleep: []time.Duration{0},
+			wantText:  "again",
+		},
+		{
+			name:      "caller cancels during backoff",
+			policy:    def,
+			steps:     []step{{err: errKind(KindRateLimit, 429)}, {text: "never"}},
+			failSleep: 1,
+			wantCalls: 1,
+			wantSleep: []time.Duration{time.Second},
+			wantKind:  KindCanceled,
+		},
+		{
+			name:      "single attempt timeout is retried",
+			policy:    RetryPolicy{MaxAttempts: 2, Backoff: []time.Duration{time.Second}, PerCallTimeout: time.Millisecond},
+			steps:     []step{{block: true}, {text: "fast enough"}},
+			wantCalls: 2,
+			wantSleep: []time.Duration{time.Second},
+			wantText:  "fast enough",
+		},
+		{
+			name:      "per-call timeouts exhaust attempts",
+			policy:    RetryPolicy{MaxAttempts: 2, PerCallTimeout: time.Millisecond},
+			steps:     []step{{block: true}, {block: true}},
+			wantCalls: 2,
+			wantSleep: []time.Duration{0},
+			wantKind:  KindTimeout,
+			wantMsg:   "per-call timeout",
+		},
+		{
+			name:      "total budget exhausted during a call is final",
+			policy:    RetryPolicy{MaxAttempts: 3, Total: time.Millisecond},
+			steps:     []step{{block: true}, {text: "never"}},
+			wantCalls: 1,
+			wantKind:  KindTimeout,
+			wantMsg:   "total budget",
+		},
+		{
+			name:      "no backoff past the total budget",
+			policy:    RetryPolicy{MaxAttempts: 3, Backoff: []time.Duration{time.Second, time.Hour}, Total: time.Minute},
+			steps:     []step{{err: errKind(KindServer, 500)}, {err: errKind(KindServer, 500)}, {text: "never"}},
+			wantCalls: 2,
+			wantSleep: []time.Duration{time.Second},
+			wantKind:  KindServer,
+			wantMsg:   "leaves no room",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			model := &scripted{steps: tt.steps}
+			rec := &sleepRecorder{failAt: tt.failSleep, cancel: cancel}
+			resp, err := WithPolicy(model, tt.policy, rec.sleep).Generate(ctx, Request{})
+
+			if got := int(model.calls.Load()); got != tt.wantCalls {
+				t.Errorf("calls = %d, want %d", got, tt.wantCalls)
+			}
+			if !reflect.DeepEqual(rec.slept, tt.wantSleep) {
+				t.Errorf("slept %v, want %v", rec.slept, tt.wantSleep)
+			}
+			if tt.wantKind == "" {
+				if err != nil {
+					t.Fatalf("unexpected error %v", err)
+				}
+				if resp.Text != tt.wantText {
+					t.Errorf("text = %q, want %q", resp.Text, tt.wantText)
+				}
+				return
+			}
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error %v (%T) is not *Error", err, err)
+			}
+			if e.Kind != tt.wantKind {
+				t.Errorf("kind = %s, want %s (%v)", e.Kind, tt.wantKind, err)
+			}
+			if !strings.Contains(e.Message, tt.wantMsg) {
+				t.Errorf("message %q lacks %q", e.Message, tt.wantMsg)
+			}
+			if resp.Text != "" {
+				t.Errorf("failed call returned text %q", resp.Text)
+			}
+		})
+	}
+}
+
+func TestWithPolicySetsPerCallDeadline(t *testing.T) {
+	model := &scripted{steps: []step{{text: "x"}}}
+	if _, err := WithPolicy(model, RetryPolicy{PerCallTimeout: time.Hour}, nil).Generate(context.Background(), Request{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(model.deadline) != 1 || !model.deadline[0] {
+		t.Fatalf("attempt context had no deadline: %v", model.deadline)
+	}
+}
+
+func TestWithPolicyCallerAlreadyCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	model := &scripted{steps: []step{{block: true}, {text: "never"}}}
+	_, err := WithPolicy(model, DefaultRetryPolicy(), func(context.Context, time.Duration) error {
+		t.Error("slept after cancellation")
+		return nil
+	}).Generate(ctx, Request{})
+	if e := Classify(err); e == nil || e.Kind != KindCanceled {
+		t.Fatalf("err = %v, want canceled", err)
+	}
+	if n := model.calls.Load(); n != 1 {
+		t.Fatalf("calls = %d, want 1", n)
+	}
+}
+
+func TestWithPolicyCopiesBackoff(t *testing.T) {
+	backoff := []time.Duration{time.Second}
+	var slept []time.Duration
+	m := WithPolicy(&scripted{steps: []step{{err: errKind(KindServer, 500)}, {text: "ok"}}},
+		RetryPolicy{MaxAttempts: 2, Backoff: backoff},
+		func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil })
+	backoff[0] = time.Hour
+	if _, err := m.Generate(context.Background(), Request{}); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(slept, []time.Duration{time.Second}) {
+		t.Fatalf("slept %v: policy shares the caller's slice", slept)
+	}
+}
+
+func TestSleepHonorsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep on canceled ctx = %v", err)
+	}
+	if err := Sleep(context.Background(), 0); err != nil {
+		t.Fatalf("Sleep(0) = %v", err)
+	}
+}

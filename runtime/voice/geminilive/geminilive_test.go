@@ -1,0 +1,564 @@
+package geminilive
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"google.golang.org/genai"
+
+	"github.com/batonhq/baton/runtime/llm"
+	"github.com/batonhq/baton/runtime/llm/gemini"
+	"github.com/batonhq/baton/runtime/voice"
+)
+
+const (
+	testKey   = "live-key"
+	testModel = "gemini-live-test"
+	// The SDK dials {BaseURL}/ws/google.ai.generativelanguage.{version}.GenerativeService.BidiGenerateContent.
+	livePath = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
+)
+
+// startFake runs script on each WebSocket connection made to a local
+// server speaking the Live API's wire format. The returned channel closes
+// when the script has returned.
+func startFake(t *testing.T, script func(t *testing.T, c *websocket.Conn)) (*Client, <-chan struct{}) {
+	t.Helper()
+	done := make(chan struct{})
+	var once sync.Once
+	upgrader := websocket.Upgrader{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != livePath {
+			t.Errorf("dialed path %q, want %q", r.URL.Path, livePath)
+		}
+		if got := r.Header.Get("x-goog-api-key"); got != testKey {
+			t.Errorf("x-goog-api-key = %q", got)
+		}
+		c, err := upgrader.Upgrade(w, r, nil)
+		if err != nil {
+			t.Errorf("upgrade: %v", err)
+			return
+		}
+		defer once.Do(func() { close(done) })
+		defer c.Close()
+		// A safety net so a broken client cannot hang the suite; the
+		// tests never depend on it firing.
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		script(t, c)
+	}))
+	t.Cleanup(srv.Close)
+	client, err := New(context.Background(), Config{APIKey: testKey, BaseURL: "ws" + strings.TrimPrefix(srv.URL, "http")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, done
+}
+
+func readMsg(t *testing.T, c *websocket.Conn) map[string]any {
+	t.Helper()
+	_, data, err := c.ReadMessage()
+	if err != nil {
+		t.Errorf("fake server read: %v", err)
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Errorf("client sent non-JSON %.200q: %v", data, err)
+	}
+	return m
+}
+
+func send(t *testing.T, c *websocket.Conn, frame int, v any) {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WriteMessage(frame, data); err != nil {
+		t.Errorf("fake server write: %v", err)
+	}
+}
+
+func at(v any, path string) any {
+	for _, key := range strings.Split(path, ".") {
+		switch node := v.(type) {
+		case map[string]any:
+			v = node[key]
+		case []any:
+			i, err := strconv.Atoi(key)
+			if err != nil || i < 0 || i >= len(node) {
+				return nil
+			}
+			v = node[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+func expect(t *testing.T, msg map[string]any, path string, want any) {
+	t.Helper()
+	if got := at(msg, path); !reflect.DeepEqual(got, want) {
+		t.Errorf("client message %s = %#v, want %#v", path, got, want)
+	}
+}
+
+// handshake reads the setup message and answers setupComplete.
+func handshake(t *testing.T, c *websocket.Conn) map[string]any {
+	t.Helper()
+	setup := readMsg(t, c)
+	send(t, c, websocket.TextMessage, map[string]any{"setupComplete": map[string]any{}})
+	return setup
+}
+
+// drainUntilGone reads until the client goes away.
+func drainUntilGone(c *websocket.Conn) {
+	for {
+		if _, _, err := c.ReadMessage(); err != nil {
+			return
+		}
+	}
+}
+
+// checkNoLeaks waits for every session and connect goroutine to exit. It
+// polls instead of asserting on timing; the bound only keeps a real leak
+// from hanging the suite.
+func checkNoLeaks(t *testing.T) {
+	t.Helper()
+	var stacks string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		buf := make([]byte, 1<<20)
+		stacks = string(buf[:runtime.Stack(buf, true)])
+		if !strings.Contains(stacks, "geminilive.(*Session)") && !strings.Contains(stacks, "geminilive.(*Client)") {
+			return
+		}
+	}
+	t.Fatalf("session goroutines still running:\n%s", stacks)
+}
+
+func assertReaderDone(t *testing.T, s *Session) {
+	t.Helper()
+	select {
+	case <-s.readerDone:
+	default:
+		t.Fatal("Close returned before the reader goroutine exited")
+	}
+}
+
+func liveConfig() voice.LiveConfig {
+	return voice.LiveConfig{
+		Model:  testModel,
+		System: "You are the QA engineer.",
+		Voice:  "Puck",
+		Tools: []llm.ToolDecl{{
+			Name: "lookup_ticket", Description: "Fetch a ticket",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}}}`),
+		}},
+		InputTranscription:  true,
+		OutputTranscription: true,
+	}
+}
+
+func TestLiveSessionContract(t *testing.T) {
+	userAudio := []byte{0x01, 0x02, 0x03, 0xff}
+	agentAudio := []byte("pcm-bytes-from-the-model")
+	client, serverDone := startFake(t, func(t *testing.T, c *websocket.Conn) {
+		setup := handshake(t, c)
+		expect(t, setup, "setup.model", "models/"+testModel)
+		expect(t, setup, "setup.systemInstruction.parts.0.text", "You are the QA engineer.")
+		expect(t, setup, "setup.generationConfig.responseModalities", []any{"AUDIO"})
+		expect(t, setup, "setup.generationConfig.speechConfig.voiceConfig.prebuiltVoiceConfig.voiceName", "Puck")
+		expect(t, setup, "setup.tools.0.functionDeclarations.0.name", "lookup_ticket")
+		expect(t, setup, "setup.tools.0.functionDeclarations.0.parametersJsonSchema.properties.id.type", "string")
+		expect(t, setup, "setup.inputAudioTranscription", map[string]any{})
+		expect(t, setup, "setup.outputAudioTranscription", map[string]any{})
+
+		audio := readMsg(t, c)
+		expect(t, audio, "realtimeInput.audio.mimeType", DefaultInputMIME)
+		expect(t, audio, "realtimeInput.audio.data", base64.StdEncoding.EncodeToString(userAudio))
+		text := readMsg(t, c)
+		expect(t, text, "realtimeInput.text", "typed hello")
+
+		send(t, c, websocket.TextMessage, map[string]any{"serverContent": map[string]any{
+			"inputTranscription": map[string]any{"text": "I can fix now", "finished": true},
+		}})
+		// The real service sends JSON in binary frames; cover both.
+		send(t, c, websocket.BinaryMessage, map[string]any{"serverContent": map[string]any{
+			"modelTurn":           map[string]any{"parts": []any{map[string]any{"inlineData": map[string]any{"mimeType": "audio/pcm;rate=24000", "data": base64.StdEncoding.EncodeToString(agentAudio)}}}},
+			"outputTranscription": map[string]any{"text": "Share your first step."},
+		}})
+		send(t, c, websocket.TextMessage, map[string]any{"serverContent": map[string]any{"interrupted": true}})
+		if err := c.WriteMessage(websocket.TextMessage, []byte("this is not JSON")); err != nil {
+			t.Errorf("write: %v", err)
+		}
+		send(t, c, websocket.TextMessage, map[string]any{"toolCall": map[string]any{"functionCalls": []any{
+			map[string]any{"id": "fc-7", "name": "lookup_ticket", "args": map[string]any{"id": "PAY-1"}},
+		}}})
+
+		resp := readMsg(t, c)
+		expect(t, resp, "toolResponse.functionResponses", []any{map[string]any{
+			"id": "fc-7", "name": "lookup_ticket", "response": map[string]any{"status": "open"},
+		}})
+		send(t, c, websocket.TextMessage, map[string]any{"serverContent": map[string]any{"turnComplete": true}})
+		if err := c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "bye")); err != nil {
+			t.Errorf("write close: %v", err)
+		}
+		drainUntilGone(c)
+	})
+
+	ls, err := client.Connect(context.Background(), liveConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := ls.(*Session)
+	if err := sess.SendAudio(userAudio, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.SendText("typed hello"); err != nil {
+		t.Fatal(err)
+	}
+	var got []voice.Event
+	for ev := range sess.Events() {
+		if ev.Kind == voice.EventToolCall {
+			if err := sess.SendToolResponse([]llm.ToolResult{{CallID: ev.ToolCalls[0].ID, Name: ev.ToolCalls[0].Name, Content: json.RawMessage(`{"status":"open"}`)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got = append(got, ev)
+	}
+
+	kinds := make([]voice.EventKind, len(got))
+	for i, ev := range got {
+		kinds[i] = ev.Kind
+	}
+	wantKinds := []voice.EventKind{
+		voice.EventUserTranscript, voice.EventAgentAudio, voice.EventAgentText, voice.EventInterrupted,
+		voice.EventError, voice.EventToolCall, voice.EventTurnComplete, voice.EventClosed,
+	}
+	if !reflect.DeepEqual(kinds, wantKinds) {
+		t.Fatalf("event kinds = %v, want %v", kinds, wantKinds)
+	}
+	if ev := got[0]; ev.Text != "I can fix now" || !ev.Final || ev.Confidence != nil {
+		t.Errorf("user transcript = %+v", ev)
+	}
+	if ev := got[1]; string(ev.Audio) != string(agentAudio) || ev.MIMEType != "audio/pcm;rate=24000" {
+		t.Errorf("agent audio = %+v", ev)
+	}
+	if ev := got[2]; ev.Text != "Share your first step." {
+		t.Errorf("agent text = %+v", ev)
+	}
+	if ev := got[4]; ev.Err == nil || !strings.Contains(ev.Err.Error(), "invalid message format") {
+		t.Errorf("decode error event = %+v", ev)
+	}
+	wantCalls := []llm.ToolCall{{ID: "fc-7", Name: "lookup_ticket", Args: json.RawMessage(`{"id":"PAY-1"}`)}}
+	if !reflect.DeepEqual(got[5].ToolCalls, wantCalls) {
+		t.Errorf("tool calls = %#v", got[5].ToolCalls)
+	}
+	if ev := got[7]; ev.Err != nil {
+		t.Errorf("normal server close reported error %v", ev.Err)
+	}
+
+	if err := sess.Close(); err != nil {
+		t.Errorf("Close after server close = %v", err)
+	}
+	assertReaderDone(t, sess)
+	if err := sess.SendText("late"); !errors.Is(err, ErrClosed) {
+		t.Errorf("send after close = %v, want ErrClosed", err)
+	}
+	<-serverDone
+	checkNoLeaks(t)
+}
+
+func TestLiveContextCancel(t *testing.T) {
+	client, serverDone := startFake(t, func(t *testing.T, c *websocket.Conn) {
+		handshake(t, c)
+		drainUntilGone(c)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	ls, err := client.Connect(ctx, voice.LiveConfig{Model: testModel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := ls.(*Session)
+	cancel()
+	var last voice.Event
+	for ev := range sess.Events() {
+		last = ev
+	}
+	if last.Kind != voice.EventClosed || last.Err != nil {
+		t.Fatalf("last event = %+v, want a clean closed event", last)
+	}
+	if err := sess.SendAudio([]byte{1}, ""); !errors.Is(err, ErrClosed) {
+		t.Errorf("send after cancel = %v, want ErrClosed", err)
+	}
+	if err := sess.Close(); err != nil {
+		t.Errorf("Close after cancel = %v", err)
+	}
+	assertReaderDone(t, sess)
+	<-serverDone
+	checkNoLeaks(t)
+}
+
+func TestLiveCloseWithoutReadingEvents(t *testing.T) {
+	client, serverDone := startFake(t, func(t *testing.T, c *websocket.Conn) {
+		handshake(t, c)
+		// Far more events than the buffer holds, so the reader blocks.
+		for i := 0; i < 4*eventBuffer; i++ {
+			msg := map[string]any{"serverContent": map[string]any{"outputTranscription": map[string]any{"text": "word"}}}
+			data, _ := json.Marshal(msg)
+			if err := c.WriteMessage(websocket.TextMessage, data); err != nil {
+				return // the client closed mid-stream, as intended
+			}
+		}
+		drainUntilGone(c)
+	})
+	ls, err := client.Connect(context.Background(), voice.LiveConfig{Model: testModel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := ls.(*Session)
+	// Wait until the buffer is full so the reader is parked on a send.
+	for len(sess.events) < cap(sess.events) {
+		time.Sleep(time.Millisecond)
+	}
+	if err := sess.Close(); err != nil {
+		t.Errorf("Close = %v", err)
+	}
+	assertReaderDone(t, sess)
+	if err := sess.Close(); err != nil {
+		t.Errorf("second Close = %v", err)
+	}
+	n := 0
+	for range sess.Events() {
+		n++
+	}
+	if n == 0 || n > eventBuffer {
+		t.Errorf("drained %d buffered events after Close", n)
+	}
+	<-serverDone
+	checkNoLeaks(t)
+}
+
+func TestLiveServerErrorClose(t *testing.T) {
+	tests := []struct {
+		code int
+		kind llm.Kind
+	}{
+		{websocket.CloseInternalServerErr, llm.KindServer},
+		{websocket.ClosePolicyViolation, llm.KindBadRequest},
+		{websocket.CloseTryAgainLater, llm.KindRateLimit},
+	}
+	for _, tt := range tests {
+		t.Run(strconv.Itoa(tt.code), func(t *testing.T) {
+			client, serverDone := startFake(t, func(t *testing.T, c *websocket.Conn) {
+				handshake(t, c)
+				_ = c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(tt.code, "quota or whatever"))
+				drainUntilGone(c)
+			})
+			ls, err := client.Connect(context.Background(), voice.LiveConfig{Model: testModel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []voice.Event
+			for ev := range ls.Events() {
+				got = append(got, ev)
+			}
+			if len(got) != 2 || got[0].Kind != voice.EventError || got[1].Kind != voice.EventClosed {
+				t.Fatalf("events = %+v, want error then closed", got)
+			}
+			for _, ev := range got {
+				if e := llm.Classify(ev.Err); e == nil || e.Kind != tt.kind || !strings.Contains(e.Message, "quota or whatever") {
+					t.Errorf("%s event error = %v, want kind %s with the server's reason", ev.Kind, ev.Err, tt.kind)
+				}
+			}
+			if err := ls.Close(); err != nil {
+				t.Errorf("Close = %v", err)
+			}
+			<-serverDone
+			checkNoLeaks(t)
+		})
+	}
+}
+
+func TestLiveSetupRejected(t *testing.T) {
+	client, serverDone := startFake(t, func(t *testing.T, c *websocket.Conn) {
+		readMsg(t, c)
+		_ = c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseInvalidFramePayloadData, "API key not valid"))
+		drainUntilGone(c)
+	})
+	ls, err := client.Connect(context.Background(), voice.LiveConfig{Model: testModel})
+	if err == nil || ls != nil {
+		t.Fatalf("Connect = %v, %v; want an error", ls, err)
+	}
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "API key not valid") {
+		t.Errorf("error %v does not carry the server's close reason", err)
+	}
+	<-serverDone
+	checkNoLeaks(t)
+}
+
+func TestLiveConnectAbandoned(t *testing.T) {
+	setupSeen := make(chan struct{})
+	release := make(chan struct{})
+	client, serverDone := startFake(t, func(t *testing.T, c *websocket.Conn) {
+		readMsg(t, c)
+		close(setupSeen)
+		<-release
+		send(t, c, websocket.TextMessage, map[string]any{"setupComplete": map[string]any{}})
+		drainUntilGone(c) // ends when the abandoned session is closed
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := client.Connect(ctx, voice.LiveConfig{Model: testModel})
+		errc <- err
+	}()
+	<-setupSeen
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Connect = %v, want context.Canceled", err)
+	}
+	close(release)
+	<-serverDone
+	checkNoLeaks(t)
+}
+
+func TestLiveConcurrentSends(t *testing.T) {
+	// Large chunks keep each write busy long enough that unserialized
+	// writers would interleave frames (gorilla panics or the fake reads
+	// garbage) even without the race detector.
+	const senders, each, chunkSize = 8, 25, 16 << 10
+	client, serverDone := startFake(t, func(t *testing.T, c *websocket.Conn) {
+		handshake(t, c)
+		seen := map[string]int{}
+		for i := 0; i < senders*each; i++ {
+			msg := readMsg(t, c)
+			data, _ := at(msg, "realtimeInput.audio.data").(string)
+			raw, err := base64.StdEncoding.DecodeString(data)
+			if err != nil || len(raw) != chunkSize {
+				t.Errorf("message %d corrupted (%d bytes, %v)", i, len(raw), err)
+				return
+			}
+			seen[string(raw[:2])]++
+		}
+		if len(seen) != senders*each {
+			t.Errorf("received %d distinct chunks, want %d", len(seen), senders*each)
+		}
+		_ = c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+		drainUntilGone(c)
+	})
+	ls, err := client.Connect(context.Background(), voice.LiveConfig{Model: testModel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				chunk := make([]byte, chunkSize)
+				chunk[0], chunk[1] = byte(g), byte(i)
+				if err := ls.SendAudio(chunk, "audio/pcm;rate=16000"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for range ls.Events() {
+	}
+	if err := ls.Close(); err != nil {
+		t.Errorf("Close = %v", err)
+	}
+	<-serverDone
+	checkNoLeaks(t)
+}
+
+func TestLiveRejectsBadInput(t *testing.T) {
+	client, serverDone := startFake(t, func(t *testing.T, c *websocket.Conn) {
+		handshake(t, c)
+		drainUntilGone(c)
+	})
+	ls, err := client.Connect(context.Background(), voice.LiveConfig{Model: testModel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = ls.Close()
+		<-serverDone
+		checkNoLeaks(t)
+	}()
+	if err := ls.SendAudio([]byte{1}, "video/mp4"); llm.Classify(err).Kind != llm.KindBadRequest {
+		t.Errorf("non-audio mime: %v", err)
+	}
+	if err := ls.SendToolResponse([]llm.ToolResult{{CallID: "x", Name: "f", Content: json.RawMessage(`{broken`)}}); llm.Classify(err).Kind != llm.KindBadRequest {
+		t.Errorf("broken tool result: %v", err)
+	}
+	for _, err := range []error{ls.SendAudio(nil, ""), ls.SendText(""), ls.SendToolResponse(nil)} {
+		if err != nil {
+			t.Errorf("empty send = %v, want a no-op", err)
+		}
+	}
+}
+
+func TestLiveBadToolDeclaration(t *testing.T) {
+	client, err := New(context.Background(), Config{APIKey: testKey, BaseURL: "ws://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = client.Connect(context.Background(), voice.LiveConfig{Tools: []llm.ToolDecl{{Name: "f", Parameters: json.RawMessage(`[]`)}}})
+	if e := llm.Classify(err); e == nil || e.Kind != llm.KindBadRequest {
+		t.Fatalf("Connect = %v, want bad_request before dialing", err)
+	}
+}
+
+func TestNewMissingKey(t *testing.T) {
+	t.Setenv("GEMINI_API_KEY", "")
+	t.Setenv("GOOGLE_API_KEY", "")
+	if _, err := New(context.Background(), Config{BaseURL: "ws://127.0.0.1:1"}); !errors.Is(err, gemini.ErrNoAPIKey) {
+		t.Fatalf("New = %v, want ErrNoAPIKey", err)
+	}
+}
+
+// A session whose context ended while it was being set up must shut down
+// by itself without racing its own construction.
+func TestStartWithDoneContext(t *testing.T) {
+	client, serverDone := startFake(t, func(t *testing.T, c *websocket.Conn) {
+		handshake(t, c)
+		drainUntilGone(c)
+	})
+	gs, err := client.client.Live.Connect(context.Background(), testModel, &genai.LiveConnectConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	sess := start(ctx, gs)
+	var last voice.Event
+	for ev := range sess.Events() {
+		last = ev
+	}
+	if last.Kind != voice.EventClosed || last.Err != nil {
+		t.Fatalf("last event = %+v", last)
+	}
+	if err := sess.Close(); err != nil {
+		t.Errorf("Close = %v", err)
+	}
+	<-serverDone
+	checkNoLeaks(t)
+}
