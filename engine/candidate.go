@@ -88,11 +88,7 @@ func (s *Session) onMessage(ev *CandidateEvent) {
 	sc := &s.p.SpeechConfidence
 	low := len(sc.Steps) > 0 && ev.STTConfidence != nil && *ev.STTConfidence < sc.Threshold.Value
 	s.env.Msg.LowConfidence = low
-	speaker := "candidate"
-	if low {
-		speaker = "candidate (unclear)"
-	}
-	s.transcript = append(s.transcript, TranscriptLine{T: s.now, Speaker: speaker, Text: ev.Text})
+	s.transcript = append(s.transcript, TranscriptLine{T: s.now, Speaker: "candidate", Text: ev.Text, Unclear: low})
 
 	if low {
 		s.lowSTT++
@@ -179,7 +175,23 @@ func (s *Session) addressed(r *rules.Route, ev *CandidateEvent) (role, reason st
 // mentionAt is the byte offset of the first whole-word, case-insensitive
 // occurrence of word in text, or -1.
 func mentionAt(text, word string) int {
+	if word == "" {
+		return -1
+	}
+	// Mentions usually start with a sigil such as '@': jump between its
+	// occurrences instead of comparing at every byte.
+	first := word[0]
 	for i := 0; i+len(word) <= len(text); i++ {
+		if !isWordChar(first) {
+			j := strings.IndexByte(text[i:], first)
+			if j < 0 {
+				return -1
+			}
+			i += j
+			if i+len(word) > len(text) {
+				return -1
+			}
+		}
 		if !strings.EqualFold(text[i:i+len(word)], word) {
 			continue
 		}
@@ -199,7 +211,7 @@ func (s *Session) intent(r *rules.Route, ev *CandidateEvent, goal string) (role,
 	best := 0
 	for i := range r.Intents {
 		in := &r.Intents[i]
-		if n := rules.CountKeywordHits(ev.Text, in.Keywords); n > best {
+		if n := in.Words().Hits(ev.Text); n > best {
 			best, role, tag = n, in.Role, in.Tag
 			g = goal
 			if in.Goal != "" {

@@ -30,7 +30,7 @@ func (s *Session) guard(t *turn, text string) (string, []string) {
 	if tooLong || n < g.MinSentences {
 		v = append(v, GuardSentences)
 	}
-	if g.RoleFidelity && len(role.Focus) > 0 && rules.CountKeywordHits(text, role.Focus) == 0 {
+	if g.RoleFidelity && len(role.Focus) > 0 && role.FocusWords().Hits(text) == 0 {
 		v = append(v, GuardRoleFidelity)
 	}
 	if len(v) == 0 {

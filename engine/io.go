@@ -135,6 +135,8 @@ type TranscriptLine struct {
 	T       int64  `json:"t_ms"`
 	Speaker string `json:"speaker"`
 	Text    string `json:"text"`
+	// Unclear marks candidate speech below the confidence threshold.
+	Unclear bool `json:"unclear,omitempty"`
 }
 
 // KV is an ordered key/value pair; ordered so requests serialize identically.
@@ -159,6 +161,6 @@ type LLMResult struct {
 
 // AdapterError is a failed adapter call, classified so packs can react.
 type AdapterError struct {
-	Kind    string `json:"kind"` // timeout | rate_limit | server | bad_request | network | unknown
+	Kind    string `json:"kind"` // timeout | rate_limit | server | bad_request | network | canceled | unknown
 	Message string `json:"message,omitempty"`
 }

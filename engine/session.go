@@ -102,6 +102,7 @@ type Session struct {
 	windows  []windowState
 
 	transcript []TranscriptLine
+	context    []KV // scenario context, built once and shared by requests
 }
 
 // NewSession starts a session of pack p at time 0. The first Step runs the
@@ -114,6 +115,9 @@ func NewSession(p *rules.Pack) *Session {
 		lastSpeechEnd: -1,
 		lastMsgAt:     -1,
 		windows:       make([]windowState, len(p.Timeline.Windows)),
+	}
+	for _, kv := range p.Scenario.Context {
+		s.context = append(s.context, KV{Key: kv.Key, Value: kv.Value})
 	}
 	for i, a := range p.Timeline.Anchors {
 		s.addTimer(timer{at: a.At.MS, kind: tAnchor, ref: i, rule: a.ID})

@@ -262,12 +262,7 @@ func (s *Session) buildRequest(t *turn) *LLMRequest {
 		tail = tail[len(tail)-n:]
 	}
 	req.TranscriptTail = append([]TranscriptLine(nil), tail...)
-	if len(p.Scenario.Context) > 0 {
-		req.ScenarioContext = make([]KV, len(p.Scenario.Context))
-		for i, kv := range p.Scenario.Context {
-			req.ScenarioContext[i] = KV{Key: kv.Key, Value: kv.Value}
-		}
-	}
+	req.ScenarioContext = s.context // read-only for hosts
 	return req
 }
 

@@ -19,6 +19,7 @@ const (
 	DefaultLLMTimeoutMS   = 8000
 	DefaultTranscriptTail = 6
 	DefaultLLMLatencyMS   = 600
+	DefaultLLMRetries     = 2
 )
 
 // Role specifiers a TurnSpec may use instead of a role id.
@@ -71,6 +72,16 @@ func (c *compiler) defaults() {
 	}
 	if !p.LLM.Timeout.IsSet() {
 		p.LLM.Timeout = Duration{MS: DefaultLLMTimeoutMS, set: true}
+	}
+	if !p.LLM.AttemptTimeout.IsSet() {
+		p.LLM.AttemptTimeout = p.LLM.Timeout
+	}
+	if p.LLM.Retries == nil {
+		n := DefaultLLMRetries
+		p.LLM.Retries = &n
+	}
+	if len(p.LLM.Backoff) == 0 {
+		p.LLM.Backoff = []Duration{{MS: 1000, set: true}, {MS: 2000, set: true}}
 	}
 	if p.LLM.TranscriptTail == 0 {
 		p.LLM.TranscriptTail = DefaultTranscriptTail
@@ -342,6 +353,12 @@ func (c *compiler) check() {
 	if p.Duration.MS <= 0 {
 		c.errorf(p.Pos, "the pack needs a positive duration (the longest a session runs)")
 	}
+	if p.LLM.Timeout.MS <= 0 || p.LLM.AttemptTimeout.MS <= 0 || p.LLM.AttemptTimeout.MS > p.LLM.Timeout.MS {
+		c.errorf(p.LLM.Timeout.Pos, "llm: timeout must be positive and attempt_timeout within it")
+	}
+	if *p.LLM.Retries < 0 || *p.LLM.Retries > 10 {
+		c.errorf(p.Pos, "llm.retries must be between 0 and 10")
+	}
 	if p.Voice.WordsPerMinute < 0 {
 		c.errorf(p.Pos, "voice.words_per_minute must be positive")
 	}
@@ -358,6 +375,7 @@ func (c *compiler) check() {
 			c.errorf(r.Pos, "role %q is defined twice", r.ID)
 		}
 		p.roles[r.ID] = i
+		p.Roles[i].focus = c.keywords(r.Pos, "focus", r.Focus)
 		if r.WordsPerMinute < 0 {
 			c.errorf(r.Pos, "role %q: words_per_minute must be positive", r.ID)
 		}
@@ -407,7 +425,9 @@ func (c *compiler) check() {
 			if len(r.Intents) == 0 {
 				c.errorf(r.Pos, "route %s: intent routes need intents", r.ID)
 			}
-			for _, in := range r.Intents {
+			for j := range r.Intents {
+				in := &r.Intents[j]
+				in.words = c.keywords(in.Pos, "keywords", in.Keywords)
 				c.roleRef(in.Pos, "intent "+in.Tag, in.Role)
 				if len(in.Keywords) == 0 {
 					c.errorf(in.Pos, "intent %s needs keywords", in.Tag)
@@ -531,6 +551,13 @@ func (c *compiler) check() {
 			c.errorf(e.Pos, "end rule %s needs when", e.ID)
 		}
 	}
+}
+
+func (c *compiler) keywords(pos Pos, what string, list []string) *Keywords {
+	if len(list) > MaxKeywords {
+		c.errorf(pos, "%s: at most %d keywords in one list", what, MaxKeywords)
+	}
+	return CompileKeywords(list)
 }
 
 // RulesOn returns the rules triggered by event in firing order (priority

@@ -73,6 +73,7 @@ type Env struct {
 	m         map[string]any
 	vm        vm.VM
 	vars      map[string]reflect.Kind
+	roleVals  map[string]any // role ids boxed once, so SetRole does not allocate
 }
 
 // NewEnv builds a fresh environment for one session of p.
@@ -90,13 +91,22 @@ func (p *Pack) NewEnv() *Env {
 	e.m["session"] = &e.Session
 	e.m["now"] = func() int64 { return e.Now }
 	e.m["role"] = ""
+	e.roleVals = make(map[string]any, len(p.Roles)+1)
+	e.roleVals[""] = ""
+	for _, r := range p.Roles {
+		e.roleVals[r.ID] = r.ID
+	}
 	return e
 }
 
 // SetRole sets `role`, the role a role-scoped expression is evaluated for.
 func (e *Env) SetRole(r string) {
 	if cur, _ := e.m["role"].(string); cur != r {
-		e.m["role"] = r
+		if v, ok := e.roleVals[r]; ok {
+			e.m["role"] = v
+		} else {
+			e.m["role"] = r
+		}
 	}
 }
 

@@ -186,3 +186,26 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+func TestKeywords(t *testing.T) {
+	k := rules.CompileKeywords([]string{"repro*", "log", "roll back", "trade-off*", "VIP"})
+	cases := map[string]int{
+		"":                                0,
+		"Reproducing it from the LOG":     2,
+		"logs and reproduce":              1,
+		"we roll back, a trade-offs talk": 2,
+		"vip vip VIP":                     1,
+		"rollback":                        0,
+		"catalog":                         0,
+	}
+	for text, want := range cases {
+		if got := k.Hits(text); got != want {
+			t.Errorf("Hits(%q) = %d, want %d", text, got, want)
+		}
+		// Same answer as the reference scan.
+		ref := rules.CountKeywordHits(text, []string{"repro*", "log", "roll back", "trade-off*", "VIP"})
+		if ref != want {
+			t.Errorf("CountKeywordHits(%q) = %d, want %d", text, ref, want)
+		}
+	}
+}

@@ -84,8 +84,15 @@ type Scenario struct {
 // LLMConfig sets the model and limits for generated turns.
 type LLMConfig struct {
 	Model string `yaml:"model"`
-	// Timeout per generation; past it the role's fallback line is used.
+	// Timeout is the whole budget for one turn's text, retries included;
+	// past it the engine uses the role's fallback line.
 	Timeout Duration `yaml:"timeout"`
+	// AttemptTimeout bounds one call to the model (default: Timeout).
+	AttemptTimeout Duration `yaml:"attempt_timeout"`
+	// Retries after a retryable failure (rate limit, server, network).
+	Retries *int `yaml:"retries"`
+	// Backoff before each retry; the last entry repeats.
+	Backoff []Duration `yaml:"backoff"`
 	// TranscriptTail is how many transcript lines a request carries.
 	TranscriptTail int `yaml:"transcript_tail"`
 }
@@ -115,7 +122,12 @@ type Role struct {
 	Rewrite StrMap `yaml:"rewrite"`
 	// Lines by goal or kind feed the scripted LLM in dry runs and tests.
 	Lines []LineSet `yaml:"lines"`
+
+	focus *Keywords
 }
+
+// FocusWords is the compiled Focus list.
+func (r *Role) FocusWords() *Keywords { return r.focus }
 
 // LineSet is the scripted lines for one goal, used in rotation.
 type LineSet struct {
@@ -211,7 +223,12 @@ type Intent struct {
 	Tag      string   `yaml:"tag"`
 	Goal     string   `yaml:"goal"`
 	Keywords []string `yaml:"keywords"`
+
+	words *Keywords
 }
+
+// Words is the compiled keyword list.
+func (in *Intent) Words() *Keywords { return in.words }
 
 // TurnTaking defines when the candidate holds the floor and how agent
 // turns wait for them.

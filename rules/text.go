@@ -112,11 +112,18 @@ func ContainsWord(text, word string) bool {
 	if word == "" {
 		return false
 	}
+	// Only word starts can match, and a cheap first-byte check rejects
+	// most of them before the full case-insensitive comparison.
+	first := lowerASCII(word[0])
+	startsWord := isWordByte(word[0])
 	for i := 0; i+len(word) <= len(text); i++ {
-		if !strings.EqualFold(text[i:i+len(word)], word) {
+		if startsWord && i > 0 && isWordByte(text[i-1]) {
 			continue
 		}
-		if i > 0 && isWordByte(text[i-1]) {
+		if first < 0x80 && lowerASCII(text[i]) != first {
+			continue
+		}
+		if !strings.EqualFold(text[i:i+len(word)], word) {
 			continue
 		}
 		end := i + len(word)
@@ -126,6 +133,13 @@ func ContainsWord(text, word string) bool {
 		return true
 	}
 	return false
+}
+
+func lowerASCII(b byte) byte {
+	if b >= 'A' && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
 }
 
 func isWordByte(b byte) bool {
@@ -139,6 +153,94 @@ func CountKeywordHits(text string, keywords []string) int {
 		if ContainsWord(text, k) {
 			n++
 		}
+	}
+	return n
+}
+
+// Keywords is a compiled keyword list: the text is split into words once
+// and each word is looked up, instead of scanning the text per keyword.
+type Keywords struct {
+	exact    map[string]int // lower-case word -> keyword index
+	prefixes []keywordPrefix
+	phrases  []keywordPrefix // keywords spanning several words: scanned
+	n        int
+}
+
+type keywordPrefix struct {
+	text string
+	idx  int
+}
+
+// MaxKeywords bounds one keyword list (hits are tracked in a bit set).
+const MaxKeywords = 64
+
+// CompileKeywords prepares a list; keywords ending in '*' match prefixes.
+func CompileKeywords(list []string) *Keywords {
+	k := &Keywords{exact: map[string]int{}, n: len(list)}
+	for i, w := range list {
+		if i >= MaxKeywords {
+			break
+		}
+		lw := strings.ToLower(strings.TrimSpace(w))
+		bare := strings.TrimSuffix(lw, "*")
+		switch {
+		case bare == "":
+		case strings.IndexFunc(bare, func(r rune) bool { return r < 0x80 && !isWordByte(byte(r)) }) >= 0:
+			k.phrases = append(k.phrases, keywordPrefix{lw, i})
+		case strings.HasSuffix(lw, "*"):
+			k.prefixes = append(k.prefixes, keywordPrefix{bare, i})
+		default:
+			if _, dup := k.exact[bare]; !dup {
+				k.exact[bare] = i
+			}
+		}
+	}
+	return k
+}
+
+// Hits counts how many distinct keywords occur in text.
+func (k *Keywords) Hits(text string) int {
+	if k == nil || k.n == 0 {
+		return 0
+	}
+	var seen uint64
+	var buf [64]byte
+	for i := 0; i < len(text); {
+		if !isWordByte(text[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(text) && isWordByte(text[j]) {
+			j++
+		}
+		word := text[i:j]
+		i = j
+		if len(word) > len(buf) {
+			continue
+		}
+		lw := buf[:len(word)]
+		for x := range len(word) {
+			lw[x] = lowerASCII(word[x])
+		}
+		// string(lw) in a map index does not allocate.
+		if idx, ok := k.exact[string(lw)]; ok {
+			seen |= 1 << uint(idx)
+		}
+		for _, p := range k.prefixes {
+			if len(lw) >= len(p.text) && string(lw[:len(p.text)]) == p.text {
+				seen |= 1 << uint(p.idx)
+			}
+		}
+	}
+	for _, p := range k.phrases {
+		if seen&(1<<uint(p.idx)) == 0 && ContainsWord(text, p.text) {
+			seen |= 1 << uint(p.idx)
+		}
+	}
+	n := 0
+	for ; seen != 0; seen &= seen - 1 {
+		n++
 	}
 	return n
 }

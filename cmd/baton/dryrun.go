@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"time"
 
@@ -15,6 +14,8 @@ import (
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
 	"github.com/batonhq/baton/runtime/fake"
+	"github.com/batonhq/baton/runtime/llm"
+	"github.com/batonhq/baton/runtime/llm/gemini"
 	"github.com/batonhq/baton/runtime/packs"
 )
 
@@ -26,10 +27,12 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	return fl
 }
 
-func cmdDryrun(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdDryrun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fl := newFlags("dryrun", stderr)
 	eventsFile := fl.String("events", "", "candidate events, JSON lines in the DayOne §5.2 shape (default: the pack's built-in candidate; an empty file is a silent candidate)")
-	llmFile := fl.String("llm", "", "scripted LLM replies (YAML or JSON lines): per-call text, delay_ms, error, no_reply")
+	llmFile := fl.String("llm", "", "\"gemini\" for the real model (needs GEMINI_API_KEY or GOOGLE_API_KEY), or a file of scripted replies (YAML or JSON lines: per-call text, delay_ms, error, no_reply); default: the pack's scripted lines")
+	baseURL := fl.String("base-url", "", "with -llm gemini: the API base URL (a local or proxy endpoint)")
+	model := fl.String("model", "", "with -llm gemini: the model (default: the pack's llm.model, else "+gemini.DefaultModel+")")
 	format := fl.String("format", "text", "output: text (mm:ss.s role kind text) or jsonl")
 	verbose := fl.Bool("v", false, "also show LLM requests, routing and defer decisions")
 	step := fl.Duration("step", 0, "advance the clock in fixed steps (e.g. 100ms) instead of jumping to deadlines")
@@ -55,7 +58,20 @@ func cmdDryrun(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if opt.Events, err = loadEvents(p, *eventsFile); err != nil {
 		return err
 	}
-	if *llmFile != "" {
+	switch {
+	case *llmFile == "gemini":
+		name := *model
+		if name == "" {
+			name = p.LLM.Model
+		}
+		m, err := gemini.New(ctx, gemini.Config{BaseURL: *baseURL, Model: name})
+		if err != nil {
+			return err
+		}
+		opt.Model = dryrun.RealModel(ctx, &llm.Turns{Model: llm.WithPolicy(m, llm.PolicyFor(p), llm.Sleep)})
+	case *baseURL != "" || *model != "":
+		return fmt.Errorf("-base-url and -model go with -llm gemini")
+	case *llmFile != "":
 		f, err := os.Open(*llmFile)
 		if err != nil {
 			return err
@@ -131,5 +147,3 @@ func cmdCheck(args []string, stdout io.Writer) error {
 	}
 	return failed
 }
-
-var _ fs.FS

@@ -6,6 +6,7 @@ package dryrun
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/events"
 	"github.com/batonhq/baton/runtime/fake"
+	"github.com/batonhq/baton/runtime/llm"
 )
 
 // Options configure a dry run.
@@ -20,6 +22,10 @@ type Options struct {
 	Events []events.Timed
 	// Replies script the LLM; unmatched calls use the pack's lines.
 	Replies []fake.Reply
+	// Model, when set, answers instead of the scripted LLM (a real model
+	// through runtime/llm, say). Its results are in Result.Inputs, so the
+	// run can be replayed offline.
+	Model Model
 	// StepMS, if positive, advances the clock in fixed steps instead of
 	// jumping to the next deadline, as a live host ticking would; output
 	// must not change (tested). It may not exceed the pack's tick: a coarser
@@ -42,6 +48,27 @@ type Result struct {
 	EndMS  int64
 }
 
+// Model answers llm_request effects. ok=false means the call never answers
+// (the engine's timeout then fires). delay is when the answer arrives, in
+// simulated ms after the request.
+type Model interface {
+	Answer(id string, req *engine.LLMRequest) (res engine.LLMResult, delay int64, ok bool)
+}
+
+// RealModel adapts a live model to the simulated clock: each call is made
+// for real, and its measured latency becomes its simulated delay.
+func RealModel(ctx context.Context, t *llm.Turns) Model { return realModel{ctx, t} }
+
+type realModel struct {
+	ctx context.Context
+	t   *llm.Turns
+}
+
+func (m realModel) Answer(id string, req *engine.LLMRequest) (engine.LLMResult, int64, bool) {
+	res, took := m.t.Answer(m.ctx, id, req)
+	return res, took.Milliseconds(), true
+}
+
 type pending struct {
 	in  engine.Input
 	seq int
@@ -52,9 +79,13 @@ func Run(p *rules.Pack, opt Options) (*Result, error) {
 	if opt.StepMS > p.Tick.MS {
 		return nil, fmt.Errorf("step %dms is coarser than the pack's tick (%dms)", opt.StepMS, p.Tick.MS)
 	}
+	var model Model = fake.NewLLM(p, opt.Replies)
+	if opt.Model != nil {
+		model = opt.Model
+	}
 	h := &host{
 		s:     engine.NewSession(p),
-		llm:   fake.NewLLM(p, opt.Replies),
+		llm:   model,
 		voice: fake.NewVoice(p),
 		res:   &Result{},
 	}
@@ -106,7 +137,7 @@ func Run(p *rules.Pack, opt Options) (*Result, error) {
 
 type host struct {
 	s     *engine.Session
-	llm   *fake.LLM
+	llm   Model
 	voice *fake.Voice
 	queue []pending
 	seq   int

@@ -44,6 +44,11 @@ func FromTurn(req *engine.LLMRequest) Request {
 			continue
 		}
 		if isCandidate(line.Speaker) {
+			if line.Unclear {
+				// Kept so the model knows something was said, flagged so it
+				// does not read intent into a mis-transcription.
+				text = "(unclear audio) " + text
+			}
 			out.Messages = appendMerged(out.Messages, RoleUser, text)
 			continue
 		}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestDryrunText(t *testing.T) {
+	code, out, errs := runCLI(t, "dryrun", "../../scenarios/dayone")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"00:00.7  qa         window",
+		"03:00.0  ba         anchor",
+		"repeat_request",
+		"[rewritten: max_questions]",
+		"10:00.0  -          session_end",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
+
+func TestDryrunJSONL(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "silent.jsonl")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "dryrun", "-format", "jsonl", "-events", empty, "dayone")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var sawMessage, sawAdvance, sawEnd bool
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("bad JSON line %q: %v", l, err)
+		}
+		if _, ok := m["t_ms"]; !ok {
+			t.Fatalf("no t_ms: %s", l)
+		}
+		switch m["type"] {
+		case "agent_message":
+			sawMessage = true
+			for _, k := range []string{"agent", "kind", "text", "intent_tag", "speech_ms", "rule"} {
+				if _, ok := m[k]; !ok {
+					t.Fatalf("agent_message without %s: %s", k, l)
+				}
+			}
+		case "auto_advance":
+			sawAdvance = true
+		case "session_end":
+			sawEnd = true
+		case "reply":
+			t.Fatalf("a silent candidate got a reply: %s", l)
+		}
+	}
+	if !sawMessage || !sawAdvance || !sawEnd {
+		t.Fatalf("message=%v advance=%v end=%v", sawMessage, sawAdvance, sawEnd)
+	}
+}
+
+func TestDryrunBadEvents(t *testing.T) {
+	dir := t.TempDir()
+	cases := map[string]string{
+		"malformed": "{\"event_type\":\"speech_end\",\"ts_sec\":1}\n{\"event_type\":\n",
+		"backwards": "{\"event_type\":\"speech_end\",\"ts_sec\":5}\n{\"event_type\":\"speech_end\",\"ts_sec\":4}\n",
+	}
+	for name, content := range cases {
+		f := filepath.Join(dir, name+".jsonl")
+		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errs := runCLI(t, "dryrun", "-events", f, "dayone")
+		if code == 0 || !strings.Contains(errs, "line 2:") {
+			t.Errorf("%s: exit %d, stderr %q: want non-zero naming line 2", name, code, errs)
+		}
+	}
+}
+
+func TestCheckReportsEveryProblem(t *testing.T) {
+	dir := t.TempDir()
+	pack := "name: bad\nduration: 1m\nroles: {a: {persona: x}}\nsilence: {steps: [{after: NOPE, action: auto_advance}]}\nend: [{id: e, when: 'now( >'}]\n"
+	if err := os.WriteFile(filepath.Join(dir, "pack.yaml"), []byte(pack), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, "check", dir)
+	if code == 0 {
+		t.Fatal("check passed a broken pack")
+	}
+	for _, want := range []string{filepath.Join(dir, "pack.yaml") + ":4:", "unknown constant \"NOPE\"", filepath.Join(dir, "pack.yaml") + ":5:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
+
+func TestPackTestsCommand(t *testing.T) {
+	code, out, errs := runCLI(t, "test", "dayone")
+	if code != 0 || !strings.Contains(out, " passed, 0 failed") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// The dry run drives the real genai SDK against a local endpoint that
+// speaks the public generateContent wire format.
+func TestDryrunWithGeminiEndpoint(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, ":generateContent") {
+			http.Error(w, "unexpected path "+r.URL.Path, http.StatusNotFound)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			SystemInstruction struct {
+				Parts []struct{ Text string } `json:"parts"`
+			} `json:"systemInstruction"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil || len(req.SystemInstruction.Parts) == 0 {
+			http.Error(w, "no system instruction", http.StatusBadRequest)
+			return
+		}
+		n := calls.Add(1)
+		if n == 2 {
+			http.Error(w, `{"error":{"code":400,"message":"bad","status":"INVALID_ARGUMENT"}}`, http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"{\"text\":\"Which log shows the second capture and the risk?\",\"intent_tag\":\"from_model\"}"}]},"finishReason":"STOP"}]}`)
+	}))
+	defer srv.Close()
+	t.Setenv("GEMINI_API_KEY", "test-key")
+	code, out, errs := runCLI(t, "dryrun", "-llm", "gemini", "-base-url", srv.URL, "-format", "jsonl", "-events", os.DevNull, "dayone")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if calls.Load() < 5 {
+		t.Fatalf("only %d model calls", calls.Load())
+	}
+	if !strings.Contains(out, `"intent_tag":"from_model"`) || !strings.Contains(out, "Which log shows the second capture") {
+		t.Errorf("model replies missing:\n%s", out)
+	}
+	if !strings.Contains(out, `"type":"adapter_error"`) || !strings.Contains(out, "bad_request") || !strings.Contains(out, `"fallback":true`) {
+		t.Errorf("the 400 should give an adapter_error and a fallback line:\n%s", out)
+	}
+}

@@ -1,0 +1,92 @@
+package engine_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/dryrun"
+)
+
+// BenchmarkDayOneSession plays the full ten-minute DayOne interview with the
+// built-in candidate, scripted LLM and simulated voice.
+func BenchmarkDayOneSession(b *testing.B) {
+	p := loadDayOne(b)
+	evs := dayOneCandidate(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := dryrun.Run(p, dryrun.Options{Events: evs}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perSession := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	b.ReportMetric(600e9/perSession, "x_realtime")
+}
+
+// BenchmarkCandidateEvent measures one confident candidate message through
+// routing and defer (producing the LLM request), then its reply through
+// the guardrails (producing the agent message), and the end of its speech.
+// Three engine steps per op. A fresh session is started
+// every 20 events, so session setup is included, amortized.
+func BenchmarkCandidateEvent(b *testing.B) {
+	p := loadDayOne(b)
+	conf := 0.92
+	ev := &engine.CandidateEvent{Type: engine.EventMessage, Source: "voice", Text: "I would check the gateway logs and replay the failed payment.", STTConfidence: &conf}
+	var (
+		s   *engine.Session
+		out []engine.Effect
+		t   int64
+		n   int
+	)
+	b.ReportAllocs()
+	for b.Loop() {
+		if n%20 == 0 {
+			s = engine.NewSession(p)
+			t = 0
+			out, _ = s.Step(engine.Input{T: 0, Type: engine.InputAdvance}, out[:0])
+		}
+		n++
+		t += 5000
+		var err error
+		out, err = s.Step(engine.Input{T: t, Type: engine.InputCandidate, Candidate: ev}, out[:0])
+		if err != nil {
+			b.Fatal(err)
+		}
+		var id string
+		for i := range out {
+			if out[i].Type == engine.EffectLLMRequest {
+				id = out[i].ID
+			}
+		}
+		if id == "" {
+			b.Fatalf("no llm_request at %d: %+v", t, out)
+		}
+		out, err = s.Step(engine.Input{T: t + 700, Type: engine.InputLLMResult, LLM: &engine.LLMResult{ID: id, Text: "Good. Which log line would confirm the retry fired twice?"}}, out[:0])
+		if err != nil {
+			b.Fatal(err)
+		}
+		id = ""
+		for i := range out {
+			if out[i].Type == engine.EffectAgentMessage {
+				id = out[i].ID
+			}
+		}
+		if id == "" {
+			b.Fatalf("no agent_message at %d: %+v", t+700, out)
+		}
+		if out, err = s.Step(engine.Input{T: t + 4000, Type: engine.InputSpeechDone, Speech: &engine.SpeechDone{ID: id}}, out[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkLoadDayOne(b *testing.B) {
+	fsys := os.DirFS("../scenarios/dayone")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := rules.Load(fsys, "."); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
