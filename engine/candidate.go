@@ -140,6 +140,14 @@ func (s *Session) route(ev *CandidateEvent) {
 			role, tag, goal, reason = s.intent(r, ev, goal)
 		case rules.RouteRole:
 			role, reason = s.resolveRole(r.Role, ""), "default"
+		case rules.RouteScript:
+			var ok bool
+			if role, tag, goal, ok = s.scriptRoute(r); ok {
+				reason = "script " + r.Script.String()
+			}
+			if s.ended {
+				return
+			}
 		}
 		if role == "" {
 			continue
@@ -244,6 +252,8 @@ func (s *Session) runRule(r *rules.Rule) {
 		}
 		a := &r.Do[i]
 		switch {
+		case a.Run != nil:
+			s.runActions(r, a.Run)
 		case a.Say != nil:
 			s.enqueue(s.newTurn(a.Say, r.ID, false))
 		case a.Set != nil:

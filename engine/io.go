@@ -83,6 +83,9 @@ const (
 	EffectAutoAdvance EffectType = "auto_advance"
 	// EffectAdapterError reports a failed or timed-out adapter call.
 	EffectAdapterError EffectType = "adapter_error"
+	// EffectScriptError reports a pack script that threw, ran out of time
+	// or stack, or returned the wrong shape; Reason has file:line:col.
+	EffectScriptError EffectType = "script_error"
 	// EffectNote is a pack-defined notice (rules' emit action).
 	EffectNote EffectType = "note"
 	// EffectSessionEnd ends the session; nothing follows it.

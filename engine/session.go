@@ -7,6 +7,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 
 	"github.com/batonhq/baton/rules"
@@ -103,6 +104,9 @@ type Session struct {
 
 	transcript []TranscriptLine
 	context    []KV // scenario context, built once and shared by requests
+
+	seed uint64
+	rng  *rand.Rand
 }
 
 // NewSession starts a session of pack p at time 0. The first Step runs the
@@ -385,6 +389,9 @@ func (s *Session) hardPending() bool {
 func (s *Session) evalBool(x *rules.Expr, role string) bool {
 	if !x.Set() {
 		return true
+	}
+	if x.Script.Set() {
+		return s.scriptCondition(x, role)
 	}
 	s.syncEnv()
 	s.env.SetRole(role)

@@ -1,12 +1,18 @@
 package rules
 
 import (
+	"path"
+
 	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/batonhq/baton/rules/script"
+
+	"github.com/batonhq/baton/rules/text"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/file"
@@ -35,12 +41,14 @@ const (
 	RouteAddressed = "addressed"
 	RouteIntent    = "intent"
 	RouteRole      = "role"
+	RouteScript    = "script"
 )
 
 type compiler struct {
-	p    *Pack
-	errs *ErrorList
-	ids  map[string]Pos
+	p        *Pack
+	errs     *ErrorList
+	ids      map[string]Pos
+	funcFile map[string]string // script function -> file
 }
 
 func compile(p *Pack, errs *ErrorList) {
@@ -48,8 +56,64 @@ func compile(p *Pack, errs *ErrorList) {
 	c.defaults()
 	c.constants()
 	p.buildEnvSpec()
+	c.scripts()
 	c.walk(reflect.ValueOf(p).Elem(), "")
 	c.check()
+}
+
+// scripts indexes the compiled script files and builds their pool, which
+// runs their top-level code once to prove it loads.
+func (c *compiler) scripts() {
+	p := c.p
+	c.funcFile = map[string]string{}
+	for _, f := range p.scriptFiles {
+		for _, fn := range f.Funcs() {
+			if other, dup := c.funcFile[fn]; dup {
+				c.errorf(Pos{File: f.Name}, "function %s is also declared in %s (script functions share one scope)", fn, other)
+			}
+			c.funcFile[fn] = f.Name
+		}
+	}
+	if !p.Scripting.Budget.IsSet() {
+		p.Scripting.Budget = Duration{MS: script.DefaultBudget.Milliseconds(), set: true}
+	}
+	if len(p.scriptFiles) == 0 || len(*c.errs) > 0 {
+		return
+	}
+	pool, err := script.NewPool(p.scriptFiles)
+	if err != nil {
+		c.errorf(Pos{File: ScriptsDir}, "%v", err)
+		return
+	}
+	p.Scripts = pool
+}
+
+func (c *compiler) scriptRef(r *ScriptRef) {
+	if !r.Set() {
+		return
+	}
+	file, ok := c.funcFile[r.Func]
+	switch {
+	case !ok:
+		c.errorf(r.Pos, "script function %s is not declared in %s/*.js", r.Func, ScriptsDir)
+	case r.File != "" && path.Join(ScriptsDir, r.File) != file:
+		c.errorf(r.Pos, "script function %s is declared in %s, not %s", r.Func, file, r.File)
+	}
+}
+
+func (c *compiler) hook(h *Hook, what string, policies ...string) {
+	if h == nil {
+		return
+	}
+	if !h.Script.Set() {
+		c.errorf(h.Script.Pos, "%s needs a script", what)
+	}
+	if h.OnError == "" {
+		h.OnError = policies[0]
+	}
+	if !oneOf(h.OnError, policies...) {
+		c.errorf(h.Script.Pos, "%s: on_error must be one of %s, not %q", what, strings.Join(policies, ", "), h.OnError)
+	}
 }
 
 func (c *compiler) errorf(pos Pos, format string, args ...any) {
@@ -196,6 +260,7 @@ var (
 	durationType = reflect.TypeFor[Duration]()
 	numberType   = reflect.TypeFor[Number]()
 	exprType     = reflect.TypeFor[Expr]()
+	scriptType   = reflect.TypeFor[ScriptRef]()
 )
 
 // walk visits every Duration, Number and Expr in the pack, resolving
@@ -210,7 +275,12 @@ func (c *compiler) walk(v reflect.Value, tag string) {
 		c.resolveNumber(v.Addr().Interface().(*Number))
 		return
 	case exprType:
-		c.compileExpr(v.Addr().Interface().(*Expr), !strings.Contains(tag, ",any"))
+		x := v.Addr().Interface().(*Expr)
+		c.scriptRef(&x.Script)
+		c.compileExpr(x, !strings.Contains(tag, ",any"))
+		return
+	case scriptType:
+		c.scriptRef(v.Addr().Interface().(*ScriptRef))
 		return
 	}
 	switch v.Kind() {
@@ -347,6 +417,9 @@ func (c *compiler) check() {
 	if p.Schema != 1 {
 		c.errorf(p.Pos, "schema %d is not supported (only 1)", p.Schema)
 	}
+	if b := p.Scripting.Budget.MS; b <= 0 || b > 1000 {
+		c.errorf(p.Scripting.Budget.Pos, "scripting.budget must be between 1ms and 1s")
+	}
 	if p.Tick.MS <= 0 {
 		c.errorf(p.Tick.Pos, "tick must be positive")
 	}
@@ -435,8 +508,12 @@ func (c *compiler) check() {
 			}
 		case RouteRole:
 			c.roleRef(r.Pos, "route "+r.ID, r.Role, RoleLast)
+		case RouteScript:
+			h := Hook{Script: r.Script, OnError: r.OnError}
+			c.hook(&h, "route "+r.ID, "skip", "end")
+			r.OnError = h.OnError
 		default:
-			c.errorf(r.Pos, "route %s: type must be anchor, addressed, intent or role, not %q", r.ID, r.Type)
+			c.errorf(r.Pos, "route %s: type must be anchor, addressed, intent, role or script, not %q", r.ID, r.Type)
 		}
 	}
 
@@ -483,6 +560,7 @@ func (c *compiler) check() {
 	if g.MaxSentences > 0 && g.MinSentences > g.MaxSentences {
 		c.errorf(p.Pos, "guardrails: min_sentences is above max_sentences")
 	}
+	c.hook(g.Rewrite, "guardrails.rewrite", "skip", "fallback", "end")
 	if !oneOf(g.OnViolation, "rewrite", "fallback", "pass") {
 		c.errorf(p.Pos, "guardrails.on_violation must be rewrite, fallback or pass, not %q", g.OnViolation)
 	}
@@ -509,6 +587,10 @@ func (c *compiler) check() {
 		for j := range r.Do {
 			a := &r.Do[j]
 			n := 0
+			if a.Run != nil {
+				n++
+				c.hook(a.Run, "rule "+r.ID+" run", "skip", "end")
+			}
 			if a.Say != nil {
 				n++
 				c.turn(a.Pos, a.Say, "rule "+r.ID+" say", RoleLast, RoleAddressed)
@@ -529,7 +611,7 @@ func (c *compiler) check() {
 				n++
 			}
 			if n != 1 {
-				c.errorf(a.Pos, "rule %s: each action is exactly one of say, set, emit, end", r.ID)
+				c.errorf(a.Pos, "rule %s: each action is exactly one of run, say, set, emit, end", r.ID)
 			}
 		}
 	}
@@ -553,11 +635,11 @@ func (c *compiler) check() {
 	}
 }
 
-func (c *compiler) keywords(pos Pos, what string, list []string) *Keywords {
-	if len(list) > MaxKeywords {
-		c.errorf(pos, "%s: at most %d keywords in one list", what, MaxKeywords)
+func (c *compiler) keywords(pos Pos, what string, list []string) *text.Keywords {
+	if len(list) > text.MaxKeywords {
+		c.errorf(pos, "%s: at most %d keywords in one list", what, text.MaxKeywords)
 	}
-	return CompileKeywords(list)
+	return text.CompileKeywords(list)
 }
 
 // RulesOn returns the rules triggered by event in firing order (priority

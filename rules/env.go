@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/batonhq/baton/rules/text"
+
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/vm"
 )
@@ -56,10 +58,10 @@ var builtinNames = []string{"candidate", "msg", "session", "now", "role"}
 func exprFunctions() []expr.Option {
 	return []expr.Option{
 		expr.DisableBuiltin("now"),
-		expr.Function("questions", func(p ...any) (any, error) { return CountQuestions(p[0].(string)), nil }, new(func(string) int)),
-		expr.Function("sentences", func(p ...any) (any, error) { return CountSentences(p[0].(string)), nil }, new(func(string) int)),
-		expr.Function("words", func(p ...any) (any, error) { return CountWords(p[0].(string)), nil }, new(func(string) int)),
-		expr.Function("has_word", func(p ...any) (any, error) { return ContainsWord(p[0].(string), p[1].(string)), nil }, new(func(string, string) bool)),
+		expr.Function("questions", func(p ...any) (any, error) { return text.CountQuestions(p[0].(string)), nil }, new(func(string) int)),
+		expr.Function("sentences", func(p ...any) (any, error) { return text.CountSentences(p[0].(string)), nil }, new(func(string) int)),
+		expr.Function("words", func(p ...any) (any, error) { return text.CountWords(p[0].(string)), nil }, new(func(string) int)),
+		expr.Function("has_word", func(p ...any) (any, error) { return text.ContainsWord(p[0].(string), p[1].(string)), nil }, new(func(string, string) bool)),
 	}
 }
 

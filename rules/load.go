@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"slices"
+
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -12,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"testing/fstest"
+
+	"github.com/batonhq/baton/rules/script"
 
 	"gopkg.in/yaml.v3"
 )
@@ -135,6 +139,8 @@ func LoadFS(fsys fs.FS) (*Pack, error) {
 		}
 	}
 
+	p.scriptFiles = loadScripts(fsys, &errs, hashFile)
+
 	// Compile even after decode errors so one run lists every problem; the
 	// compiler copes with whatever the decoder could fill in.
 	compile(p, &errs)
@@ -143,6 +149,37 @@ func LoadFS(fsys fs.FS) (*Pack, error) {
 	}
 	p.Hash = hex.EncodeToString(h.Sum(nil))
 	return p, nil
+}
+
+// ScriptsDir is the pack folder that holds JavaScript files.
+const ScriptsDir = "scripts"
+
+// loadScripts compiles scripts/*.js in name order; they share one global
+// scope, as script tags on a page do.
+func loadScripts(fsys fs.FS, errs *ErrorList, hash func(string, []byte)) []*script.File {
+	names, err := fs.Glob(fsys, ScriptsDir+"/*.js")
+	if err != nil {
+		errs.add(Pos{File: ScriptsDir}, "%v", err)
+		return nil
+	}
+	slices.Sort(names)
+	var out []*script.File
+	for _, name := range names {
+		data, err := readFile(fsys, name)
+		if err != nil {
+			errs.add(Pos{File: name}, "%v", err)
+			continue
+		}
+		hash(name, data)
+		f, serrs := script.Compile(name, string(data))
+		for _, e := range serrs {
+			errs.add(Pos{File: e.File, Line: e.Line, Col: e.Col}, "%s", e.Msg)
+		}
+		if f != nil {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // LoadBytes loads a pack from a single pack.yaml held in memory; used by

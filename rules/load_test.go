@@ -129,36 +129,6 @@ func TestDurations(t *testing.T) {
 	}
 }
 
-func TestTextHelpers(t *testing.T) {
-	cases := []struct {
-		text                        string
-		sentences, questions, words int
-	}{
-		{"", 0, 0, 0},
-		{"What is priority? What is rollback? What monitoring do you add?", 3, 3, 11},
-		{"Pick one now: hotfix first or VIP feature first, and why?", 1, 1, 11},
-		{"Version 1.2 shipped. Really?? Yes", 3, 1, 5},
-		{"No punctuation at all", 1, 0, 4},
-	}
-	for _, c := range cases {
-		if got := rules.CountSentences(c.text); got != c.sentences {
-			t.Errorf("CountSentences(%q) = %d, want %d", c.text, got, c.sentences)
-		}
-		if got := len(rules.SplitSentences(c.text)); got != c.sentences {
-			t.Errorf("SplitSentences(%q) = %d, want %d", c.text, got, c.sentences)
-		}
-		if got := rules.CountQuestions(c.text); got != c.questions {
-			t.Errorf("CountQuestions(%q) = %d, want %d", c.text, got, c.questions)
-		}
-		if got := rules.CountWords(c.text); got != c.words {
-			t.Errorf("CountWords(%q) = %d, want %d", c.text, got, c.words)
-		}
-	}
-	if !rules.ContainsWord("Testing the logs", "test*") || rules.ContainsWord("contest", "test*") || rules.ContainsWord("logsy", "logs") {
-		t.Error("ContainsWord boundaries")
-	}
-}
-
 func FuzzLoad(f *testing.F) {
 	seed, err := os.ReadFile("../scenarios/dayone/pack.yaml")
 	if err != nil {
@@ -185,27 +155,4 @@ func FuzzLoad(f *testing.F) {
 			}
 		}
 	})
-}
-
-func TestKeywords(t *testing.T) {
-	k := rules.CompileKeywords([]string{"repro*", "log", "roll back", "trade-off*", "VIP"})
-	cases := map[string]int{
-		"":                                0,
-		"Reproducing it from the LOG":     2,
-		"logs and reproduce":              1,
-		"we roll back, a trade-offs talk": 2,
-		"vip vip VIP":                     1,
-		"rollback":                        0,
-		"catalog":                         0,
-	}
-	for text, want := range cases {
-		if got := k.Hits(text); got != want {
-			t.Errorf("Hits(%q) = %d, want %d", text, got, want)
-		}
-		// Same answer as the reference scan.
-		ref := rules.CountKeywordHits(text, []string{"repro*", "log", "roll back", "trade-off*", "VIP"})
-		if ref != want {
-			t.Errorf("CountKeywordHits(%q) = %d, want %d", text, ref, want)
-		}
-	}
 }

@@ -1,7 +1,13 @@
 package rules
 
 import (
+	"strings"
+
 	"io/fs"
+
+	"github.com/batonhq/baton/rules/script"
+
+	"github.com/batonhq/baton/rules/text"
 
 	"github.com/expr-lang/expr/vm"
 	"gopkg.in/yaml.v3"
@@ -38,6 +44,7 @@ type Pack struct {
 	SpeechConfidence SpeechConfidence `yaml:"speech_confidence"`
 	Guardrails       Guardrails       `yaml:"guardrails"`
 	Rules            []Rule           `yaml:"rules"`
+	Scripting        Scripting        `yaml:"scripting"`
 	End              []EndRule        `yaml:"end"`
 	DryRun           DryRun           `yaml:"dryrun"`
 
@@ -48,6 +55,9 @@ type Pack struct {
 	roles  map[string]int
 	env    *envSpec
 	ruleOn map[string][]*Rule
+	// Scripts runs the pack's scripts/*.js; nil when there are none.
+	Scripts     *script.Pool `yaml:"-"`
+	scriptFiles []*script.File
 }
 
 // Constant is a named value that the rest of the pack refers to by name.
@@ -123,11 +133,11 @@ type Role struct {
 	// Lines by goal or kind feed the scripted LLM in dry runs and tests.
 	Lines []LineSet `yaml:"lines"`
 
-	focus *Keywords
+	focus *text.Keywords
 }
 
 // FocusWords is the compiled Focus list.
-func (r *Role) FocusWords() *Keywords { return r.focus }
+func (r *Role) FocusWords() *text.Keywords { return r.focus }
 
 // LineSet is the scripted lines for one goal, used in rotation.
 type LineSet struct {
@@ -210,6 +220,10 @@ type Route struct {
 	Intents []Intent `yaml:"intents"`
 	// Role (role) is the fixed target.
 	Role string `yaml:"role"`
+	// Script (script) returns a role id, null for no match, or
+	// {role, intent_tag, goal}.
+	Script  ScriptRef `yaml:"script"`
+	OnError string    `yaml:"on_error"`
 	// Kind and Goal of the reply turn.
 	Kind string `yaml:"kind"`
 	Goal string `yaml:"goal"`
@@ -224,11 +238,11 @@ type Intent struct {
 	Goal     string   `yaml:"goal"`
 	Keywords []string `yaml:"keywords"`
 
-	words *Keywords
+	words *text.Keywords
 }
 
 // Words is the compiled keyword list.
-func (in *Intent) Words() *Keywords { return in.words }
+func (in *Intent) Words() *text.Keywords { return in.words }
 
 // TurnTaking defines when the candidate holds the floor and how agent
 // turns wait for them.
@@ -291,6 +305,10 @@ type Guardrails struct {
 	RoleFidelity bool `yaml:"role_fidelity"`
 	// OnViolation is "rewrite" (default), "fallback" or "pass".
 	OnViolation string `yaml:"on_violation"`
+	// Rewrite, if set, is a script that rewrites a violating line; its
+	// answer is checked again and replaced by the fallback line if it
+	// still violates.
+	Rewrite *Hook `yaml:"rewrite"`
 }
 
 // Rule is the generic escape hatch: on a trigger, if When holds, run Do.
@@ -311,6 +329,9 @@ type Rule struct {
 // Action is one step of a rule; exactly one field is set.
 type Action struct {
 	Pos
+	// Run calls a script that returns a list of actions (objects with one
+	// of say, set, emit, end).
+	Run  *Hook       `yaml:"run"`
 	Say  *TurnSpec   `yaml:"say"`
 	Set  *SetAction  `yaml:"set"`
 	Emit *EmitAction `yaml:"emit"`
@@ -349,21 +370,85 @@ type DryRun struct {
 	LLMLatency Duration `yaml:"llm_latency"`
 }
 
-// Expr is an expr-lang expression compiled at load.
+// Expr is an expr-lang expression compiled at load, or a script returning
+// a boolean.
 type Expr struct {
 	Pos
-	Src  string
-	prog *vm.Program
+	Src    string
+	Script ScriptRef
+	prog   *vm.Program
 }
 
-// Set reports whether the expression was written.
-func (e *Expr) Set() bool { return e.Src != "" }
+// Set reports whether the condition was written.
+func (e *Expr) Set() bool { return e.Src != "" || e.Script.Set() }
+
+// ScriptRef names a function in the pack's scripts/ folder, written
+// "file.js#function" (or just "function": names are unique pack-wide).
+type ScriptRef struct {
+	Pos
+	File string
+	Func string
+}
+
+// Set reports whether the reference was written.
+func (r ScriptRef) Set() bool { return r.Func != "" }
+
+func (r ScriptRef) String() string {
+	if r.File == "" {
+		return r.Func
+	}
+	return r.File + "#" + r.Func
+}
+
+func (r *ScriptRef) decodeNode(d *decoder, n *yaml.Node) {
+	r.Pos = d.pos(n)
+	if n.Kind != yaml.ScalarNode || n.Value == "" {
+		d.errorf(n, "expected a script reference such as guard.js#rewrite")
+		return
+	}
+	file, fn, ok := strings.Cut(n.Value, "#")
+	if !ok {
+		file, fn = "", n.Value
+	}
+	if fn == "" || !isIdent(strings.ReplaceAll(fn, "$", "_")) {
+		d.errorf(n, "bad script reference %q: want file.js#function", n.Value)
+		return
+	}
+	r.File, r.Func = file, fn
+}
+
+// Hook is a script a pack plugs into the engine, with what to do when it
+// throws, times out or returns the wrong shape: "skip" (carry on as if the
+// hook were absent), "fallback" (the role's fallback line, where a line is
+// being made) or "end" (end the session).
+type Hook struct {
+	Script  ScriptRef `yaml:"script"`
+	OnError string    `yaml:"on_error"`
+}
+
+// Scripting configures the pack's scripts.
+type Scripting struct {
+	// Budget is each call's time limit (default 20ms).
+	Budget Duration `yaml:"budget"`
+}
 
 // Program is the compiled expression, nil when unset.
 func (e *Expr) Program() *vm.Program { return e.prog }
 
 func (e *Expr) decodeNode(d *decoder, n *yaml.Node) {
 	e.Pos = d.pos(n)
+	if n.Kind == yaml.MappingNode {
+		// {script: file.js#fn}: the condition is a script returning a boolean.
+		var h struct {
+			Script ScriptRef `yaml:"script"`
+		}
+		d.decode(n, refValue(&h))
+		if !h.Script.Set() {
+			d.errorf(n, "a condition is an expression or {script: file.js#function}")
+		}
+		e.Script = h.Script
+		return
+	}
 	if n.Kind != yaml.ScalarNode {
 		d.errorf(n, "expected an expression, found %s", kindName(n))
 		return

@@ -35,6 +35,7 @@ func cmdDryrun(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	model := fl.String("model", "", "with -llm gemini: the model (default: the pack's llm.model, else "+gemini.DefaultModel+")")
 	format := fl.String("format", "text", "output: text (mm:ss.s role kind text) or jsonl")
 	verbose := fl.Bool("v", false, "also show LLM requests, routing and defer decisions")
+	seed := fl.Uint64("seed", 0, "seed for Math.random in pack scripts")
 	step := fl.Duration("step", 0, "advance the clock in fixed steps (e.g. 100ms) instead of jumping to deadlines")
 	fl.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: baton dryrun [flags] PACK\n\nPlays a whole session on a simulated clock with a scripted LLM and a simulated voice.\n\n")
@@ -54,7 +55,7 @@ func cmdDryrun(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	opt := dryrun.Options{StepMS: step.Milliseconds()}
+	opt := dryrun.Options{StepMS: step.Milliseconds(), Seed: *seed}
 	if opt.Events, err = loadEvents(p, *eventsFile); err != nil {
 		return err
 	}

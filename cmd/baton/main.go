@@ -18,6 +18,8 @@ Usage:
   baton dryrun [flags] PACK     play a whole session on a simulated clock
   baton test [flags] PACK...    run a pack's timeline tests
   baton check PACK...           load and compile packs, listing every problem
+  baton serve --data DIR        host live sessions (WebSocket, DayOne HTTP, metrics)
+  baton replay LOG              re-run a recorded session and report differences
   baton version                 print the engine version
 
 PACK is a folder holding pack.yaml, or the name of a bundled pack (dayone).
@@ -46,6 +48,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdTest(ctx, args[1:], stdout, stderr)
 	case "check":
 		err = cmdCheck(args[1:], stdout)
+	case "serve":
+		err = cmdServe(ctx, args[1:], stdout, stderr)
+	case "replay":
+		err = cmdReplay(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version())
 	case "-h", "--help", "help":

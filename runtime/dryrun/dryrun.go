@@ -26,6 +26,8 @@ type Options struct {
 	// through runtime/llm, say). Its results are in Result.Inputs, so the
 	// run can be replayed offline.
 	Model Model
+	// Seed seeds the pack scripts' Math.random.
+	Seed uint64
 	// StepMS, if positive, advances the clock in fixed steps instead of
 	// jumping to the next deadline, as a live host ticking would; output
 	// must not change (tested). It may not exceed the pack's tick: a coarser
@@ -84,7 +86,7 @@ func Run(p *rules.Pack, opt Options) (*Result, error) {
 		model = opt.Model
 	}
 	h := &host{
-		s:     engine.NewSession(p),
+		s:     engine.NewSessionWith(p, engine.Options{Seed: opt.Seed}),
 		llm:   model,
 		voice: fake.NewVoice(p),
 		res:   &Result{},

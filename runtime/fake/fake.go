@@ -14,6 +14,7 @@ import (
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/rules/text"
 )
 
 // Reply is one scripted LLM answer. Matchers (Call, Role, Kind, Goal) that
@@ -171,13 +172,13 @@ func NewVoice(p *rules.Pack) *Voice { return &Voice{pack: p} }
 // MinSpeechMS is the shortest simulated utterance.
 const MinSpeechMS = 400
 
-// Duration is how long role takes to say text, in ms.
-func (v *Voice) Duration(role, text string) int64 {
+// Duration is how long role takes to say line, in ms.
+func (v *Voice) Duration(role, line string) int64 {
 	wpm := v.pack.Voice.WordsPerMinute
 	if r, ok := v.pack.Role(role); ok && r.WordsPerMinute > 0 {
 		wpm = r.WordsPerMinute
 	}
-	words := rules.CountWords(strings.TrimSpace(text))
+	words := text.CountWords(strings.TrimSpace(line))
 	ms := int64(words) * 60000 / int64(wpm)
 	return max(ms, MinSpeechMS)
 }

@@ -1,13 +1,12 @@
-package rules
+// Package text holds the text measures shared by guardrails, expressions
+// and scripts, so that all three agree on what a sentence or a question is.
+package text
 
 import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
-
-// Text helpers shared by guardrails and expressions. They must behave the
-// same everywhere a pack can observe them, so they live in one place.
 
 // SplitSentences splits text after '.', '!' or '?' runs that are followed by
 // space or the end. Abbreviation handling is deliberately absent: agent

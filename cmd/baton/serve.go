@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/runtime/fake"
+	"github.com/batonhq/baton/runtime/service"
+)
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fl := newFlags("serve", stderr)
+	addr := fl.String("addr", "127.0.0.1:8080", "listen address; port 0 picks a free one (the address is printed as \"listening on ADDR\")")
+	data := fl.String("data", "", "data directory for session logs (required; created if missing)")
+	dev := fl.Bool("dev", false, "development mode: no token needed, any Origin and any pack folder accepted")
+	token := fl.String("token", "", "bearer token clients must present (default $BATON_TOKEN)")
+	var origins, packRoots, hookHosts stringList
+	fl.Var(&origins, "origin", "allowed browser Origin, e.g. https://app.example.com (repeatable)")
+	fl.Var(&packRoots, "packs", "folder under which clients may name pack folders (repeatable; bundled packs are always available)")
+	fl.Var(&hookHosts, "webhook-host", "allowed DayOne webhook host[:port] (repeatable; default any)")
+	maxMsg := fl.Int64("max-message", 64<<10, "largest client frame or HTTP body in bytes")
+	rate := fl.Float64("rate", 20, "client frames per second per connection (token bucket rate)")
+	burst := fl.Int("burst", 40, "token bucket burst")
+	sendQueue := fl.Int("send-queue", 512, "frames queued for a client before it is disconnected as too slow")
+	llmLatency := fl.Duration("llm-latency", -1, "fake LLM latency (default: the pack's dry-run latency)")
+	llmScript := fl.String("llm", "", "scripted replies for the fake LLM (YAML or JSON lines, as for dryrun)")
+	maxOpen := fl.Int("max-open-logs", service.DefaultMaxOpenLogs(), "session logs kept open at once; the least recently written are reopened on demand (0: no bound)")
+	noSync := fl.Bool("no-sync", false, "do not fsync session logs (benchmarking only: a crash can lose acknowledged input)")
+	logFormat := fl.String("log", "text", "log format: text or json")
+	verbose := fl.Bool("v", false, "debug logging")
+	fl.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: baton serve --data DIR [--addr HOST:PORT] [--dev | --token T] [--origin O]...\n\nHosts live sessions over WebSocket (/ws) and the DayOne HTTP contract (/sim/session/start, /sim/session/event),\nwith a write-ahead log per session, crash recovery and Prometheus metrics (/metrics). See docs/protocol.md.\n\n")
+		fl.PrintDefaults()
+	}
+	if err := fl.Parse(args); err != nil {
+		return errUsage
+	}
+	if fl.NArg() != 0 || *data == "" {
+		fl.Usage()
+		return errUsage
+	}
+	if *token == "" {
+		*token = os.Getenv("BATON_TOKEN")
+	}
+	if *token == "" && !*dev {
+		return errors.New("no token: pass --token or set BATON_TOKEN (or use --dev for local work only)")
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	var h slog.Handler
+	switch *logFormat {
+	case "text":
+		h = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
+	case "json":
+		h = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
+	default:
+		return fmt.Errorf("-log must be text or json, not %q", *logFormat)
+	}
+	logger := slog.New(h)
+	var replies []fake.Reply
+	if *llmScript != "" {
+		f, err := os.Open(*llmScript)
+		if err != nil {
+			return err
+		}
+		replies, err = fake.ReadReplies(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", *llmScript, err)
+		}
+	}
+	cfg := service.Config{
+		DataDir: *data, Token: *token, Dev: *dev, Origins: origins, PackRoots: packRoots, WebhookHosts: hookHosts,
+		Logger: logger, MaxMessageBytes: *maxMsg, EventRate: *rate, EventBurst: *burst, SendQueue: *sendQueue,
+		MaxOpenLogs: *maxOpen, NoSync: *noSync,
+	}
+	cfg.LLM = service.NewFakeLLMFactory(cfg.Clock, *llmLatency, replies)
+	if *noSync {
+		logger.Warn("fsync disabled: a crash can lose acknowledged input")
+	}
+	srv, err := service.New(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		srv.Shutdown(context.Background())
+		return err
+	}
+	// Listen first so health checks answer (503 on /readyz) during recovery.
+	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ctx, ln) }()
+	rep, err := srv.Recover(ctx)
+	if err != nil {
+		<-errc
+		return err
+	}
+	for id, why := range rep.Failed {
+		logger.Error("unrecoverable session left in place", "session_id", id, "why", why)
+	}
+	fmt.Fprintf(stdout, "ready: %d sessions resumed, %d closed, %d failed in %s\n",
+		len(rep.Resumed), len(rep.Finished), len(rep.Failed), rep.Duration.Round(time.Millisecond))
+	err = <-errc
+	if f, ok := stderr.(*os.File); ok {
+		f.Sync() // flush logs on the way out; a terminal cannot sync, so no error check
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "stopped")
+	return nil
+}

@@ -1,0 +1,314 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/rules/script"
+)
+
+// Scripts run in the rules/script sandbox. Everything a script can observe
+// comes from the session (the clock, the seeded random source, the data
+// handed to it), so a script is as deterministic as the engine. The one
+// thing that is not is its time budget: a script that runs past it is
+// stopped, and whether it got that far can depend on the machine. Packs
+// should stay well inside the budget; the budget is a safety net.
+
+// maxScriptLine bounds a line a script may return for an agent to say.
+const maxScriptLine = 2000
+
+// Options configure a session.
+type Options struct {
+	// Seed seeds Math.random in the pack's scripts. It is part of a
+	// session's recorded inputs.
+	Seed uint64
+}
+
+// NewSessionWith starts a session with options.
+func NewSessionWith(p *rules.Pack, opt Options) *Session {
+	s := NewSession(p)
+	s.seed = opt.Seed
+	s.rng = rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15))
+	return s
+}
+
+func (s *Session) random() float64 {
+	if s.rng == nil {
+		s.rng = rand.New(rand.NewPCG(s.seed, s.seed^0x9e3779b97f4a7c15))
+	}
+	return s.rng.Float64()
+}
+
+// callScript runs a pack function. A failure is reported as a
+// script_error effect naming the rule and the script's file:line:col.
+func (s *Session) callScript(ref *rules.ScriptRef, arg map[string]any, rule string) (any, bool) {
+	if s.p.Scripts == nil {
+		s.emit(Effect{Type: EffectScriptError, Rule: rule, Reason: "no scripts loaded for " + ref.String()})
+		return nil, false
+	}
+	out, err := s.p.Scripts.Run(script.Call{
+		Func:   ref.Func,
+		Arg:    arg,
+		NowMS:  s.now,
+		Rand:   s.random,
+		Budget: time.Duration(s.p.Scripting.Budget.MS) * time.Millisecond,
+	})
+	if err != nil {
+		s.emit(Effect{Type: EffectScriptError, Rule: rule, Reason: ref.String() + ": " + err.Error()})
+		return nil, false
+	}
+	return out, true
+}
+
+// scriptFailed applies a hook's on_error policy; it reports whether the
+// caller should stop (the session ended).
+func (s *Session) scriptFailed(policy, rule string) bool {
+	if policy == "end" {
+		s.end("script_error", rule)
+		return true
+	}
+	return false
+}
+
+func (s *Session) badResult(ref *rules.ScriptRef, rule, format string, args ...any) {
+	s.emit(Effect{Type: EffectScriptError, Rule: rule, Reason: ref.String() + ": result: " + fmt.Sprintf(format, args...)})
+}
+
+// scriptArg is the facade a script sees: plain data, never engine types.
+func (s *Session) scriptArg(role string) map[string]any {
+	s.syncEnv()
+	c, m, v := &s.env.Candidate, &s.env.Msg, &s.env.Session
+	tail := s.transcript
+	if n := s.p.LLM.TranscriptTail; len(tail) > n {
+		tail = tail[len(tail)-n:]
+	}
+	lines := make([]any, len(tail))
+	for i, l := range tail {
+		lines[i] = map[string]any{"t_ms": l.T, "speaker": l.Speaker, "text": l.Text, "unclear": l.Unclear}
+	}
+	vars := make(map[string]any, len(s.p.Vars))
+	for _, pv := range s.p.Vars {
+		vars[pv.ID] = s.env.Var(pv.ID)
+	}
+	consts := make(map[string]any, len(s.p.Constants))
+	for _, k := range s.p.Constants {
+		consts[k.ID] = k.Norm
+	}
+	arg := map[string]any{
+		"now_ms": s.now,
+		"role":   role,
+		"candidate": map[string]any{
+			"mic_active": c.MicActive, "typing": c.Typing, "speaking": c.Speaking,
+			"low_stt_count": c.LowSTTCount, "messages": c.Messages, "last_message_ms": c.LastMessageMS,
+		},
+		"msg": map[string]any{
+			"type": m.Type, "text": m.Text, "source": m.Source, "confidence": m.Confidence,
+			"addressed_to": m.AddressedTo, "low_confidence": m.LowConfidence, "code": m.Code,
+		},
+		"session": map[string]any{
+			"last_role": v.LastRole, "turns": v.Turns, "agent_speaking": v.AgentSpeaking,
+			"awaiting_reply": v.AwaitingReply, "turn_pending": v.TurnPending, "hard_turn_pending": v.HardTurnPending,
+		},
+		"last_message": s.lastMsg,
+		"transcript":   lines,
+		"vars":         vars,
+		"constants":    consts,
+		"roles":        s.p.RoleIDs(),
+	}
+	if r, ok := s.p.Role(role); ok {
+		arg["role_info"] = roleInfo(r)
+	}
+	return arg
+}
+
+func roleInfo(r *rules.Role) map[string]any {
+	focus := make([]any, len(r.Focus))
+	for i, f := range r.Focus {
+		focus[i] = f
+	}
+	return map[string]any{"id": r.ID, "name": r.Name, "focus": focus, "rewrite": strMap(r.Rewrite), "fallback": strMap(r.Fallback)}
+}
+
+func strMap(m rules.StrMap) map[string]any {
+	out := make(map[string]any, len(m))
+	for _, e := range m {
+		out[e.Key] = e.Value
+	}
+	return out
+}
+
+// scriptCondition runs a condition script; it must return a boolean.
+func (s *Session) scriptCondition(x *rules.Expr, role string) bool {
+	out, ok := s.callScript(&x.Script, s.scriptArg(role), "condition "+x.Pos.String())
+	if !ok {
+		return false
+	}
+	b, isBool := out.(bool)
+	if !isBool {
+		s.badResult(&x.Script, "condition "+x.Pos.String(), "want true or false, got %s", describe(out))
+	}
+	return b
+}
+
+// scriptRewrite asks the pack's rewrite script for a new line. ok=false
+// means carry on without it.
+func (s *Session) scriptRewrite(t *turn, line string, violations []string) (string, bool) {
+	h := s.p.Guardrails.Rewrite
+	arg := s.scriptArg(t.role)
+	v := make([]any, len(violations))
+	for i, x := range violations {
+		v[i] = x
+	}
+	arg["text"], arg["violations"] = line, v
+	arg["turn"] = map[string]any{"kind": t.kind, "goal": t.goal, "rule": t.rule, "role": t.role}
+	out, ok := s.callScript(&h.Script, arg, "guardrails.rewrite")
+	if ok {
+		str, isStr := out.(string)
+		switch {
+		case !isStr:
+			s.badResult(&h.Script, "guardrails.rewrite", "want the rewritten line as text, got %s", describe(out))
+		case str == "" || len(str) > maxScriptLine:
+			s.badResult(&h.Script, "guardrails.rewrite", "want 1 to %d characters, got %d", maxScriptLine, len(str))
+		default:
+			return str, true
+		}
+	}
+	switch h.OnError {
+	case "fallback":
+		return s.fallback(t), true
+	case "end":
+		s.end("script_error", "guardrails.rewrite")
+	}
+	return "", false
+}
+
+// scriptRoute runs a script route: null means no match, a string is a role
+// id, an object may add intent_tag and goal.
+func (s *Session) scriptRoute(r *rules.Route) (role, tag, goal string, matched bool) {
+	out, ok := s.callScript(&r.Script, s.scriptArg(""), r.ID)
+	if !ok {
+		s.scriptFailed(r.OnError, r.ID)
+		return "", "", "", false
+	}
+	goal = r.Goal
+	switch x := out.(type) {
+	case nil:
+		return "", "", "", false
+	case string:
+		role = x
+	case map[string]any:
+		role, _ = x["role"].(string)
+		tag, _ = x["intent_tag"].(string)
+		if g, _ := x["goal"].(string); g != "" {
+			goal = g
+		}
+	default:
+		s.badResult(&r.Script, r.ID, "want a role id, null or {role, intent_tag, goal}, got %s", describe(out))
+		s.scriptFailed(r.OnError, r.ID)
+		return "", "", "", false
+	}
+	if _, known := s.p.Role(role); !known {
+		s.badResult(&r.Script, r.ID, "unknown role %q", role)
+		s.scriptFailed(r.OnError, r.ID)
+		return "", "", "", false
+	}
+	return role, tag, goal, true
+}
+
+// runActions runs a rule's script and applies the actions it returns.
+func (s *Session) runActions(r *rules.Rule, h *rules.Hook) {
+	out, ok := s.callScript(&h.Script, s.scriptArg(""), r.ID)
+	if !ok {
+		s.scriptFailed(h.OnError, r.ID)
+		return
+	}
+	if out == nil {
+		return
+	}
+	list, isList := out.([]any)
+	if !isList {
+		s.badResult(&h.Script, r.ID, "want a list of actions, got %s", describe(out))
+		s.scriptFailed(h.OnError, r.ID)
+		return
+	}
+	for i, item := range list {
+		if s.ended {
+			return
+		}
+		if err := s.applyAction(r, item); err != nil {
+			s.badResult(&h.Script, r.ID, "action %d: %v", i, err)
+			if s.scriptFailed(h.OnError, r.ID) {
+				return
+			}
+		}
+	}
+}
+
+func (s *Session) applyAction(r *rules.Rule, item any) error {
+	a, ok := item.(map[string]any)
+	if !ok || len(a) != 1 {
+		return fmt.Errorf("want an object with exactly one of say, set, emit, end")
+	}
+	switch {
+	case a["say"] != nil:
+		m, ok := a["say"].(map[string]any)
+		if !ok {
+			return fmt.Errorf("say: want an object")
+		}
+		str := func(k string) string { v, _ := m[k].(string); return v }
+		spec := rules.TurnSpec{Role: str("role"), Kind: str("kind"), Goal: str("goal"), Line: str("line"), IntentTag: str("intent_tag")}
+		if spec.Kind == "" {
+			spec.Kind = "script"
+		}
+		if len(spec.Line) > maxScriptLine {
+			return fmt.Errorf("say: line longer than %d", maxScriptLine)
+		}
+		role := s.resolveRole(spec.Role, "")
+		if _, known := s.p.Role(role); !known {
+			return fmt.Errorf("say: unknown role %q", spec.Role)
+		}
+		if spec.Line == "" && spec.Goal == "" {
+			return fmt.Errorf("say: needs a line or a goal")
+		}
+		s.enqueue(s.newTurn(&spec, r.ID, false))
+	case a["set"] != nil:
+		m, ok := a["set"].(map[string]any)
+		if !ok {
+			return fmt.Errorf("set: want {var, value}")
+		}
+		name, _ := m["var"].(string)
+		return s.env.SetVar(name, m["value"])
+	case a["emit"] != nil:
+		text, ok := a["emit"].(string)
+		if !ok || len(text) > maxScriptLine {
+			return fmt.Errorf("emit: want text up to %d characters", maxScriptLine)
+		}
+		s.emit(Effect{Type: EffectNote, Rule: r.ID, Text: text})
+	case a["end"] != nil:
+		reason, _ := a["end"].(string)
+		s.end(reason, r.ID)
+	default:
+		return fmt.Errorf("unknown action")
+	}
+	return nil
+}
+
+func describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "nothing (undefined or null)"
+	case string:
+		return fmt.Sprintf("text (%d characters)", len(x))
+	case bool:
+		return "a boolean"
+	case int64, float64:
+		return fmt.Sprintf("a number (%v)", x)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}

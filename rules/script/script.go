@@ -1,0 +1,595 @@
+// Package script runs a pack's JavaScript (goja) in a sandbox built for
+// determinism and safety:
+//
+//   - Scripts are compiled once, when the pack loads. Top-level code may
+//     declare functions and constants only; `var` and `let` are refused,
+//     because session state belongs in pack variables, where it is
+//     recorded and replayed.
+//   - After loading, the global object, every builtin and every constant
+//     are deep-frozen, so no call can leave anything behind for the next.
+//     That makes a runtime reusable by any call of any session, and
+//     runtimes are pooled: building one costs tens of microseconds, a call
+//     on a warm one a few.
+//   - There is no require, eval, Function constructor, timers, I/O or
+//     wall clock. Date reads the session clock (Date.now() is engine ms);
+//     Math.random reads the session's seeded generator.
+//   - Each call has a time budget enforced with Interrupt, a bounded call
+//     stack, capped input strings and a capped result. Builtins that run in
+//     Go and cannot be interrupted (repeat, padStart, padEnd, join, fill,
+//     Array(n)) refuse results over a limit; backtracking regular
+//     expressions time out (no match) after the match budget.
+package script
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/dlclark/regexp2/v2"
+	"github.com/dop251/goja"
+	"github.com/dop251/goja/ast"
+	"github.com/dop251/goja/parser"
+
+	"github.com/batonhq/baton/rules/text"
+)
+
+// Limits of the sandbox.
+const (
+	// DefaultBudget is a call's time budget when the pack sets none.
+	DefaultBudget = 20 * time.Millisecond
+	// MaxStack bounds JavaScript call depth.
+	MaxStack = 256
+	// MaxInputString truncates strings handed to a script.
+	MaxInputString = 16 << 10
+	// MaxResultBytes bounds the size of what a script returns.
+	MaxResultBytes = 64 << 10
+	// MaxBuiltinResult bounds strings and arrays built by uninterruptible
+	// builtins.
+	MaxBuiltinResult = 1 << 20
+	// RegexpBudget bounds one backtracking regular-expression match.
+	RegexpBudget = 50 * time.Millisecond
+)
+
+func init() {
+	// goja falls back to regexp2 for patterns RE2 cannot run (lookaround,
+	// backreferences); those can backtrack exponentially inside Go code
+	// that Interrupt cannot reach. A match past the budget finds nothing.
+	regexp2.DefaultMatchTimeout = RegexpBudget
+}
+
+// File is one compiled script file.
+type File struct {
+	Name   string
+	prog   *goja.Program
+	consts []string
+	funcs  []string
+}
+
+// Error is a problem in a script file at a position.
+type Error struct {
+	File      string
+	Line, Col int
+	Msg       string
+}
+
+func (e Error) Error() string { return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg) }
+
+// Compile parses and checks one file. All problems are returned.
+func Compile(name, src string) (*File, []Error) {
+	prg, err := goja.Parse(name, src, parser.WithDisableSourceMaps)
+	if err != nil {
+		var el parser.ErrorList
+		if errors.As(err, &el) {
+			out := make([]Error, 0, len(el))
+			for _, e := range el {
+				out = append(out, Error{File: name, Line: e.Position.Line, Col: e.Position.Column, Msg: "syntax: " + e.Message})
+			}
+			return nil, out
+		}
+		return nil, []Error{{File: name, Line: 1, Col: 1, Msg: err.Error()}}
+	}
+	f := &File{Name: name}
+	var errs []Error
+	pos := func(n ast.Node) (int, int) {
+		p := prg.File.Position(int(n.Idx0()) - 1)
+		return p.Line, p.Column
+	}
+	for _, st := range prg.Body {
+		switch s := st.(type) {
+		case *ast.FunctionDeclaration:
+			f.funcs = append(f.funcs, s.Function.Name.Name.String())
+		case *ast.LexicalDeclaration:
+			if s.Token.String() != "const" {
+				l, c := pos(s)
+				errs = append(errs, Error{name, l, c, "top-level let is not allowed: keep session state in pack vars"})
+				continue
+			}
+			for _, b := range s.List {
+				if id, ok := b.Target.(*ast.Identifier); ok {
+					f.consts = append(f.consts, id.Name.String())
+				}
+			}
+		case *ast.VariableStatement:
+			l, c := pos(s)
+			errs = append(errs, Error{name, l, c, "top-level var is not allowed: keep session state in pack vars"})
+		case *ast.EmptyStatement, *ast.ExpressionStatement, *ast.ClassDeclaration:
+		default:
+			l, c := pos(st)
+			errs = append(errs, Error{name, l, c, "only functions, classes and constants may be declared at the top level"})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	p, err := goja.CompileAST(prg, true)
+	if err != nil {
+		return nil, []Error{{File: name, Line: 1, Col: 1, Msg: err.Error()}}
+	}
+	f.prog = p
+	return f, nil
+}
+
+// Funcs lists the functions a file declares at the top level.
+func (f *File) Funcs() []string { return f.funcs }
+
+// Pool holds warm sandboxed runtimes with a pack's scripts loaded. It is
+// safe for concurrent use; each runtime serves one call at a time, and
+// grows to the peak number of concurrent calls. Unlike a sync.Pool it is
+// not emptied by garbage collection: a frozen runtime costs milliseconds
+// to build, so it is kept.
+type Pool struct {
+	files []*File
+	funcs map[string]bool
+	mu    sync.Mutex
+	idle  []*vm
+}
+
+// MaxIdle bounds how many warm runtimes a pool keeps.
+const MaxIdle = 64
+
+// NewPool checks that the files' top-level code runs (in a runtime that is
+// then discarded: warm runtimes are built on first use).
+func NewPool(files []*File) (*Pool, error) {
+	p := &Pool{files: files, funcs: map[string]bool{}}
+	for _, f := range files {
+		for _, fn := range f.funcs {
+			p.funcs[fn] = true
+		}
+	}
+	if _, err := p.build(false); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Warm builds runtimes until n are idle, so the first calls (or the call
+// after a runaway script was stopped) do not pay for building one.
+func (p *Pool) Warm(n int) error {
+	for {
+		p.mu.Lock()
+		have := len(p.idle)
+		p.mu.Unlock()
+		if have >= min(n, MaxIdle) {
+			return nil
+		}
+		v, err := p.build(true)
+		if err != nil {
+			return err
+		}
+		p.put(v)
+	}
+}
+
+func (p *Pool) get() (*vm, error) {
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		v := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return v, nil
+	}
+	p.mu.Unlock()
+	return p.build(true)
+}
+
+func (p *Pool) put(v *vm) {
+	p.mu.Lock()
+	if len(p.idle) < MaxIdle {
+		p.idle = append(p.idle, v)
+	}
+	p.mu.Unlock()
+}
+
+// Has reports whether a function of that name is declared.
+func (p *Pool) Has(fn string) bool { return p.funcs[fn] }
+
+type vm struct {
+	rt    *goja.Runtime
+	fns   map[string]goja.Callable
+	now   int64
+	rand  func() float64
+	spent bool
+}
+
+// sandboxJS runs before the pack's scripts: it removes what a pack must
+// not reach and caps the builtins that run uninterruptibly in Go.
+const sandboxJS = `(function (g, MAX) {
+  "use strict";
+  for (const k of ["eval", "WeakRef", "FinalizationRegistry"]) { delete g[k]; }
+  const cap = (n, what) => { if (!(n <= MAX)) throw new RangeError(what + ": result over " + MAX + " (sandbox limit)"); };
+  const wrap = (proto, name, check) => {
+    const orig = proto[name];
+    Object.defineProperty(proto, name, { value: function (...a) { check(this, a); return orig.apply(this, a); }, writable: false, configurable: false });
+  };
+  wrap(String.prototype, "repeat", (s, a) => cap(String(s).length * Number(a[0]), "repeat"));
+  wrap(String.prototype, "padStart", (s, a) => cap(Number(a[0]), "padStart"));
+  wrap(String.prototype, "padEnd", (s, a) => cap(Number(a[0]), "padEnd"));
+  wrap(Array.prototype, "join", (s) => cap(s.length, "join"));
+  wrap(Array.prototype, "fill", (s) => cap(s.length, "fill"));
+  const A = Array;
+  const SafeArray = function Array(...a) { if (a.length === 1 && typeof a[0] === "number") cap(a[0], "Array"); return new A(...a); };
+  SafeArray.prototype = A.prototype;
+  Object.setPrototypeOf(SafeArray, A);
+  Object.defineProperty(g, "Array", { value: SafeArray, writable: false, configurable: false });
+  // The Function constructor compiles text at run time, like eval.
+  Object.defineProperty(Function.prototype, "constructor", { value: undefined, writable: false, configurable: false });
+})(globalThis, %d);`
+
+// freezeJS freezes what a call could change for the next one: the global
+// object, every builtin constructor, prototype and namespace object and
+// the functions hanging off them, the intrinsic iterator prototypes, and
+// (deeply) the pack's own functions and constants. A full deep walk of
+// every builtin costs ~10 ms per runtime; this costs a fraction of that
+// and leaves nothing writable that a script can name.
+const freezeJS = `(function (g, extra) {
+  "use strict";
+  const seen = new Set();
+  const shallow = (o) => {
+    if (o === null || (typeof o !== "object" && typeof o !== "function") || seen.has(o)) return false;
+    seen.add(o);
+    Object.freeze(o);
+    return true;
+  };
+  const withMethods = (o) => {
+    if (!shallow(o)) return;
+    for (const k of Reflect.ownKeys(o)) {
+      const d = Object.getOwnPropertyDescriptor(o, k);
+      if (d && typeof d.value === "function") shallow(d.value);
+      if (d && d.get) shallow(d.get);
+      if (d && d.set) shallow(d.set);
+    }
+  };
+  const deep = (o) => {
+    if (o === null || (typeof o !== "object" && typeof o !== "function") || seen.has(o)) return;
+    seen.add(o);
+    for (const k of Reflect.ownKeys(o)) {
+      const d = Object.getOwnPropertyDescriptor(o, k);
+      if (d && "value" in d) deep(d.value);
+    }
+    Object.freeze(o);
+  };
+  // User code first, deeply (a function's prototype object included).
+  for (const v of extra) deep(v);
+  const iter = (x) => Object.getPrototypeOf(x);
+  const intrinsics = [
+    iter(iter([][Symbol.iterator]())), iter([][Symbol.iterator]()), iter(new Map()[Symbol.iterator]()),
+    iter(new Set()[Symbol.iterator]()), iter(""[Symbol.iterator]()), iter(function* () {}), iter(function* () {}).prototype,
+    iter(async function () {}), iter(/x/[Symbol.matchAll](""))];
+  for (const o of intrinsics) withMethods(o);
+  for (const k of Reflect.ownKeys(g)) {
+    const d = Object.getOwnPropertyDescriptor(g, k);
+    if (!d || !("value" in d)) continue;
+    const v = d.value;
+    if (v !== null && (typeof v === "object" || typeof v === "function")) {
+      withMethods(v);
+      if (typeof v === "function" && v.prototype) withMethods(v.prototype);
+    }
+  }
+  Object.freeze(g);
+})`
+
+func (p *Pool) build(freeze bool) (*vm, error) {
+	v := &vm{rt: goja.New(), fns: map[string]goja.Callable{}}
+	rt := v.rt
+	rt.SetMaxCallStackSize(MaxStack)
+	rt.SetRandSource(func() float64 {
+		if v.rand == nil {
+			return 0
+		}
+		return v.rand()
+	})
+	rt.SetTimeSource(func() time.Time { return time.UnixMilli(v.now) })
+	if _, err := rt.RunString(fmt.Sprintf(sandboxJS, MaxBuiltinResult)); err != nil {
+		return nil, fmt.Errorf("script sandbox: %w", err)
+	}
+	if err := rt.Set("baton", helpers(rt)); err != nil {
+		return nil, err
+	}
+	var consts []goja.Value
+	var user []goja.Value
+	for _, f := range p.files {
+		if _, err := rt.RunProgram(f.prog); err != nil {
+			return nil, fmt.Errorf("%s: loading: %w", f.Name, describe(err))
+		}
+		for _, c := range f.consts {
+			val, err := rt.RunString(c)
+			if err == nil {
+				consts = append(consts, val)
+			}
+		}
+		for _, fn := range f.funcs {
+			c, ok := goja.AssertFunction(rt.Get(fn))
+			if !ok {
+				return nil, fmt.Errorf("%s: %s is not a function after loading", f.Name, fn)
+			}
+			v.fns[fn] = c
+			user = append(user, rt.Get(fn))
+		}
+	}
+	consts = append(consts, user...)
+	if !freeze {
+		return v, nil
+	}
+	fzv, err := rt.RunString(freezeJS)
+	if err != nil {
+		return nil, fmt.Errorf("script sandbox: %w", err)
+	}
+	fz, _ := goja.AssertFunction(fzv)
+	if _, err := fz(goja.Undefined(), rt.GlobalObject(), rt.ToValue(consts)); err != nil {
+		return nil, fmt.Errorf("script sandbox: freezing: %w", err)
+	}
+	return v, nil
+}
+
+// helpers is the `baton` object: the text counters the guardrails use, so
+// a script and the engine agree on what a sentence is.
+func helpers(rt *goja.Runtime) *goja.Object {
+	o := rt.NewObject()
+	str := func(call goja.FunctionCall, i int) string {
+		s := call.Argument(i).String()
+		if len(s) > MaxInputString {
+			s = s[:MaxInputString]
+		}
+		return s
+	}
+	_ = o.Set("questions", func(c goja.FunctionCall) goja.Value { return rt.ToValue(text.CountQuestions(str(c, 0))) })
+	_ = o.Set("sentences", func(c goja.FunctionCall) goja.Value { return rt.ToValue(text.CountSentences(str(c, 0))) })
+	_ = o.Set("splitSentences", func(c goja.FunctionCall) goja.Value { return rt.ToValue(text.SplitSentences(str(c, 0))) })
+	_ = o.Set("words", func(c goja.FunctionCall) goja.Value { return rt.ToValue(text.CountWords(str(c, 0))) })
+	_ = o.Set("hasWord", func(c goja.FunctionCall) goja.Value { return rt.ToValue(text.ContainsWord(str(c, 0), str(c, 1))) })
+	// keywordHits(text, list) counts the distinct keywords of list in text,
+	// with the role-fidelity guardrail's matching rules.
+	_ = o.Set("keywordHits", func(c goja.FunctionCall) goja.Value {
+		// Export hands back the Go slice behind a list the engine passed in,
+		// without copying; ExportTo would iterate it through JS.
+		items, ok := c.Argument(1).Export().([]any)
+		if !ok {
+			panic(rt.NewTypeError("keywordHits: the second argument must be a list of strings"))
+		}
+		list := make([]string, 0, len(items))
+		for _, it := range items {
+			if s, ok := it.(string); ok {
+				list = append(list, s)
+			}
+		}
+		if len(list) > text.MaxKeywords {
+			list = list[:text.MaxKeywords]
+		}
+		return rt.ToValue(text.CountKeywordHits(str(c, 0), list))
+	})
+	return o
+}
+
+// Call is one invocation.
+type Call struct {
+	Func string
+	// Arg is the one argument the function receives, as plain data
+	// (maps, slices, strings, numbers, booleans).
+	Arg    map[string]any
+	NowMS  int64
+	Rand   func() float64
+	Budget time.Duration
+}
+
+// RunError is a script that threw, ran out of time or stack, or returned
+// something unusable.
+type RunError struct {
+	Kind string // throw | timeout | stack | panic | result
+	Pos  string // file:line:col where known
+	Msg  string
+}
+
+func (e *RunError) Error() string {
+	if e.Pos != "" {
+		return e.Pos + ": " + e.Kind + ": " + e.Msg
+	}
+	return e.Kind + ": " + e.Msg
+}
+
+// Run calls a function on a pooled runtime and returns its result as Go
+// data (string, int64, float64, bool, nil, []any, map[string]any).
+func (p *Pool) Run(c Call) (out any, err error) {
+	if !p.funcs[c.Func] {
+		return nil, &RunError{Kind: "result", Msg: "no function " + c.Func}
+	}
+	v, err := p.get()
+	if err != nil {
+		return nil, &RunError{Kind: "panic", Msg: err.Error()}
+	}
+	v.now, v.rand = c.NowMS, c.Rand
+	budget := c.Budget
+	if budget <= 0 {
+		budget = DefaultBudget
+	}
+	timer := time.AfterFunc(budget, func() { v.rt.Interrupt("time budget") })
+	defer func() {
+		if !timer.Stop() {
+			// The budget ran out just as the call returned: the interrupt
+			// is sticky and would hit the next caller, so drop the runtime.
+			v.spent = true
+		}
+		if r := recover(); r != nil {
+			// A panicking host function may leave the runtime inconsistent.
+			v.spent = true
+			out, err = nil, &RunError{Kind: "panic", Msg: fmt.Sprint(r)}
+		}
+		v.now, v.rand = 0, nil
+		if !v.spent {
+			p.put(v)
+		}
+	}()
+	var arg any = map[string]any{}
+	if c.Arg != nil {
+		arg = capInput(c.Arg)
+	}
+	res, err := v.fns[c.Func](goja.Undefined(), v.rt.ToValue(arg))
+	if err != nil {
+		var ie *goja.InterruptedError
+		if errors.As(err, &ie) {
+			// Interrupted mid-call: drop the runtime rather than trust it.
+			v.spent = true
+			return nil, &RunError{Kind: "timeout", Pos: stackPos(ie.Stack()), Msg: fmt.Sprintf("%s: stopped after its %s budget", c.Func, budget)}
+		}
+		return nil, describe(err)
+	}
+	exp := res.Export()
+	if n := size(exp, 0); n > MaxResultBytes {
+		return nil, &RunError{Kind: "result", Msg: fmt.Sprintf("%s returned about %d bytes; the limit is %d", c.Func, n, MaxResultBytes)}
+	}
+	return exp, nil
+}
+
+func describe(err error) *RunError {
+	var ex *goja.Exception
+	var so *goja.StackOverflowError
+	switch {
+	case errors.As(err, &so):
+		return &RunError{Kind: "stack", Pos: stackPos(so.Stack()), Msg: "call stack exceeded " + fmt.Sprint(MaxStack) + " frames"}
+	case errors.As(err, &ex):
+		msg := ex.Value().String()
+		if o, ok := ex.Value().(*goja.Object); ok {
+			if m := o.Get("message"); m != nil && !goja.IsUndefined(m) {
+				msg = o.Get("name").String() + ": " + m.String()
+			}
+		}
+		return &RunError{Kind: "throw", Pos: stackPos(ex.Stack()), Msg: msg}
+	}
+	return &RunError{Kind: "throw", Msg: err.Error()}
+}
+
+func stackPos(st []goja.StackFrame) string {
+	for _, f := range st {
+		p := f.Position()
+		if p.Filename != "" && p.Line > 0 {
+			return fmt.Sprintf("%s:%d:%d", p.Filename, p.Line, p.Column)
+		}
+	}
+	return ""
+}
+
+// capInput returns arg with long strings truncated, so builtins that run
+// in Go stay cheap however long the candidate's message was. It copies only
+// when something is over the cap.
+func capInput(v any) any {
+	if !overCap(v) {
+		return v
+	}
+	return capCopy(v)
+}
+
+func overCap(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return len(x) > MaxInputString
+	case map[string]any:
+		for _, e := range x {
+			if overCap(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if overCap(e) {
+				return true
+			}
+		}
+	case []map[string]any:
+		for _, e := range x {
+			if overCap(e) {
+				return true
+			}
+		}
+	case []string:
+		for _, e := range x {
+			if len(e) > MaxInputString {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func capCopy(v any) any {
+	switch x := v.(type) {
+	case string:
+		if len(x) > MaxInputString {
+			return x[:MaxInputString]
+		}
+		return x
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = capCopy(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = capCopy(e)
+		}
+		return out
+	case []map[string]any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = capCopy(e)
+		}
+		return out
+	case []string:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = capCopy(e)
+		}
+		return out
+	}
+	return v
+}
+
+// size estimates the encoded size of an exported value, stopping early
+// once it is clearly over the limit.
+func size(v any, acc int) int {
+	if acc > MaxResultBytes {
+		return acc
+	}
+	switch x := v.(type) {
+	case string:
+		return acc + len(x) + 2
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			acc = size(x[k], acc+len(k)+3)
+		}
+		return acc + 2
+	case []any:
+		for _, e := range x {
+			acc = size(e, acc+1)
+		}
+		return acc + 2
+	}
+	return acc + 8
+}

@@ -1,0 +1,218 @@
+package script_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/rules/script"
+)
+
+func pool(t testing.TB, src string) *script.Pool {
+	t.Helper()
+	f, errs := script.Compile("test.js", src)
+	if errs != nil {
+		t.Fatalf("compile: %v", errs)
+	}
+	p, err := script.NewPool([]*script.File{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const hostile = `
+function spin() { while (true) {} }
+function deep(ctx) { return deep(ctx) + 1; }
+function bigRepeat() { return 'x'.repeat(1e9); }
+function bigPad() { return ''.padStart(1e9, 'x'); }
+function bigArray() { return new Array(1e9).fill(0).length; }
+function bigJoin() { const a = []; a.length = 1e9; return a.join(','); }
+function regex(ctx) { return /^(a+)+$/.test(ctx.text) || /^(a|a)*\1$/.test(ctx.text); }
+function throwString() { throw "plain string"; }
+function throwError() { throw new TypeError("bad type"); }
+function nothing() {}
+function huge() { let s = 'x'; for (let i = 0; i < 17; i++) s = s + s; return s; }
+function touchRequire() { return require('fs'); }
+function touchProcess() { return process.env; }
+function touchEval() { return eval('1+1'); }
+function touchFunction() { return (function(){}).constructor('return 1')(); }
+function leak() { globalThis.leaked = 42; return 1; }
+function leakProto() { Object.prototype.polluted = 1; return 1; }
+function readLeak() { return typeof globalThis.leaked + "/" + typeof ({}).polluted; }
+function clock() { return Date.now(); }
+function random() { return Math.random(); }
+function echo(ctx) { return ctx.text.length; }
+function ok(ctx) { return baton.questions(ctx.text) + ":" + baton.sentences(ctx.text); }
+`
+
+func TestHostileScripts(t *testing.T) {
+	p := pool(t, hostile)
+	long := strings.Repeat("a", 5000) + "b"
+	cases := []struct {
+		fn, kind, msg string
+		arg           map[string]any
+	}{
+		{fn: "spin", kind: "timeout"},
+		{fn: "deep", kind: "stack"},
+		{fn: "bigRepeat", kind: "throw", msg: "repeat: result over"},
+		{fn: "bigPad", kind: "throw", msg: "padStart: result over"},
+		{fn: "bigArray", kind: "throw", msg: "Array: result over"},
+		{fn: "bigJoin", kind: "throw", msg: "join: result over"},
+		{fn: "throwString", kind: "throw", msg: "plain string"},
+		{fn: "throwError", kind: "throw", msg: "TypeError: bad type"},
+		{fn: "huge", kind: "result", msg: "the limit is"},
+		{fn: "touchRequire", kind: "throw", msg: "require is not defined"},
+		{fn: "touchProcess", kind: "throw", msg: "process is not defined"},
+		{fn: "touchEval", kind: "throw", msg: "eval is not defined"},
+		{fn: "touchFunction", kind: "throw"},
+		{fn: "leak", kind: "throw", msg: "leaked"},
+		{fn: "leakProto", kind: "throw", msg: "polluted"},
+		{fn: "missing", kind: "result", msg: "no function missing"},
+	}
+	for _, c := range cases {
+		t.Run(c.fn, func(t *testing.T) {
+			start := time.Now()
+			_, err := p.Run(script.Call{Func: c.fn, Arg: c.arg, Budget: 50 * time.Millisecond})
+			var re *script.RunError
+			if !errors.As(err, &re) {
+				t.Fatalf("want a RunError, got %v", err)
+			}
+			if re.Kind != c.kind || !strings.Contains(re.Msg, c.msg) {
+				t.Fatalf("want %s containing %q, got %v", c.kind, c.msg, err)
+			}
+			if c.kind == "throw" && c.fn != "touchFunction" && !strings.HasPrefix(re.Pos, "test.js:") {
+				t.Errorf("no position in %v", err)
+			}
+			// Generous bound: the point is "bounded", not a timing assertion.
+			if el := time.Since(start); el > 10*time.Second {
+				t.Fatalf("took %s", el)
+			}
+		})
+	}
+	// The catastrophic regex on a long input is bounded and the pool still
+	// answers: every failure above left it healthy.
+	if _, err := p.Run(script.Call{Func: "regex", Arg: map[string]any{"text": long}, Budget: time.Second}); err != nil {
+		var re *script.RunError
+		if !errors.As(err, &re) || re.Kind != "timeout" {
+			t.Fatalf("regex: %v", err)
+		}
+	}
+	got, err := p.Run(script.Call{Func: "ok", Arg: map[string]any{"text": "One? Two. Three?"}})
+	if err != nil || got != "2:3" {
+		t.Fatalf("healthy call after hostile ones: %v %v", got, err)
+	}
+	got, err = p.Run(script.Call{Func: "readLeak"})
+	if err != nil || got != "undefined/undefined" {
+		t.Fatalf("state leaked between calls: %v %v", got, err)
+	}
+	got, _ = p.Run(script.Call{Func: "nothing"})
+	if got != nil {
+		t.Fatalf("undefined should export as nil, got %#v", got)
+	}
+}
+
+func TestDeterministicClockAndRandom(t *testing.T) {
+	p := pool(t, hostile)
+	got, err := p.Run(script.Call{Func: "clock", NowMS: 123456})
+	if err != nil || got != int64(123456) {
+		t.Fatalf("Date.now() = %v (%v), want the session clock", got, err)
+	}
+	seq := func() []any {
+		x := uint64(7)
+		rnd := func() float64 { x = x*6364136223846793005 + 1442695040888963407; return float64(x>>11) / (1 << 53) }
+		var out []any
+		for range 3 {
+			v, err := p.Run(script.Call{Func: "random", Rand: rnd})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, v)
+		}
+		return out
+	}
+	a, b := seq(), seq()
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("Math.random is not seeded: %v vs %v", a, b)
+		}
+	}
+}
+
+func TestInputCapped(t *testing.T) {
+	p := pool(t, hostile)
+	got, err := p.Run(script.Call{Func: "echo", Arg: map[string]any{"text": strings.Repeat("y", 1<<20)}})
+	if err != nil || got != int64(script.MaxInputString) {
+		t.Fatalf("input not capped: %v %v", got, err)
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	cases := map[string]string{
+		"function f( {":            "test.js:1:",
+		"let counter = 0;":         "top-level let is not allowed",
+		"var x = 1;":               "top-level var is not allowed",
+		"for (;;) {}":              "only functions, classes and constants",
+		"function a(){}\nlet b=1;": "test.js:2:1",
+	}
+	for src, want := range cases {
+		_, errs := script.Compile("test.js", src)
+		if len(errs) == 0 {
+			t.Errorf("%q compiled", src)
+			continue
+		}
+		var all []string
+		for _, e := range errs {
+			all = append(all, e.Error())
+		}
+		if !strings.Contains(strings.Join(all, "\n"), want) {
+			t.Errorf("%q: want %q in %v", src, want, all)
+		}
+	}
+}
+
+func TestConstantsAreFrozen(t *testing.T) {
+	p := pool(t, `const table = {a: 1};
+function bump() { table.a++; return table.a; }`)
+	if _, err := p.Run(script.Call{Func: "bump"}); err == nil {
+		t.Fatal("a constant object could be mutated")
+	}
+}
+
+func BenchmarkCall(b *testing.B) {
+	p := pool(b, hostile)
+	arg := map[string]any{"text": "What is priority? What is rollback? What monitoring do you add?"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Run(script.Call{Func: "ok", Arg: arg}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRunawayStopped measures how long `while(true){}` runs under a
+// 20 ms budget; the replacement runtime is built outside the timer.
+func BenchmarkRunawayStopped(b *testing.B) {
+	p := pool(b, hostile)
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		if err := p.Warm(1); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := p.Run(script.Call{Func: "spin", Budget: 20 * time.Millisecond}); err == nil {
+			b.Fatal("not stopped")
+		}
+	}
+}
+
+func BenchmarkBuild(b *testing.B) {
+	f, _ := script.Compile("test.js", hostile)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := script.NewPool([]*script.File{f}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,60 @@
+package text_test
+
+import (
+	"testing"
+
+	"github.com/batonhq/baton/rules/text"
+)
+
+func TestTextHelpers(t *testing.T) {
+	cases := []struct {
+		text                        string
+		sentences, questions, words int
+	}{
+		{"", 0, 0, 0},
+		{"What is priority? What is rollback? What monitoring do you add?", 3, 3, 11},
+		{"Pick one now: hotfix first or VIP feature first, and why?", 1, 1, 11},
+		{"Version 1.2 shipped. Really?? Yes", 3, 1, 5},
+		{"No punctuation at all", 1, 0, 4},
+	}
+	for _, c := range cases {
+		if got := text.CountSentences(c.text); got != c.sentences {
+			t.Errorf("CountSentences(%q) = %d, want %d", c.text, got, c.sentences)
+		}
+		if got := len(text.SplitSentences(c.text)); got != c.sentences {
+			t.Errorf("SplitSentences(%q) = %d, want %d", c.text, got, c.sentences)
+		}
+		if got := text.CountQuestions(c.text); got != c.questions {
+			t.Errorf("CountQuestions(%q) = %d, want %d", c.text, got, c.questions)
+		}
+		if got := text.CountWords(c.text); got != c.words {
+			t.Errorf("CountWords(%q) = %d, want %d", c.text, got, c.words)
+		}
+	}
+	if !text.ContainsWord("Testing the logs", "test*") || text.ContainsWord("contest", "test*") || text.ContainsWord("logsy", "logs") {
+		t.Error("ContainsWord boundaries")
+	}
+}
+
+func TestKeywords(t *testing.T) {
+	k := text.CompileKeywords([]string{"repro*", "log", "roll back", "trade-off*", "VIP"})
+	cases := map[string]int{
+		"":                                0,
+		"Reproducing it from the LOG":     2,
+		"logs and reproduce":              1,
+		"we roll back, a trade-offs talk": 2,
+		"vip vip VIP":                     1,
+		"rollback":                        0,
+		"catalog":                         0,
+	}
+	for in, want := range cases {
+		if got := k.Hits(in); got != want {
+			t.Errorf("Hits(%q) = %d, want %d", in, got, want)
+		}
+		// Same answer as the reference scan.
+		ref := text.CountKeywordHits(in, []string{"repro*", "log", "roll back", "trade-off*", "VIP"})
+		if ref != want {
+			t.Errorf("CountKeywordHits(%q) = %d, want %d", in, ref, want)
+		}
+	}
+}
