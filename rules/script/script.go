@@ -356,7 +356,15 @@ func helpers(rt *goja.Runtime) *goja.Object {
 	}
 	_ = o.Set("questions", func(c goja.FunctionCall) goja.Value { return rt.ToValue(text.CountQuestions(str(c, 0))) })
 	_ = o.Set("sentences", func(c goja.FunctionCall) goja.Value { return rt.ToValue(text.CountSentences(str(c, 0))) })
-	_ = o.Set("splitSentences", func(c goja.FunctionCall) goja.Value { return rt.ToValue(text.SplitSentences(str(c, 0))) })
+	_ = o.Set("splitSentences", func(c goja.FunctionCall) goja.Value {
+		// A native array: a wrapped Go slice pays reflection on every index.
+		parts := text.SplitSentences(str(c, 0))
+		vals := make([]any, len(parts))
+		for i, p := range parts {
+			vals[i] = p
+		}
+		return rt.NewArray(vals...)
+	})
 	_ = o.Set("words", func(c goja.FunctionCall) goja.Value { return rt.ToValue(text.CountWords(str(c, 0))) })
 	_ = o.Set("hasWord", func(c goja.FunctionCall) goja.Value { return rt.ToValue(text.ContainsWord(str(c, 0), str(c, 1))) })
 	// keywordHits(text, list) counts the distinct keywords of list in text,
