@@ -250,26 +250,32 @@ func (s *Session) runRule(r *rules.Rule) {
 		if s.ended {
 			return
 		}
-		a := &r.Do[i]
-		switch {
-		case a.Run != nil:
-			s.runActions(r, a.Run)
-		case a.Say != nil:
-			s.enqueue(s.newTurn(a.Say, r.ID, false))
-		case a.Set != nil:
-			s.syncEnv()
-			v, err := s.env.Eval(&a.Set.Value)
-			if err == nil {
-				err = s.env.SetVar(a.Set.Var, v)
-			}
-			if err != nil {
-				s.emit(Effect{Type: EffectNote, Rule: r.ID, Reason: "set " + a.Set.Var + ": " + err.Error()})
-			}
-		case a.Emit != nil:
-			s.emit(Effect{Type: EffectNote, Rule: r.ID, Text: a.Emit.Text})
-		case a.End != nil:
-			s.end(a.End.Reason, r.ID)
+		s.doAction(&r.Do[i], r.ID)
+	}
+}
+
+// doAction performs one rule or job action.
+func (s *Session) doAction(a *rules.Action, rule string) {
+	switch {
+	case a.Run != nil:
+		s.runActions(rule, a.Run)
+	case a.Say != nil:
+		s.enqueue(s.newTurn(a.Say, rule, false))
+	case a.Set != nil:
+		s.syncEnv()
+		v, err := s.env.Eval(&a.Set.Value)
+		if err == nil {
+			err = s.env.SetVar(a.Set.Var, v)
 		}
+		if err != nil {
+			s.emit(Effect{Type: EffectNote, Rule: rule, Reason: "set " + a.Set.Var + ": " + err.Error()})
+		}
+	case a.Emit != nil:
+		s.emit(Effect{Type: EffectNote, Rule: rule, Text: a.Emit.Text})
+	case a.End != nil:
+		s.end(a.End.Reason, rule)
+	default:
+		s.panelAction(a, rule)
 	}
 }
 

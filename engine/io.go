@@ -1,5 +1,7 @@
 package engine
 
+import "encoding/json"
+
 // Inputs and effects are the engine's whole interface with the world. They are
 // plain data with stable JSON forms so a host can log them, replay them, and
 // compare two runs byte for byte.
@@ -16,6 +18,9 @@ const (
 	InputLLMResult InputType = "llm_result"
 	// InputSpeechDone reports that a spoken agent message finished playing.
 	InputSpeechDone InputType = "speech_done"
+	// InputToolCall is a tool call made outside an llm_request, by a live
+	// speech-to-speech session speaking as a role.
+	InputToolCall InputType = "tool_call"
 )
 
 // Input is one thing that happened at engine time T (ms since session start).
@@ -26,6 +31,32 @@ type Input struct {
 	Candidate *CandidateEvent `json:"candidate,omitempty"`
 	LLM       *LLMResult      `json:"llm,omitempty"`
 	Speech    *SpeechDone     `json:"speech,omitempty"`
+	Tool      *ToolCall       `json:"tool,omitempty"`
+}
+
+// ToolCall is a call an agent made to a pack tool.
+type ToolCall struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args,omitempty"`
+	// Role is the calling role; set on tool_call inputs (an llm_result's
+	// calls belong to the request's role).
+	Role string `json:"role,omitempty"`
+}
+
+// ToolDecl is a tool offered to a model.
+type ToolDecl struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// ToolStep is one call and its result inside a turn, sent back to the
+// model so it can act on the result (baton runs the tool loop).
+type ToolStep struct {
+	Call    ToolCall        `json:"call"`
+	Result  json.RawMessage `json:"result"`
+	IsError bool            `json:"is_error,omitempty"`
 }
 
 // CandidateEvent is a candidate-side event. Event types are open: the pack
@@ -88,6 +119,21 @@ const (
 	EffectScriptError EffectType = "script_error"
 	// EffectNote is a pack-defined notice (rules' emit action).
 	EffectNote EffectType = "note"
+	// EffectToolResult answers a tool call (ID is the call's id); Data holds
+	// the result and IsError marks a refusal the agent should act on.
+	EffectToolResult EffectType = "tool_result"
+	// EffectHandoff reports that the floor passed to Agent.
+	EffectHandoff EffectType = "handoff"
+	// EffectTickets reports the ticket split (Data: {role: count}).
+	EffectTickets EffectType = "tickets"
+	// EffectJobResult reports a finished job (Rule: the job; Data: result).
+	EffectJobResult EffectType = "job_result"
+	// EffectJobError reports a failed or invalid job.
+	EffectJobError EffectType = "job_error"
+	// EffectReport is a pack report such as a verdict (Kind; Data).
+	EffectReport EffectType = "report"
+	// EffectLive reports that setup phases finished and the session is live.
+	EffectLive EffectType = "live"
 	// EffectSessionEnd ends the session; nothing follows it.
 	EffectSessionEnd EffectType = "session_end"
 )
@@ -113,6 +159,10 @@ type Effect struct {
 	Guardrail []string `json:"guardrail,omitempty"`
 	// Original is the generated text before a guardrail rewrite.
 	Original string `json:"original,omitempty"`
+	// Data carries structured payloads (tool results, job results, reports).
+	Data json.RawMessage `json:"data,omitempty"`
+	// IsError marks a tool result that refuses the call.
+	IsError bool `json:"is_error,omitempty"`
 	// Request is set on llm_request effects.
 	Request *LLMRequest `json:"request,omitempty"`
 }
@@ -131,6 +181,15 @@ type LLMRequest struct {
 	ScenarioContext      []KV             `json:"scenario_context"`
 	Constraints          Constraints      `json:"constraints"`
 	TimeoutMS            int64            `json:"timeout_ms"`
+	// Tools offered for this turn, and the calls made so far in it.
+	Tools     []ToolDecl `json:"tools,omitempty"`
+	ToolSteps []ToolStep `json:"tool_steps,omitempty"`
+	// Job requests: the job id, its rendered prompt and output schema.
+	// Background jobs never hold the floor.
+	Job        string          `json:"job,omitempty"`
+	Prompt     string          `json:"prompt,omitempty"`
+	Schema     json.RawMessage `json:"schema,omitempty"`
+	Background bool            `json:"background,omitempty"`
 }
 
 // TranscriptLine is one utterance in the shared transcript.
@@ -159,6 +218,7 @@ type LLMResult struct {
 	ID        string        `json:"id"`
 	Text      string        `json:"text,omitempty"`
 	IntentTag string        `json:"intent_tag,omitempty"`
+	ToolCalls []ToolCall    `json:"tool_calls,omitempty"`
 	Err       *AdapterError `json:"error,omitempty"`
 }
 

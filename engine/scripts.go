@@ -218,10 +218,10 @@ func (s *Session) scriptRoute(r *rules.Route) (role, tag, goal string, matched b
 }
 
 // runActions runs a rule's script and applies the actions it returns.
-func (s *Session) runActions(r *rules.Rule, h *rules.Hook) {
-	out, ok := s.callScript(&h.Script, s.scriptArg(""), r.ID)
+func (s *Session) runActions(rule string, h *rules.Hook) {
+	out, ok := s.callScript(&h.Script, s.scriptArg(""), rule)
 	if !ok {
-		s.scriptFailed(h.OnError, r.ID)
+		s.scriptFailed(h.OnError, rule)
 		return
 	}
 	if out == nil {
@@ -229,24 +229,24 @@ func (s *Session) runActions(r *rules.Rule, h *rules.Hook) {
 	}
 	list, isList := out.([]any)
 	if !isList {
-		s.badResult(&h.Script, r.ID, "want a list of actions, got %s", describe(out))
-		s.scriptFailed(h.OnError, r.ID)
+		s.badResult(&h.Script, rule, "want a list of actions, got %s", describe(out))
+		s.scriptFailed(h.OnError, rule)
 		return
 	}
 	for i, item := range list {
 		if s.ended {
 			return
 		}
-		if err := s.applyAction(r, item); err != nil {
-			s.badResult(&h.Script, r.ID, "action %d: %v", i, err)
-			if s.scriptFailed(h.OnError, r.ID) {
+		if err := s.applyAction(rule, item); err != nil {
+			s.badResult(&h.Script, rule, "action %d: %v", i, err)
+			if s.scriptFailed(h.OnError, rule) {
 				return
 			}
 		}
 	}
 }
 
-func (s *Session) applyAction(r *rules.Rule, item any) error {
+func (s *Session) applyAction(rule string, item any) error {
 	a, ok := item.(map[string]any)
 	if !ok || len(a) != 1 {
 		return fmt.Errorf("want an object with exactly one of say, set, emit, end")
@@ -272,7 +272,7 @@ func (s *Session) applyAction(r *rules.Rule, item any) error {
 		if spec.Line == "" && spec.Goal == "" {
 			return fmt.Errorf("say: needs a line or a goal")
 		}
-		s.enqueue(s.newTurn(&spec, r.ID, false))
+		s.enqueue(s.newTurn(&spec, rule, false))
 	case a["set"] != nil:
 		m, ok := a["set"].(map[string]any)
 		if !ok {
@@ -285,10 +285,10 @@ func (s *Session) applyAction(r *rules.Rule, item any) error {
 		if !ok || len(text) > maxScriptLine {
 			return fmt.Errorf("emit: want text up to %d characters", maxScriptLine)
 		}
-		s.emit(Effect{Type: EffectNote, Rule: r.ID, Text: text})
+		s.emit(Effect{Type: EffectNote, Rule: rule, Text: text})
 	case a["end"] != nil:
 		reason, _ := a["end"].(string)
-		s.end(reason, r.ID)
+		s.end(reason, rule)
 	default:
 		return fmt.Errorf("unknown action")
 	}

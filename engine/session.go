@@ -57,6 +57,8 @@ type turn struct {
 	fallback   bool
 	violations []string
 	original   string
+	toolSteps  []ToolStep
+	toolRounds int
 }
 
 type windowState uint8
@@ -107,6 +109,16 @@ type Session struct {
 
 	seed uint64
 	rng  *rand.Rand
+
+	// Panel state (panel.go).
+	roleStates   []roleState
+	sessionSlots map[string]string
+	records      map[string][]any
+	floor        string
+	live         bool
+	phases       []phaseItem
+	jobs         []jobEntry
+	tool         *toolCtx
 }
 
 // NewSession starts a session of pack p at time 0. The first Step runs the
@@ -119,6 +131,9 @@ func NewSession(p *rules.Pack) *Session {
 		lastSpeechEnd: -1,
 		lastMsgAt:     -1,
 		windows:       make([]windowState, len(p.Timeline.Windows)),
+		roleStates:    make([]roleState, len(p.Roles)),
+		sessionSlots:  map[string]string{},
+		records:       map[string][]any{},
 	}
 	for _, kv := range p.Scenario.Context {
 		s.context = append(s.context, KV{Key: kv.Key, Value: kv.Value})
@@ -214,7 +229,11 @@ func (s *Session) Step(in Input, out []Effect) ([]Effect, error) {
 	t := s.quantDown(in.T)
 	if !s.started {
 		s.started = true
+		s.startPanel()
 		s.fireRules("session_start")
+		if s.live && !s.ended {
+			s.fireRules("live_start")
+		}
 		s.settle()
 	}
 	s.advanceTo(t)
@@ -228,6 +247,8 @@ func (s *Session) Step(in Input, out []Effect) ([]Effect, error) {
 		s.onLLMResult(in.LLM)
 	case InputSpeechDone:
 		s.onSpeechDone(in.Speech)
+	case InputToolCall:
+		s.onToolCall(in.Tool)
 	}
 	s.settle()
 	return s.out, nil
@@ -251,6 +272,10 @@ func validate(in *Input) error {
 	case InputSpeechDone:
 		if in.Speech == nil || in.Speech.ID == "" {
 			return fmt.Errorf("%w: speech_done without an id", ErrBadInput)
+		}
+	case InputToolCall:
+		if in.Tool == nil || in.Tool.ID == "" || in.Tool.Name == "" {
+			return fmt.Errorf("%w: tool_call needs an id and a name", ErrBadInput)
 		}
 	default:
 		return fmt.Errorf("%w: unknown input type %q", ErrBadInput, in.Type)
@@ -312,7 +337,9 @@ func (s *Session) fire(tm timer) {
 		if a := s.active; a != nil && a.reqID == tm.key && a.state == tsGenerating {
 			s.emit(Effect{Type: EffectAdapterError, ID: a.reqID, Agent: a.role, Kind: a.kind, Rule: a.rule, Reason: "timeout: no result within " + strconv.FormatInt(p.LLM.Timeout.MS, 10) + "ms"})
 			s.deliver(a, s.fallback(a), true)
+			return
 		}
+		s.onJobResult(&LLMResult{ID: tm.key}, true)
 	case tTyping:
 		if s.typing && s.now >= s.lastKeystroke+p.TurnTaking.TypingDebounce.MS {
 			s.typing = false

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/batonhq/baton/rules"
@@ -27,6 +28,14 @@ func (s *Session) resolveRole(spec, same string) string {
 			return s.lastRole
 		}
 		return s.p.Roles[0].ID
+	case rules.RoleActive:
+		if s.floor != "" {
+			return s.floor
+		}
+		if t := s.p.Tickets; t != nil && len(t.Roles) > 0 {
+			return t.Roles[0]
+		}
+		return s.resolveRole(rules.RoleLast, "")
 	}
 	return spec
 }
@@ -241,12 +250,21 @@ func (s *Session) start(t *turn) {
 func (s *Session) buildRequest(t *turn) *LLMRequest {
 	p := s.p
 	role, _ := p.Role(t.role)
+	system := s.persona(t.role)
+	if rs := s.rs(t.role); rs != nil && len(rs.inject) > 0 {
+		// Instructions queued for this role (a handoff notice, a roster)
+		// go first, once.
+		system = strings.Join(rs.inject, "\n\n") + "\n\n" + system
+		rs.inject = nil
+	}
 	req := &LLMRequest{
 		Role:                 t.role,
 		Kind:                 t.kind,
 		TurnGoal:             t.goal,
 		Model:                p.LLM.Model,
-		System:               role.Persona,
+		System:               system,
+		Tools:                s.offeredTools(t.role),
+		ToolSteps:            t.toolSteps,
 		CandidateLastMessage: s.lastMsg,
 		Constraints: Constraints{
 			MaxSentences:     p.Guardrails.MaxSentences,
@@ -257,21 +275,33 @@ func (s *Session) buildRequest(t *turn) *LLMRequest {
 	if role.Model != "" {
 		req.Model = role.Model
 	}
-	tail := s.transcript
-	if n := p.LLM.TranscriptTail; len(tail) > n {
-		tail = tail[len(tail)-n:]
-	}
-	req.TranscriptTail = append([]TranscriptLine(nil), tail...)
+	req.TranscriptTail = s.tail()
 	req.ScenarioContext = s.context // read-only for hosts
 	return req
 }
 
+// tail copies the transcript lines a request carries.
+func (s *Session) tail() []TranscriptLine {
+	tail := s.transcript
+	if n := s.p.LLM.TranscriptTail; len(tail) > n {
+		tail = tail[len(tail)-n:]
+	}
+	return append([]TranscriptLine(nil), tail...)
+}
+
 func (s *Session) onLLMResult(r *LLMResult) {
+	if s.onJobResult(r, false) {
+		return
+	}
 	a := s.active
 	if a == nil || a.reqID != r.ID || a.state != tsGenerating {
 		return // superseded or timed out: ignored, deterministically
 	}
 	s.timers.cancel(tLLMTimeout, 0, a.reqID)
+	if len(r.ToolCalls) > 0 && r.Err == nil {
+		s.turnTools(a, r)
+		return
+	}
 	if r.Err != nil || strings.TrimSpace(r.Text) == "" {
 		reason := "empty reply"
 		if r.Err != nil {
@@ -288,6 +318,56 @@ func (s *Session) onLLMResult(r *LLMResult) {
 		a.intentTag = r.IntentTag
 	}
 	s.deliver(a, r.Text, false)
+}
+
+// turnTools handles a reply that calls tools: any text is said first, then
+// each call runs; a refused call goes back to the model (the tool loop),
+// at most maxToolRounds times per turn.
+func (s *Session) turnTools(a *turn, r *LLMResult) {
+	if r.IntentTag != "" {
+		a.intentTag = r.IntentTag
+	}
+	spoke := strings.TrimSpace(r.Text) != ""
+	if spoke {
+		s.deliver(a, r.Text, false)
+	}
+	refused := false
+	var steps []ToolStep
+	for _, c := range r.ToolCalls {
+		if s.ended {
+			return
+		}
+		st := s.handleTool(a.role, c)
+		steps = append(steps, st)
+		refused = refused || st.IsError
+	}
+	if s.ended {
+		return
+	}
+	if !refused {
+		if !spoke && s.active == a {
+			s.active = nil // the turn was only a tool call
+		}
+		return
+	}
+	if a.toolRounds+1 >= maxToolRounds {
+		if !spoke {
+			s.emit(Effect{Type: EffectAdapterError, ID: a.reqID, Agent: a.role, Kind: a.kind, Rule: a.rule, Reason: "tool calls refused " + strconv.Itoa(maxToolRounds) + " times"})
+			s.deliver(a, s.fallback(a), true)
+		}
+		return
+	}
+	again := *a
+	again.id = s.nextID('t')
+	again.toolSteps = append(append([]ToolStep(nil), a.toolSteps...), steps...)
+	again.toolRounds = a.toolRounds + 1
+	again.state = tsQueued
+	again.reqID, again.msgID, again.text = "", "", ""
+	again.deferrable = false
+	if !spoke && s.active == a {
+		s.active = nil
+	}
+	s.queue = append([]*turn{&again}, s.queue...)
 }
 
 func (s *Session) fallback(t *turn) string {

@@ -33,6 +33,8 @@ const (
 	RoleLast      = "last"
 	RoleSame      = "same"
 	RoleAddressed = "addressed"
+	// RoleActive is the role holding the floor (see the floor action).
+	RoleActive = "active"
 )
 
 // Route types.
@@ -261,6 +263,7 @@ var (
 	numberType   = reflect.TypeFor[Number]()
 	exprType     = reflect.TypeFor[Expr]()
 	scriptType   = reflect.TypeFor[ScriptRef]()
+	templateType = reflect.TypeFor[Template]()
 )
 
 // walk visits every Duration, Number and Expr in the pack, resolving
@@ -281,6 +284,17 @@ func (c *compiler) walk(v reflect.Value, tag string) {
 		return
 	case scriptType:
 		c.scriptRef(v.Addr().Interface().(*ScriptRef))
+		return
+	case templateType:
+		t := v.Addr().Interface().(*Template)
+		if err := t.parse(); err != nil {
+			c.errorf(t.Pos, "%v", err)
+		}
+		for _, part := range t.parts {
+			if part.expr != nil {
+				c.compileExpr(part.expr, false)
+			}
+		}
 		return
 	}
 	switch v.Kind() {
@@ -441,8 +455,8 @@ func (c *compiler) check() {
 		c.errorf(p.Pos, "the pack needs at least one role")
 	}
 	for i, r := range p.Roles {
-		if !isIdent(r.ID) || oneOf(r.ID, RoleLast, RoleSame, RoleAddressed) {
-			c.errorf(r.Pos, "role %q: ids are letters, digits and _, and not last/same/addressed", r.ID)
+		if !isIdent(r.ID) || oneOf(r.ID, RoleLast, RoleSame, RoleAddressed, RoleActive) {
+			c.errorf(r.Pos, "role %q: ids are letters, digits and _, and not last/same/addressed/active", r.ID)
 		}
 		if _, dup := p.roles[r.ID]; dup {
 			c.errorf(r.Pos, "role %q is defined twice", r.ID)
@@ -507,7 +521,7 @@ func (c *compiler) check() {
 				}
 			}
 		case RouteRole:
-			c.roleRef(r.Pos, "route "+r.ID, r.Role, RoleLast)
+			c.roleRef(r.Pos, "route "+r.ID, r.Role, RoleLast, RoleActive)
 		case RouteScript:
 			h := Hook{Script: r.Script, OnError: r.OnError}
 			c.hook(&h, "route "+r.ID, "skip", "end")
@@ -537,7 +551,7 @@ func (c *compiler) check() {
 		}
 		switch s.Action {
 		case "say":
-			c.turn(s.Pos, &s.Turn, fmt.Sprintf("silence step %d", i+1), RoleLast)
+			c.turn(s.Pos, &s.Turn, fmt.Sprintf("silence step %d", i+1), RoleLast, RoleActive)
 		case "auto_advance", "end":
 		default:
 			c.errorf(s.Pos, "silence step %d: action must be say, auto_advance or end, not %q", i+1, s.Action)
@@ -585,36 +599,10 @@ func (c *compiler) check() {
 			c.errorf(r.Pos, "rule %s does nothing (add do:)", r.ID)
 		}
 		for j := range r.Do {
-			a := &r.Do[j]
-			n := 0
-			if a.Run != nil {
-				n++
-				c.hook(a.Run, "rule "+r.ID+" run", "skip", "end")
-			}
-			if a.Say != nil {
-				n++
-				c.turn(a.Pos, a.Say, "rule "+r.ID+" say", RoleLast, RoleAddressed)
-			}
-			if a.Set != nil {
-				n++
-				if p.env.names[a.Set.Var] != "variable" {
-					c.errorf(a.Pos, "rule %s: set: %q is not a declared variable", r.ID, a.Set.Var)
-				}
-				if !a.Set.Value.Set() {
-					c.errorf(a.Pos, "rule %s: set needs a value", r.ID)
-				}
-			}
-			if a.Emit != nil {
-				n++
-			}
-			if a.End != nil {
-				n++
-			}
-			if n != 1 {
-				c.errorf(a.Pos, "rule %s: each action is exactly one of run, say, set, emit, end", r.ID)
-			}
+			c.action(&r.Do[j], "rule "+r.ID)
 		}
 	}
+	c.checkPanel()
 	p.ruleOn = map[string][]*Rule{}
 	for i := range p.Rules {
 		if r := &p.Rules[i]; r.On != "" {

@@ -47,13 +47,37 @@ type SessionView struct {
 	TurnPending     bool   `expr:"turn_pending"`
 }
 
+// ToolView is the tool call being handled, as `tool`.
+type ToolView struct {
+	ID     string         `expr:"id"`
+	Name   string         `expr:"name"`
+	Caller string         `expr:"caller"`
+	Args   map[string]any `expr:"args"`
+}
+
+// Host gives expressions the session state that lives in the engine
+// (tickets, the floor, memories, slots, records).
+type Host interface {
+	Tickets(role string) int
+	TicketsTotal() int
+	Finished(role string) bool
+	Available() []string
+	FinishedRoles() []string
+	Active() string
+	Memory(role string) []string
+	Slot(role, name string) string
+	Records(name string) []any
+	TranscriptText(n int) string
+}
+
 // envSpec is the typed environment expressions are compiled against.
 type envSpec struct {
 	decl  map[string]any
 	names map[string]string // name -> "constant" | "variable" | "built-in"
 }
 
-var builtinNames = []string{"candidate", "msg", "session", "now", "role"}
+var builtinNames = []string{"candidate", "msg", "session", "now", "role", "tool", "args", "result",
+	"scenario", "tickets", "tickets_total", "finished", "available", "finished_roles", "active", "memory", "slot", "records", "transcript_text"}
 
 func exprFunctions() []expr.Option {
 	return []expr.Option{
@@ -71,7 +95,9 @@ type Env struct {
 	Candidate CandidateView
 	Msg       MessageView
 	Session   SessionView
+	Tool      ToolView
 	Now       int64
+	host      Host
 	m         map[string]any
 	vm        vm.VM
 	vars      map[string]reflect.Kind
@@ -93,6 +119,20 @@ func (p *Pack) NewEnv() *Env {
 	e.m["session"] = &e.Session
 	e.m["now"] = func() int64 { return e.Now }
 	e.m["role"] = ""
+	e.m["tool"] = &e.Tool
+	e.m["scenario"] = p.scenarioMap()
+	e.m["args"] = map[string]any{}
+	e.m["result"] = nil
+	e.m["tickets"] = func(r string) int { return e.hostOr().Tickets(r) }
+	e.m["tickets_total"] = func() int { return e.hostOr().TicketsTotal() }
+	e.m["finished"] = func(r string) bool { return e.hostOr().Finished(r) }
+	e.m["available"] = func() []string { return e.hostOr().Available() }
+	e.m["finished_roles"] = func() []string { return e.hostOr().FinishedRoles() }
+	e.m["active"] = func() string { return e.hostOr().Active() }
+	e.m["memory"] = func(r string) []string { return e.hostOr().Memory(r) }
+	e.m["slot"] = func(r, n string) string { return e.hostOr().Slot(r, n) }
+	e.m["records"] = func(n string) []any { return e.hostOr().Records(n) }
+	e.m["transcript_text"] = func(n int) string { return e.hostOr().TranscriptText(n) }
 	e.roleVals = make(map[string]any, len(p.Roles)+1)
 	e.roleVals[""] = ""
 	for _, r := range p.Roles {
@@ -100,6 +140,38 @@ func (p *Pack) NewEnv() *Env {
 	}
 	return e
 }
+
+// SetHost connects the session state behind the panel functions.
+func (e *Env) SetHost(h Host) { e.host = h }
+
+// SetArgs sets `args` and `result` for a job or phase expression.
+func (e *Env) SetArgs(args map[string]any, result any) {
+	if args == nil {
+		args = map[string]any{}
+	}
+	e.m["args"] = args
+	e.m["result"] = result
+}
+
+func (e *Env) hostOr() Host {
+	if e.host == nil {
+		return noHost{}
+	}
+	return e.host
+}
+
+type noHost struct{}
+
+func (noHost) Tickets(string) int         { return 0 }
+func (noHost) TicketsTotal() int          { return 0 }
+func (noHost) Finished(string) bool       { return false }
+func (noHost) Available() []string        { return nil }
+func (noHost) FinishedRoles() []string    { return nil }
+func (noHost) Active() string             { return "" }
+func (noHost) Memory(string) []string     { return nil }
+func (noHost) Slot(string, string) string { return "" }
+func (noHost) Records(string) []any       { return nil }
+func (noHost) TranscriptText(int) string  { return "" }
 
 // SetRole sets `role`, the role a role-scoped expression is evaluated for.
 func (e *Env) SetRole(r string) {
@@ -206,8 +278,31 @@ func (p *Pack) buildEnvSpec() {
 	s.decl["session"] = &SessionView{}
 	s.decl["now"] = func() int64 { return 0 }
 	s.decl["role"] = ""
+	s.decl["tool"] = &ToolView{}
+	s.decl["scenario"] = p.scenarioMap()
+	s.decl["args"] = map[string]any{}
+	s.decl["result"] = map[string]any{}
+	s.decl["tickets"] = func(string) int { return 0 }
+	s.decl["tickets_total"] = func() int { return 0 }
+	s.decl["finished"] = func(string) bool { return false }
+	s.decl["available"] = func() []string { return nil }
+	s.decl["finished_roles"] = func() []string { return nil }
+	s.decl["active"] = func() string { return "" }
+	s.decl["memory"] = func(string) []string { return nil }
+	s.decl["slot"] = func(string, string) string { return "" }
+	s.decl["records"] = func(string) []any { return nil }
+	s.decl["transcript_text"] = func(int) string { return "" }
 	for _, n := range builtinNames {
 		s.names[n] = "built-in"
 	}
 	p.env = s
+}
+
+// scenarioMap is the scenario context as `scenario.KEY`.
+func (p *Pack) scenarioMap() map[string]string {
+	m := map[string]string{"id": p.Scenario.ID, "title": p.Scenario.Title}
+	for _, kv := range p.Scenario.Context {
+		m[kv.Key] = kv.Value
+	}
+	return m
 }

@@ -44,6 +44,11 @@ type Pack struct {
 	SpeechConfidence SpeechConfidence `yaml:"speech_confidence"`
 	Guardrails       Guardrails       `yaml:"guardrails"`
 	Rules            []Rule           `yaml:"rules"`
+	Templates        []TemplateDef    `yaml:"templates"`
+	Tickets          *Tickets         `yaml:"tickets"`
+	Tools            []Tool           `yaml:"tools"`
+	Jobs             []Job            `yaml:"jobs"`
+	Phases           []Phase          `yaml:"phases"`
 	Scripting        Scripting        `yaml:"scripting"`
 	End              []EndRule        `yaml:"end"`
 	DryRun           DryRun           `yaml:"dryrun"`
@@ -119,8 +124,13 @@ type Role struct {
 	ID      string `yaml:"id"`
 	Name    string `yaml:"name"`
 	Persona string `yaml:"persona"`
-	Voice   string `yaml:"voice"`
-	Model   string `yaml:"model"`
+	// Template, if set, names a pack template rendered as the persona, with
+	// the role's slots filling its {{SLOT}} placeholders.
+	Template string `yaml:"template"`
+	// Slots are the role's named values; phases and jobs may replace them.
+	Slots StrMap `yaml:"slots"`
+	Voice string `yaml:"voice"`
+	Model string `yaml:"model"`
 	// WordsPerMinute overrides the pack's voice rate for this role.
 	WordsPerMinute int `yaml:"words_per_minute"`
 	// Focus words make a line recognisably this role's (role fidelity).
@@ -336,6 +346,18 @@ type Action struct {
 	Set  *SetAction  `yaml:"set"`
 	Emit *EmitAction `yaml:"emit"`
 	End  *EndAction  `yaml:"end"`
+
+	// Panel actions (see panel.go).
+	ToolResult *Expr         `yaml:"tool_result,any"`
+	ToolError  *Template     `yaml:"tool_error"`
+	Ticket     *TicketAction `yaml:"ticket"`
+	Floor      *Expr         `yaml:"floor,any"`
+	Inject     *InjectAction `yaml:"inject"`
+	Job        *JobAction    `yaml:"job"`
+	Memory     *MemoryAction `yaml:"memory"`
+	Slot       *SlotAction   `yaml:"slot"`
+	Record     *RecordAction `yaml:"record"`
+	Report     *ReportAction `yaml:"report"`
 }
 
 // SetAction assigns an expression's value to a session variable.
@@ -368,6 +390,10 @@ type DryRun struct {
 	Candidate string `yaml:"candidate"`
 	// LLMLatency is the scripted LLM's delay per call.
 	LLMLatency Duration `yaml:"llm_latency"`
+	// Model, if set, is a script that plays the model in dry runs and pack
+	// tests (for calls no test script answers). It receives the request
+	// and returns {text, intent_tag, tool_calls: [{name, args}], error}.
+	Model ScriptRef `yaml:"model"`
 }
 
 // Expr is an expr-lang expression compiled at load, or a script returning

@@ -6,8 +6,8 @@ import "embed"
 
 // FS holds every bundled pack folder.
 //
-//go:embed all:dayone
+//go:embed all:dayone all:hotseat
 var FS embed.FS
 
 // Names lists the bundled packs.
-func Names() []string { return []string{"dayone"} }
+func Names() []string { return []string{"dayone", "hotseat"} }

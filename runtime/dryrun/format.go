@@ -1,6 +1,7 @@
 package dryrun
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -67,6 +68,11 @@ func TextLine(r *Record) string {
 				parts = append(parts, s)
 			}
 		}
+		if len(r.Data) > 0 && r.Type != engine.EffectToolResult {
+			parts = append(parts, compactJSON(r.Data))
+		} else if r.IsError {
+			parts = append(parts, "refused")
+		}
 		text = strings.Join(parts, "  ")
 	}
 	return fmt.Sprintf("%s  %-10s %-20s %s", rules.FormatClock(r.T), who, kind, text)
@@ -85,4 +91,17 @@ func WriteJSONL(w io.Writer, recs []Record, opt FormatOptions) error {
 		}
 	}
 	return nil
+}
+
+// compactJSON shortens a payload for the one-line timeline.
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	s := b.String()
+	if len(s) > 200 {
+		s = s[:197] + "..."
+	}
+	return s
 }

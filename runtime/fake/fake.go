@@ -9,8 +9,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/batonhq/baton/rules/script"
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
@@ -35,8 +38,20 @@ type Reply struct {
 	Error string `json:"error,omitempty" yaml:"error"`
 	// NoReply makes the call never answer, so the engine's timeout fires.
 	NoReply bool `json:"no_reply,omitempty" yaml:"no_reply"`
+	// JSON is a structured answer (for jobs with a schema), sent as text.
+	JSON any `json:"json,omitempty" yaml:"json"`
+	// ToolCalls the model makes.
+	ToolCalls []ReplyTool `json:"tool_calls,omitempty" yaml:"tool_calls"`
+	// Job matches job requests by job id.
+	Job string `json:"job,omitempty" yaml:"job"`
 
 	used bool
+}
+
+// ReplyTool is a scripted tool call.
+type ReplyTool struct {
+	Name string         `json:"name" yaml:"name"`
+	Args map[string]any `json:"args,omitempty" yaml:"args"`
 }
 
 // ReadReplies reads a script as a YAML or JSON list, or JSON lines.
@@ -118,19 +133,117 @@ func (f *LLM) Answer(id string, req *engine.LLMRequest) (res engine.LLMResult, d
 			res.Err = &engine.AdapterError{Kind: r.Error, Message: "scripted failure"}
 			return res, delay, true
 		}
+		if r.JSON != nil {
+			b, err := json.Marshal(r.JSON)
+			if err != nil {
+				res.Err = &engine.AdapterError{Kind: "bad_request", Message: "scripted JSON: " + err.Error()}
+				return res, delay, true
+			}
+			res.Text = string(b)
+		}
 		if r.Text != "" {
-			res.Text, res.IntentTag = r.Text, r.IntentTag
-			return res, delay, true
+			res.Text = r.Text
 		}
 		res.IntentTag = r.IntentTag
+		for i, tc := range r.ToolCalls {
+			args, _ := json.Marshal(tc.Args)
+			res.ToolCalls = append(res.ToolCalls, engine.ToolCall{ID: fmt.Sprintf("%s-call-%d", id, i+1), Name: tc.Name, Args: args})
+		}
+		if res.Text != "" || len(res.ToolCalls) > 0 {
+			return res, delay, true
+		}
 		break
+	}
+	if f.pack.DryRun.Model.Set() && f.pack.Scripts != nil {
+		return f.scripted(id, req, res, delay)
+	}
+	if req.Job != "" && len(req.Schema) > 0 {
+		res.Text = f.example(req)
+		return res, delay, true
 	}
 	res.Text = f.line(req)
 	return res, delay, true
 }
 
+// example answers a job with a value built from its schema.
+func (f *LLM) example(req *engine.LLMRequest) string {
+	job, ok := f.pack.Job(req.Job)
+	if !ok || job.OutputSchema() == nil {
+		return "{}"
+	}
+	b, _ := json.Marshal(job.OutputSchema().Example(req.Role + " " + req.Job))
+	return string(b)
+}
+
+// scripted asks the pack's dry-run model script. A script failure is
+// returned as an adapter error, so it shows on the timeline.
+func (f *LLM) scripted(id string, req *engine.LLMRequest, res engine.LLMResult, delay int64) (engine.LLMResult, int64, bool) {
+	tools := make([]any, len(req.Tools))
+	for i, t := range req.Tools {
+		tools[i] = t.Name
+	}
+	steps := make([]any, len(req.ToolSteps))
+	for i, st := range req.ToolSteps {
+		var result any
+		_ = json.Unmarshal(st.Result, &result)
+		steps[i] = map[string]any{"name": st.Call.Name, "result": result, "is_error": st.IsError}
+	}
+	lines := make([]any, len(req.TranscriptTail))
+	for i, l := range req.TranscriptTail {
+		lines[i] = map[string]any{"speaker": l.Speaker, "text": l.Text}
+	}
+	arg := map[string]any{
+		"call": f.calls, "role": req.Role, "kind": req.Kind, "goal": req.TurnGoal, "job": req.Job,
+		"system": req.System, "prompt": req.Prompt, "tools": tools, "tool_steps": steps,
+		"candidate_last_message": req.CandidateLastMessage, "transcript": lines,
+		"example": nil,
+	}
+	if req.Job != "" && len(req.Schema) > 0 {
+		var ex any
+		_ = json.Unmarshal([]byte(f.example(req)), &ex)
+		arg["example"] = ex
+	}
+	out, err := f.pack.Scripts.Run(script.Call{Func: f.pack.DryRun.Model.Func, Arg: arg, Budget: time.Second})
+	if err != nil {
+		res.Err = &engine.AdapterError{Kind: "unknown", Message: "dry-run model script: " + err.Error()}
+		return res, delay, true
+	}
+	m, _ := out.(map[string]any)
+	if m == nil {
+		res.Text = f.line(req)
+		return res, delay, true
+	}
+	if e, _ := m["error"].(string); e != "" {
+		res.Err = &engine.AdapterError{Kind: e, Message: "scripted failure"}
+		return res, delay, true
+	}
+	if d, ok := m["delay_ms"].(int64); ok {
+		delay = d
+	}
+	if js, ok := m["json"]; ok && js != nil {
+		b, _ := json.Marshal(js)
+		res.Text = string(b)
+	}
+	if t, _ := m["text"].(string); t != "" {
+		res.Text = t
+	}
+	res.IntentTag, _ = m["intent_tag"].(string)
+	calls, _ := m["tool_calls"].([]any)
+	for i, c := range calls {
+		cm, _ := c.(map[string]any)
+		name, _ := cm["name"].(string)
+		args, _ := json.Marshal(cm["args"])
+		res.ToolCalls = append(res.ToolCalls, engine.ToolCall{ID: fmt.Sprintf("%s-call-%d", id, i+1), Name: name, Args: args})
+	}
+	if res.Text == "" && len(res.ToolCalls) == 0 {
+		res.Text = f.line(req)
+	}
+	return res, delay, true
+}
+
 func (r *Reply) matches(call int, req *engine.LLMRequest) bool {
 	return (r.Call == 0 || r.Call == call) &&
+		(r.Job == "" || r.Job == req.Job) &&
 		(r.Role == "" || r.Role == req.Role) &&
 		(r.Kind == "" || r.Kind == req.Kind) &&
 		(r.Goal == "" || r.Goal == req.TurnGoal)

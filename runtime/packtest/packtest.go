@@ -5,6 +5,7 @@
 package packtest
 
 import (
+	"encoding/json"
 	"bytes"
 	"errors"
 	"fmt"
@@ -59,6 +60,9 @@ type Match struct {
 	Reason       string `yaml:"reason_contains"`
 	Fallback     *bool  `yaml:"fallback"`
 	Guardrail    string `yaml:"guardrail"`
+	// DataContains matches the effect's JSON payload, compacted.
+	DataContains string `yaml:"data_contains"`
+	IsError      *bool  `yaml:"is_error"`
 	// ThenNothingUntil: after this effect, no other visible effect occurs
 	// before the given time.
 	ThenNothingUntil string `yaml:"then_nothing_until"`
@@ -306,7 +310,9 @@ func (m *Match) matches(r dryrun.Record) bool {
 		m.IntentTag != "" && r.IntentTag != m.IntentTag,
 		m.Reason != "" && !strings.Contains(r.Reason, m.Reason),
 		m.Fallback != nil && r.Fallback != *m.Fallback,
-		m.Guardrail != "" && !slices.Contains(r.Guardrail, m.Guardrail):
+		m.Guardrail != "" && !slices.Contains(r.Guardrail, m.Guardrail),
+		m.DataContains != "" && !strings.Contains(compact(r.Data), m.DataContains),
+		m.IsError != nil && r.IsError != *m.IsError:
 		return false
 	}
 	return true
@@ -331,8 +337,17 @@ func (m *Match) String() string {
 	add("intent_tag", m.IntentTag)
 	add("reason_contains", m.Reason)
 	add("guardrail", m.Guardrail)
+	add("data_contains", m.DataContains)
 	if m.Fallback != nil {
 		add("fallback", fmt.Sprint(*m.Fallback))
 	}
 	return "{" + strings.Join(parts, " ") + "}"
+}
+
+func compact(raw []byte) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
 }

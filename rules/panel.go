@@ -1,0 +1,437 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/batonhq/baton/rules/schema"
+)
+
+// The panel sections carry what multi-agent panels need beyond a timeline:
+// prompt templates with slots, turn budgets (tickets), tools agents call,
+// background model jobs and setup phases. Hot Seat uses all of them; none
+// of them is specific to it.
+
+// Template is text with {{SLOT}} placeholders (filled from the role's
+// slots, then the session's) and ${expression} parts (evaluated when the
+// text is rendered).
+type Template struct {
+	Pos
+	Src   string
+	parts []tplPart
+}
+
+type tplPart struct {
+	lit  string
+	slot string
+	expr *Expr
+}
+
+func (t *Template) decodeNode(d *decoder, n *yaml.Node) {
+	t.Pos = d.pos(n)
+	if n.Kind != yaml.ScalarNode {
+		d.errorf(n, "expected text, found %s", kindName(n))
+		return
+	}
+	t.Src = n.Value
+}
+
+// Set reports whether the template was written.
+func (t *Template) Set() bool { return t != nil && t.Src != "" }
+
+// parse splits the source; expressions are compiled by the compiler.
+func (t *Template) parse() error {
+	src := t.Src
+	t.parts = t.parts[:0]
+	for src != "" {
+		i := strings.IndexAny(src, "{$")
+		if i < 0 {
+			t.parts = append(t.parts, tplPart{lit: src})
+			break
+		}
+		switch {
+		case strings.HasPrefix(src[i:], "{{"):
+			end := strings.Index(src[i:], "}}")
+			if end < 0 {
+				return fmt.Errorf("unclosed {{ in template")
+			}
+			name := strings.TrimSpace(src[i+2 : i+end])
+			if !isIdent(name) {
+				return fmt.Errorf("{{%s}}: slot names are letters, digits and _", name)
+			}
+			t.parts = append(t.parts, tplPart{lit: src[:i]}, tplPart{slot: name})
+			src = src[i+end+2:]
+		case strings.HasPrefix(src[i:], "${"):
+			end := strings.IndexByte(src[i:], '}')
+			if end < 0 {
+				return fmt.Errorf("unclosed ${ in template")
+			}
+			x := &Expr{Pos: t.Pos, Src: strings.TrimSpace(src[i+2 : i+end])}
+			if x.Src == "" {
+				return fmt.Errorf("empty ${} in template")
+			}
+			t.parts = append(t.parts, tplPart{lit: src[:i]}, tplPart{expr: x})
+			src = src[i+end+1:]
+		default:
+			t.parts = append(t.parts, tplPart{lit: src[:i+1]})
+			src = src[i+1:]
+		}
+	}
+	return nil
+}
+
+// Render fills the template. slot looks a placeholder up; eval evaluates an
+// expression (errors render as "" and are returned).
+func (t *Template) Render(slot func(string) string, eval func(*Expr) (any, error)) (string, error) {
+	if t == nil {
+		return "", nil
+	}
+	var b strings.Builder
+	var firstErr error
+	for _, p := range t.parts {
+		switch {
+		case p.slot != "":
+			b.WriteString(slot(p.slot))
+		case p.expr != nil:
+			v, err := eval(p.expr)
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+			b.WriteString(Stringify(v))
+		default:
+			b.WriteString(p.lit)
+		}
+	}
+	return b.String(), firstErr
+}
+
+// Stringify renders a value for a prompt: text as is, lists one per line,
+// anything else as JSON-ish text.
+func Stringify(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case []string:
+		return strings.Join(x, ", ")
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = Stringify(e)
+		}
+		return strings.Join(parts, ", ")
+	case float64:
+		if x == float64(int64(x)) {
+			return fmt.Sprint(int64(x))
+		}
+	}
+	return fmt.Sprint(v)
+}
+
+// TemplateDef is a named template.
+type TemplateDef struct {
+	Pos
+	ID   string   `yaml:"id"`
+	Text Template `yaml:"text"`
+}
+
+func (t *TemplateDef) setShorthand(d *decoder, n *yaml.Node) { t.Text.decodeNode(d, n) }
+
+// Tickets is a turn budget split across roles.
+type Tickets struct {
+	// Roles that hold tickets, in order (ties in the split go to the first).
+	Roles []string `yaml:"roles"`
+	// Total tickets; raised to len(Roles) so every role gets at least one.
+	Total Number `yaml:"total"`
+	// Weights share the surplus (default 1 each).
+	Weights []Weight `yaml:"weights"`
+	// Distribute, if set, is a script returning {role: count}.
+	Distribute *Hook `yaml:"distribute"`
+}
+
+// Weight is one role's share of the surplus.
+type Weight struct {
+	Pos
+	ID     string `yaml:"id"`
+	Weight Number `yaml:"weight"`
+}
+
+func (w *Weight) setShorthand(d *decoder, n *yaml.Node) { w.Weight.decodeNode(d, n) }
+
+// Tool is a function agents may call.
+type Tool struct {
+	Pos
+	Name        string `yaml:"id"`
+	Description string `yaml:"description"`
+	// Parameters is a JSON Schema object for the arguments.
+	Parameters any `yaml:"parameters"`
+	// Offered decides, per call, whether the tool is offered to a role.
+	Offered Expr `yaml:"offered"`
+
+	params *schema.Schema
+}
+
+// Params is the compiled parameter schema.
+func (t *Tool) Params() *schema.Schema { return t.params }
+
+// Job is a model call outside the live turn: a setup phase or background
+// work such as grading an answer. It never holds the floor.
+type Job struct {
+	Pos
+	ID string `yaml:"id"`
+	// Role whose persona and model the job uses.
+	Role   string   `yaml:"role"`
+	Prompt Template `yaml:"prompt"`
+	// Schema, if set, asks for JSON output and validates it.
+	Schema  any      `yaml:"schema"`
+	Timeout Duration `yaml:"timeout"`
+	// OnResult runs with `result` (the parsed JSON, or the text) and `args`.
+	OnResult []Action `yaml:"on_result"`
+	// OnError runs when the call fails or the result is invalid.
+	OnError []Action `yaml:"on_error"`
+
+	schema *schema.Schema
+}
+
+// OutputSchema is the compiled result schema, nil for free text.
+func (j *Job) OutputSchema() *schema.Schema { return j.schema }
+
+// Phase runs a job before the live session starts; with ForEach, once per
+// element (bound to args.item), in order.
+type Phase struct {
+	Pos
+	Job     string `yaml:"job"`
+	ForEach Expr   `yaml:"for_each,any"`
+	Args    []Arg  `yaml:"args"`
+}
+
+// Arg is a named expression passed to a job.
+type Arg struct {
+	Pos
+	ID    string `yaml:"id"`
+	Value Expr   `yaml:"value,any"`
+}
+
+func (a *Arg) setShorthand(d *decoder, n *yaml.Node) { a.Value.decodeNode(d, n) }
+
+// TicketAction adds to a role's tickets (negative to spend).
+type TicketAction struct {
+	Role Expr `yaml:"role,any"`
+	Add  int  `yaml:"add"`
+}
+
+// InjectAction queues an instruction prepended to a role's next prompt.
+type InjectAction struct {
+	Role Expr     `yaml:"role,any"`
+	Text Template `yaml:"text"`
+}
+
+// JobAction starts a job.
+type JobAction struct {
+	ID   string `yaml:"id"`
+	Args []Arg  `yaml:"args"`
+}
+
+// MemoryAction appends to a role's memory.
+type MemoryAction struct {
+	Role Expr     `yaml:"role,any"`
+	Text Template `yaml:"text"`
+}
+
+// SlotAction sets a slot of a role, or of the session when Role is unset.
+type SlotAction struct {
+	Role  Expr     `yaml:"role,any"`
+	Name  string   `yaml:"name"`
+	Value Template `yaml:"value"`
+}
+
+// RecordAction appends a value to a named session record list.
+type RecordAction struct {
+	Name  string `yaml:"name"`
+	Value Expr   `yaml:"value,any"`
+}
+
+// ReportAction emits a report effect (a verdict, a score) with a value.
+type ReportAction struct {
+	Kind  string `yaml:"kind"`
+	Value Expr   `yaml:"value,any"`
+}
+
+// Template returns the named template.
+func (p *Pack) Template(id string) (*Template, bool) {
+	for i := range p.Templates {
+		if p.Templates[i].ID == id {
+			return &p.Templates[i].Text, true
+		}
+	}
+	return nil, false
+}
+
+// Tool returns the named tool.
+func (p *Pack) Tool(name string) (*Tool, bool) {
+	for i := range p.Tools {
+		if p.Tools[i].Name == name {
+			return &p.Tools[i], true
+		}
+	}
+	return nil, false
+}
+
+// Job returns the named job.
+func (p *Pack) Job(id string) (*Job, bool) {
+	for i := range p.Jobs {
+		if p.Jobs[i].ID == id {
+			return &p.Jobs[i], true
+		}
+	}
+	return nil, false
+}
+
+// checkPanel validates the panel sections.
+func (c *compiler) checkPanel() {
+	p := c.p
+	for i := range p.Templates {
+		t := &p.Templates[i]
+		c.id(t.Pos, "template", "template:"+t.ID)
+	}
+	for i := range p.Roles {
+		r := &p.Roles[i]
+		if r.Template != "" {
+			if _, ok := p.Template(r.Template); !ok {
+				c.errorf(r.Pos, "role %s: unknown template %q", r.ID, r.Template)
+			}
+		}
+	}
+	if t := p.Tickets; t != nil {
+		if len(t.Roles) == 0 {
+			c.errorf(p.Pos, "tickets: list the roles that hold tickets")
+		}
+		for _, r := range t.Roles {
+			c.roleRef(t.Total.Pos, "tickets", r)
+		}
+		if !t.Total.IsSet() || t.Total.Value < 0 || t.Total.Value != float64(int(t.Total.Value)) {
+			c.errorf(t.Total.Pos, "tickets: total must be a whole number")
+		}
+		for _, w := range t.Weights {
+			c.roleRef(w.Pos, "tickets.weights", w.ID)
+			if w.Weight.Value < 0 {
+				c.errorf(w.Pos, "tickets.weights: %s is negative", w.ID)
+			}
+		}
+		c.hook(t.Distribute, "tickets.distribute", "skip", "end")
+	}
+	for i := range p.Tools {
+		t := &p.Tools[i]
+		c.id(t.Pos, "tool", "tool:"+t.Name)
+		if !isIdent(t.Name) {
+			c.errorf(t.Pos, "tool %q: names are letters, digits and _", t.Name)
+		}
+		params := t.Parameters
+		if params == nil {
+			params = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		sc, err := schema.Compile(params)
+		if err != nil {
+			c.errorf(t.Pos, "tool %s: %v", t.Name, err)
+		}
+		t.params = sc
+	}
+	for i := range p.Jobs {
+		j := &p.Jobs[i]
+		c.id(j.Pos, "job", "job:"+j.ID)
+		c.roleRef(j.Pos, "job "+j.ID, j.Role)
+		if !j.Prompt.Set() {
+			c.errorf(j.Pos, "job %s needs a prompt", j.ID)
+		}
+		if j.Schema != nil {
+			sc, err := schema.Compile(j.Schema)
+			if err != nil {
+				c.errorf(j.Pos, "job %s: %v", j.ID, err)
+			}
+			j.schema = sc
+		}
+		if !j.Timeout.IsSet() {
+			j.Timeout = p.LLM.Timeout
+		}
+		c.actions(j.OnResult, "job "+j.ID+" on_result")
+		c.actions(j.OnError, "job "+j.ID+" on_error")
+	}
+	for i := range p.Phases {
+		ph := &p.Phases[i]
+		if _, ok := p.Job(ph.Job); !ok {
+			c.errorf(ph.Pos, "phase %d: unknown job %q", i+1, ph.Job)
+		}
+	}
+}
+
+// actions checks a list of actions outside a rule (job handlers).
+func (c *compiler) actions(list []Action, what string) {
+	for j := range list {
+		c.action(&list[j], what)
+	}
+}
+
+func (c *compiler) action(a *Action, what string) {
+	p := c.p
+	n := 0
+	count := func(set bool) {
+		if set {
+			n++
+		}
+	}
+	count(a.Run != nil)
+	count(a.Say != nil)
+	count(a.Set != nil)
+	count(a.Emit != nil)
+	count(a.End != nil)
+	count(a.ToolResult != nil)
+	count(a.ToolError != nil)
+	count(a.Ticket != nil)
+	count(a.Floor != nil)
+	count(a.Inject != nil)
+	count(a.Job != nil)
+	count(a.Memory != nil)
+	count(a.Slot != nil)
+	count(a.Record != nil)
+	count(a.Report != nil)
+	if n != 1 {
+		c.errorf(a.Pos, "%s: each action is exactly one of run, say, set, emit, end, tool_result, tool_error, ticket, floor, inject, job, memory, slot, record, report", what)
+	}
+	if a.Run != nil {
+		c.hook(a.Run, what+" run", "skip", "end")
+	}
+	if a.Say != nil {
+		c.turn(a.Pos, a.Say, what+" say", RoleLast, RoleAddressed, RoleActive)
+	}
+	if a.Set != nil {
+		if p.env.names[a.Set.Var] != "variable" {
+			c.errorf(a.Pos, "%s: set: %q is not a declared variable", what, a.Set.Var)
+		}
+		if !a.Set.Value.Set() {
+			c.errorf(a.Pos, "%s: set needs a value", what)
+		}
+	}
+	if a.Job != nil {
+		if _, ok := p.Job(a.Job.ID); !ok {
+			c.errorf(a.Pos, "%s: unknown job %q", what, a.Job.ID)
+		}
+	}
+	if a.Slot != nil && !isIdent(a.Slot.Name) {
+		c.errorf(a.Pos, "%s: slot needs a name", what)
+	}
+	if a.Record != nil && !isIdent(a.Record.Name) {
+		c.errorf(a.Pos, "%s: record needs a name", what)
+	}
+	if a.Report != nil && a.Report.Kind == "" {
+		c.errorf(a.Pos, "%s: report needs a kind", what)
+	}
+	if a.Ticket != nil && !a.Ticket.Role.Set() {
+		c.errorf(a.Pos, "%s: ticket needs a role", what)
+	}
+}
