@@ -34,7 +34,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxMsg := fl.Int64("max-message", 64<<10, "largest client frame or HTTP body in bytes")
 	rate := fl.Float64("rate", 20, "client frames per second per connection (token bucket rate)")
 	burst := fl.Int("burst", 40, "token bucket burst")
-	sendQueue := fl.Int("send-queue", 512, "frames queued for a client before it is disconnected as too slow")
+	sendQueue := fl.Int("send-queue", 128, "frames queued for a client before it is disconnected as too slow")
 	llmLatency := fl.Duration("llm-latency", -1, "fake LLM latency (default: the pack's dry-run latency)")
 	llmScript := fl.String("llm", "", "scripted replies for the fake LLM (YAML or JSON lines, as for dryrun)")
 	maxOpen := fl.Int("max-open-logs", service.DefaultMaxOpenLogs(), "session logs kept open at once; the least recently written are reopened on demand (0: no bound)")

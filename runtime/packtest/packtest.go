@@ -5,8 +5,8 @@
 package packtest
 
 import (
-	"encoding/json"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
