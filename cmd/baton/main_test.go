@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -163,5 +164,122 @@ func TestDryrunWithGeminiEndpoint(t *testing.T) {
 	}
 	if !strings.Contains(out, `"type":"adapter_error"`) || !strings.Contains(out, "bad_request") || !strings.Contains(out, `"fallback":true`) {
 		t.Errorf("the 400 should give an adapter_error and a fallback line:\n%s", out)
+	}
+}
+
+// Hot Seat against a local endpoint speaking the Gemini wire format: jobs
+// come back as JSON for their response schema, juror turns as function
+// calls; the whole panel, tools and JSON output included, goes through the
+// real genai SDK.
+func TestHotSeatWithGeminiEndpoint(t *testing.T) {
+	order := []string{"marcus", "priya", "james"}
+	var refusals atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			SystemInstruction struct {
+				Parts []struct{ Text string } `json:"parts"`
+			} `json:"systemInstruction"`
+			Contents []struct {
+				Role  string `json:"role"`
+				Parts []struct {
+					Text             string         `json:"text"`
+					FunctionResponse map[string]any `json:"functionResponse"`
+				} `json:"parts"`
+			} `json:"contents"`
+			Tools []struct {
+				FunctionDeclarations []struct{ Name string } `json:"functionDeclarations"`
+			} `json:"tools"`
+			GenerationConfig struct {
+				ResponseMIMEType   string `json:"responseMimeType"`
+				ResponseJSONSchema any    `json:"responseJsonSchema"`
+			} `json:"generationConfig"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var system, last string
+		for _, p := range req.SystemInstruction.Parts {
+			system += p.Text
+		}
+		var lastResponse map[string]any
+		for _, c := range req.Contents {
+			for _, p := range c.Parts {
+				if p.Text != "" {
+					last = p.Text
+				}
+				if p.FunctionResponse != nil {
+					lastResponse = p.FunctionResponse
+				}
+			}
+		}
+		reply := func(parts string) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"candidates":[{"content":{"role":"model","parts":[`+parts+`]},"finishReason":"STOP"}]}`)
+		}
+		text := func(s string) string { b, _ := json.Marshal(map[string]string{"text": s}); return string(b) }
+		call := func(name string, args map[string]any) string {
+			b, _ := json.Marshal(map[string]any{"functionCall": map[string]any{"name": name, "args": args}})
+			return string(b)
+		}
+		if req.GenerationConfig.ResponseJSONSchema != nil && req.GenerationConfig.ResponseMIMEType != "application/json" {
+			http.Error(w, "schema without JSON MIME type", http.StatusBadRequest)
+			return
+		}
+		var tools []string
+		for _, t := range req.Tools {
+			for _, d := range t.FunctionDeclarations {
+				tools = append(tools, d.Name)
+			}
+		}
+		followUp := strings.Contains(last, "[Turn goal: follow_up]")
+		switch {
+		case strings.Contains(last, "[PHASE 1 START]"):
+			reply(text("Weak points: token migration, no rollback."))
+		case strings.Contains(last, "[PHASE 2 START]"):
+			b, _ := json.Marshal(map[string]string{"persona": "sharp", "context_section": "doubts", "question": "Why one night?", "voice": "Kore"})
+			reply(text(string(b)))
+		case strings.Contains(last, "[PHASE 3: SUPERVISION]"):
+			reply(text(`{"grade": 72, "critique": "direct", "memory_update": "said flags", "next_question": "And then?", "topic_covered": false}`))
+		case strings.Contains(last, "[PHASE 4: DELIBERATION]"):
+			reply(text(`{"verdict": "pass", "score": 72, "reasons": ["consistent answers"]}`))
+		case followUp && slices.Contains(tools, "endPanel"):
+			reply(text("Thank you, that concludes the panel.") + "," + call("endPanel", map[string]any{}))
+		case followUp && slices.Contains(tools, "transfer"):
+			me := ""
+			for _, o := range order {
+				if strings.Contains(system, "Your role: "+o) {
+					me = o
+				}
+			}
+			// Always try the next juror in a fixed order first; a refusal
+			// lists who is available, and the retry takes the first.
+			next := order[(slices.Index(order, me)+1)%len(order)]
+			if lastResponse != nil {
+				b, _ := json.Marshal(lastResponse)
+				if i := strings.Index(string(b), "Available jurors: "); i >= 0 {
+					refusals.Add(1)
+					rest := string(b)[i+len("Available jurors: "):]
+					next = strings.FieldsFunc(rest, func(r rune) bool { return r == ',' || r == '.' || r == ' ' })[0]
+				}
+			}
+			reply(call("transfer", map[string]any{"colleague": next, "reason": "answered", "summary": "ok"}))
+		default:
+			reply(text("Why a single night, and what is your rollback?"))
+		}
+	}))
+	defer srv.Close()
+	t.Setenv("GEMINI_API_KEY", "test-key")
+	code, out, errs := runCLI(t, "dryrun", "-llm", "gemini", "-base-url", srv.URL, "hotseat")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"tickets", "job_result           configure", "transfer  from marcus", "endPanel", `"verdict":"pass"`, "session_end"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "job_error") || strings.Contains(out, "adapter_error") {
+		t.Errorf("unexpected failure:\n%s", out)
 	}
 }

@@ -58,7 +58,25 @@ func FromTurn(req *engine.LLMRequest) Request {
 		}
 		out.Messages = appendMerged(out.Messages, RoleModel, speaker+": "+text)
 	}
+	if req.Job != "" {
+		// A job is a task, not a line in the conversation: its rendered
+		// prompt is the request, and a schema asks for JSON.
+		out.Messages = appendMerged(out.Messages, RoleUser, strings.TrimSpace(req.Prompt))
+		out.ResponseSchema = req.Schema
+		return out
+	}
 	out.Messages = appendMerged(out.Messages, RoleUser, finalInstruction(req))
+	for _, t := range req.Tools {
+		out.Tools = append(out.Tools, ToolDecl{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	// Calls made earlier in this turn and their results, so the model can
+	// act on a refusal (the tool loop).
+	for _, st := range req.ToolSteps {
+		call := ToolCall{ID: st.Call.ID, Name: st.Call.Name, Args: st.Call.Args}
+		out.Messages = append(out.Messages,
+			Message{Role: RoleModel, ToolCalls: []ToolCall{call}},
+			Message{Role: RoleTool, ToolResult: &ToolResult{CallID: st.Call.ID, Name: st.Call.Name, Content: st.Result, IsError: st.IsError}})
+	}
 	return out
 }
 

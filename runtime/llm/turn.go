@@ -46,6 +46,16 @@ func (t *Turns) Answer(ctx context.Context, id string, req *engine.LLMRequest) (
 	if err != nil {
 		return engine.LLMResult{ID: id, Err: AsAdapterError(err)}, elapsed
 	}
-	text, tag := ParseReply(resp.Text)
-	return engine.LLMResult{ID: id, Text: text, IntentTag: tag}, elapsed
+	res := engine.LLMResult{ID: id}
+	if req.Job != "" {
+		// Job output is validated by the engine against the job's schema;
+		// it is passed on as the model wrote it.
+		res.Text = resp.Text
+	} else {
+		res.Text, res.IntentTag = ParseReply(resp.Text)
+	}
+	for _, c := range resp.ToolCalls {
+		res.ToolCalls = append(res.ToolCalls, engine.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
+	}
+	return res, elapsed
 }
