@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -33,7 +34,12 @@ var grpcStatusCodes = map[string]int{
 	"DEADLINE_EXCEEDED":   504,
 }
 
-// classify maps an SDK error to *llm.Error.
+// classify maps an SDK error from the LLM adapter to *llm.Error.
+func classify(ctx context.Context, err error) *llm.Error { return Classify(ctx, err, "gemini") }
+
+// Classify maps an error from any genai call to *llm.Error, with messages
+// prefixed by component; the LLM, Live and speech adapters share it so a
+// pack's failure policy sees a throttled voice like a throttled model.
 //
 //   - genai.APIError (a value type): 429 is rate_limit, 408 timeout, 5xx
 //     server, all retryable except 501; other 4xx are bad_request.
@@ -45,30 +51,48 @@ var grpcStatusCodes = map[string]int{
 //     side, and a truncated or garbled body is usually a transient proxy or
 //     backend hiccup rather than something a different request would fix.
 //   - Transport errors are network; anything else unknown.
-func classify(ctx context.Context, err error) *llm.Error {
+func Classify(ctx context.Context, err error, component string) *llm.Error {
 	var apiErr genai.APIError
 	if errors.As(err, &apiErr) {
-		return fromAPIError(apiErr)
+		return FromAPIError(apiErr, component)
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		if errors.Is(ctxErr, context.Canceled) {
-			return llm.NewError(llm.KindCanceled, 0, err, "gemini: request canceled: %v", err)
+			return llm.NewError(llm.KindCanceled, 0, err, "%s: request canceled: %v", component, firstLine(err.Error()))
 		}
-		return llm.NewError(llm.KindTimeout, 0, err, "gemini: deadline exceeded: %v", err)
+		return llm.NewError(llm.KindTimeout, 0, err, "%s: deadline exceeded: %v", component, firstLine(err.Error()))
 	}
-	if errors.Is(err, errSDKPanic) {
-		return llm.NewError(llm.KindServer, 0, err, "gemini: malformed response body: %v", firstLine(err.Error()))
-	}
-	var syntaxErr *json.SyntaxError
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &syntaxErr) || errors.As(err, &typeErr) {
-		return llm.NewError(llm.KindServer, 0, err, "gemini: malformed response body: %v", firstLine(err.Error()))
+	if cause := decodeError(err); cause != nil {
+		return llm.NewError(llm.KindServer, 0, err, "%s: malformed response body: %v", component, firstLine(cause.Error()))
 	}
 	e := llm.Classify(err)
-	return &llm.Error{Kind: e.Kind, Message: "gemini: " + firstLine(e.Message), Status: e.Status, Retryable: e.Retryable, Err: err}
+	return &llm.Error{Kind: e.Kind, Message: component + ": " + firstLine(e.Message), Status: e.Status, Retryable: e.Retryable, Err: err}
 }
 
-func fromAPIError(e genai.APIError) *llm.Error {
+// decodeError finds why a 2xx body could not be decoded, or returns nil.
+// It returns the innermost cause because the SDK's own wrapping quotes the
+// whole decoded body, which for speech is megabytes of base64.
+func decodeError(err error) error {
+	var (
+		syntaxErr *json.SyntaxError
+		typeErr   *json.UnmarshalTypeError
+		b64Err    base64.CorruptInputError
+	)
+	switch {
+	case errors.Is(err, ErrSDKPanic):
+		return err
+	case errors.As(err, &syntaxErr):
+		return syntaxErr
+	case errors.As(err, &typeErr):
+		return typeErr
+	case errors.As(err, &b64Err):
+		return b64Err
+	}
+	return nil
+}
+
+// FromAPIError classifies an error status returned by the API.
+func FromAPIError(e genai.APIError, component string) *llm.Error {
 	code := e.Code
 	if code == 0 {
 		code = statusCode(e.Status)
@@ -77,7 +101,7 @@ func fromAPIError(e genai.APIError) *llm.Error {
 	if msg == "" {
 		msg = e.Status
 	}
-	msg = "gemini: " + firstLine(msg)
+	msg = component + ": " + firstLine(msg)
 	var kind llm.Kind
 	switch {
 	case code == 429:

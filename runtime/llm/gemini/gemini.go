@@ -131,16 +131,16 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 	return fromGenai(resp)
 }
 
-// errSDKPanic marks a panic inside the SDK. Its response converters assert
+// ErrSDKPanic marks a panic inside the SDK. Its response converters assert
 // on the JSON shape (a "candidates" string instead of a list panics), so a
 // malformed body from the server, or a proxy in front of it, would
 // otherwise crash the host.
-var errSDKPanic = errors.New("gemini: SDK panicked")
+var ErrSDKPanic = errors.New("SDK panicked")
 
 func generateContent(ctx context.Context, c *genai.Client, model string, contents []*genai.Content, config *genai.GenerateContentConfig) (resp *genai.GenerateContentResponse, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			resp, err = nil, fmt.Errorf("%w: %v", errSDKPanic, r)
+			resp, err = nil, fmt.Errorf("%w: %v", ErrSDKPanic, r)
 		}
 	}()
 	return c.Models.GenerateContent(ctx, model, contents, config)

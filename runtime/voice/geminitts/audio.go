@@ -128,7 +128,7 @@ func speech(resp *genai.GenerateContentResponse) (voice.Utterance, error) {
 			if pf.BlockReasonMessage != "" {
 				msg += ": " + pf.BlockReasonMessage
 			}
-			return voice.Utterance{}, llm.NewError(llm.KindBadRequest, 0, nil, "geminitts: %s", firstLine(msg))
+			return voice.Utterance{}, llm.NewError(llm.KindBadRequest, 0, nil, "geminitts: %s", strings.SplitN(msg, "\n", 2)[0])
 		}
 		return voice.Utterance{}, llm.NewError(llm.KindServer, 0, nil, "geminitts: response has no candidates")
 	}

@@ -186,15 +186,13 @@ func (s *Speaker) voice(role, name string) (string, error) {
 	return "", llm.NewError(llm.KindBadRequest, 0, ErrUnknownVoice, "geminitts: role %q: unknown voice %q", role, name)
 }
 
-// errSDKPanic marks a panic inside the SDK. Its response converters assert
-// on the JSON shape, so a malformed body from the server, or a proxy in
-// front of it, would otherwise crash the host.
-var errSDKPanic = errors.New("SDK panicked")
-
+// generateContent recovers SDK panics: its response converters assert on
+// the JSON shape, so a malformed body from the server, or a proxy in front
+// of it, would otherwise crash the host.
 func generateContent(ctx context.Context, c *genai.Client, model string, contents []*genai.Content, config *genai.GenerateContentConfig) (resp *genai.GenerateContentResponse, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			resp, err = nil, fmt.Errorf("%w: %v", errSDKPanic, r)
+			resp, err = nil, fmt.Errorf("%w: %v", gemini.ErrSDKPanic, r)
 		}
 	}()
 	return c.Models.GenerateContent(ctx, model, contents, config)
