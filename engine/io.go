@@ -21,6 +21,8 @@ const (
 	// InputToolCall is a tool call made outside an llm_request, by a live
 	// speech-to-speech session speaking as a role.
 	InputToolCall InputType = "tool_call"
+	// InputAgentTranscript is what a live session said as a role.
+	InputAgentTranscript InputType = "agent_transcript"
 )
 
 // Input is one thing that happened at engine time T (ms since session start).
@@ -32,6 +34,13 @@ type Input struct {
 	LLM       *LLMResult      `json:"llm,omitempty"`
 	Speech    *SpeechDone     `json:"speech,omitempty"`
 	Tool      *ToolCall       `json:"tool,omitempty"`
+	Agent     *AgentLine      `json:"agent,omitempty"`
+}
+
+// AgentLine is a finished utterance of a live session speaking as Role.
+type AgentLine struct {
+	Role string `json:"role"`
+	Text string `json:"text"`
 }
 
 // ToolCall is a call an agent made to a pack tool.
@@ -132,6 +141,10 @@ const (
 	EffectJobError EffectType = "job_error"
 	// EffectReport is a pack report such as a verdict (Kind; Data).
 	EffectReport EffectType = "report"
+	// EffectLiveSession asks the host to (re)connect the live speech
+	// session for Agent: Text is its system instruction, Voice its voice,
+	// Data the tools offered (a list of declarations).
+	EffectLiveSession EffectType = "live_session"
 	// EffectLive reports that setup phases finished and the session is live.
 	EffectLive EffectType = "live"
 	// EffectSessionEnd ends the session; nothing follows it.

@@ -463,6 +463,36 @@ func normalizeJSON(v any) any {
 	return v
 }
 
+// emitLiveSession asks the host to connect the floor holder's live speech
+// session. It runs after the actions that moved the floor, so the
+// instructions injected for the new holder are part of its system prompt.
+func (s *Session) emitLiveSession() {
+	s.pendingLive = false
+	role := s.floor
+	if role == "" || s.ended {
+		return
+	}
+	system := s.persona(role)
+	if rs := s.rs(role); rs != nil && len(rs.inject) > 0 {
+		system = strings.Join(rs.inject, "\n\n") + "\n\n" + system
+		rs.inject = nil
+	}
+	tools, _ := json.Marshal(s.offeredTools(role))
+	voice := s.slot(role, "VOICE")
+	s.emit(Effect{Type: EffectLiveSession, Agent: role, Voice: voice, Text: system, Data: tools})
+}
+
+// onAgentLine records what a live session said as a role.
+func (s *Session) onAgentLine(a *AgentLine) {
+	if _, ok := s.p.Role(a.Role); !ok || strings.TrimSpace(a.Text) == "" {
+		return
+	}
+	s.lastRole = a.Role
+	s.turns++
+	s.transcript = append(s.transcript, TranscriptLine{T: s.now, Speaker: a.Role, Text: a.Text})
+	s.fireRules("agent_transcript")
+}
+
 // onToolCall handles a tool_call input from a live session speaking as a
 // role: the floor holder by default.
 func (s *Session) onToolCall(c *ToolCall) {
@@ -623,6 +653,9 @@ func (s *Session) panelAction(a *rules.Action, rule string) bool {
 			}
 			s.floor = role
 			s.emit(Effect{Type: EffectHandoff, Agent: role, Rule: rule, Reason: reason})
+			if s.liveVoice {
+				s.pendingLive = true
+			}
 		}
 	case a.Inject != nil:
 		role, ok := s.evalString(&a.Inject.Role, rule)

@@ -24,12 +24,18 @@ type Options struct {
 	// Seed seeds Math.random in the pack's scripts. It is part of a
 	// session's recorded inputs.
 	Seed uint64
+	// VoiceMode overrides the pack's voice.mode ("tts" or "live") for this
+	// session; a log records it with the seed.
+	VoiceMode string
 }
 
 // NewSessionWith starts a session with options.
 func NewSessionWith(p *rules.Pack, opt Options) *Session {
 	s := NewSession(p)
 	s.seed = opt.Seed
+	if opt.VoiceMode == "live" || opt.VoiceMode == "tts" {
+		s.liveVoice = opt.VoiceMode == "live"
+	}
 	s.rng = rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15))
 	return s
 }

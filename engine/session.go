@@ -119,6 +119,8 @@ type Session struct {
 	phases       []phaseItem
 	jobs         []jobEntry
 	tool         *toolCtx
+	liveVoice    bool
+	pendingLive  bool
 }
 
 // NewSession starts a session of pack p at time 0. The first Step runs the
@@ -134,6 +136,7 @@ func NewSession(p *rules.Pack) *Session {
 		roleStates:    make([]roleState, len(p.Roles)),
 		sessionSlots:  map[string]string{},
 		records:       map[string][]any{},
+		liveVoice:     p.Voice.Mode == "live",
 	}
 	for _, kv := range p.Scenario.Context {
 		s.context = append(s.context, KV{Key: kv.Key, Value: kv.Value})
@@ -249,8 +252,13 @@ func (s *Session) Step(in Input, out []Effect) ([]Effect, error) {
 		s.onSpeechDone(in.Speech)
 	case InputToolCall:
 		s.onToolCall(in.Tool)
+	case InputAgentTranscript:
+		s.onAgentLine(in.Agent)
 	}
 	s.settle()
+	if s.pendingLive {
+		s.emitLiveSession()
+	}
 	return s.out, nil
 }
 
@@ -276,6 +284,10 @@ func validate(in *Input) error {
 	case InputToolCall:
 		if in.Tool == nil || in.Tool.ID == "" || in.Tool.Name == "" {
 			return fmt.Errorf("%w: tool_call needs an id and a name", ErrBadInput)
+		}
+	case InputAgentTranscript:
+		if in.Agent == nil || in.Agent.Role == "" {
+			return fmt.Errorf("%w: agent_transcript needs a role", ErrBadInput)
 		}
 	default:
 		return fmt.Errorf("%w: unknown input type %q", ErrBadInput, in.Type)
@@ -393,6 +405,7 @@ func (s *Session) syncEnv() {
 	v.AwaitingReply = s.await != nil
 	v.HardTurnPending = s.hardPending()
 	v.TurnPending = s.active != nil || len(s.queue) > 0
+	v.LiveVoice = s.liveVoice
 }
 
 func (s *Session) speaking() bool {

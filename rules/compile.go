@@ -446,6 +446,12 @@ func (c *compiler) check() {
 	if *p.LLM.Retries < 0 || *p.LLM.Retries > 10 {
 		c.errorf(p.Pos, "llm.retries must be between 0 and 10")
 	}
+	if p.Voice.Mode == "" {
+		p.Voice.Mode = "tts"
+	}
+	if !oneOf(p.Voice.Mode, "tts", "live") {
+		c.errorf(p.Pos, "voice.mode must be tts or live, not %q", p.Voice.Mode)
+	}
 	if p.Voice.WordsPerMinute < 0 {
 		c.errorf(p.Pos, "voice.words_per_minute must be positive")
 	}

@@ -39,12 +39,14 @@ type MessageView struct {
 
 // SessionView is the session's own state, as `session`.
 type SessionView struct {
-	LastRole        string `expr:"last_role"`
-	Turns           int    `expr:"turns"`
-	AgentSpeaking   bool   `expr:"agent_speaking"`
-	AwaitingReply   bool   `expr:"awaiting_reply"`
-	HardTurnPending bool   `expr:"hard_turn_pending"`
-	TurnPending     bool   `expr:"turn_pending"`
+	LastRole      string `expr:"last_role"`
+	Turns         int    `expr:"turns"`
+	AgentSpeaking bool   `expr:"agent_speaking"`
+	// LiveVoice is true when agents talk through live speech sessions.
+	LiveVoice       bool `expr:"live_voice"`
+	AwaitingReply   bool `expr:"awaiting_reply"`
+	HardTurnPending bool `expr:"hard_turn_pending"`
+	TurnPending     bool `expr:"turn_pending"`
 }
 
 // ToolView is the tool call being handled, as `tool`.

@@ -115,6 +115,12 @@ type LLMConfig struct {
 // VoiceConfig sets defaults for simulated speech.
 type VoiceConfig struct {
 	WordsPerMinute int `yaml:"words_per_minute"`
+	// Mode is "tts" (default: agent lines are generated turns, then spoken)
+	// or "live" (the floor holder talks through a live speech-to-speech
+	// session; the engine emits live_session effects when the floor moves
+	// and takes transcripts and tool calls as inputs). A host may override
+	// it per session.
+	Mode string `yaml:"mode"`
 }
 
 // Role is one agent on the panel. Its persona is immutable; what it knows

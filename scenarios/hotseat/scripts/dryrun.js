@@ -64,7 +64,7 @@ function model(req) {
 
 function juror(req) {
   if (req.goal === "ask_loaded_question") {
-    const m = /Your question: (.*)/.exec(req.system);
+    const m = /Your question[^:]*: (.*)/.exec(req.system);
     const q = m ? m[1] : "What is the weakest part of your plan?";
     const final = req.system.indexOf("FINAL juror") >= 0;
     return { text: (final ? "I have the last question. " : "") + q };

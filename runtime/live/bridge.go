@@ -1,0 +1,185 @@
+// Package live connects an engine session to live speech-to-speech
+// sessions (Gemini Live through runtime/voice/geminilive, or any
+// voice.Connector): one session for the role holding the floor, replaced
+// whenever the engine moves the floor.
+//
+// The engine stays in charge. It says who holds the floor and with which
+// instructions and tools (live_session effects); the bridge turns what the
+// live model hears, says and calls into engine inputs (candidate messages,
+// agent transcripts, tool calls) and sends the engine's tool results back.
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/runtime/llm"
+	"github.com/batonhq/baton/runtime/voice"
+)
+
+// Bridge runs the floor holder's live session for one engine session. Its
+// methods are safe for concurrent use.
+type Bridge struct {
+	Connector voice.Connector
+	// Model is the live model; empty means the connector's default.
+	Model string
+	// Deliver hands an input to whoever owns the engine session; that owner
+	// stamps its time. It is called from the bridge's reader goroutine.
+	Deliver func(engine.Input)
+
+	mu     sync.Mutex
+	cur    voice.LiveSession
+	role   string
+	done   chan struct{}
+	closed bool
+}
+
+// ErrClosed is returned after Close.
+var ErrClosed = errors.New("live bridge closed")
+
+// Handle acts on one engine effect; effects it does not care about are
+// ignored.
+func (b *Bridge) Handle(ctx context.Context, e engine.Effect) error {
+	switch e.Type {
+	case engine.EffectLiveSession:
+		return b.connect(ctx, e)
+	case engine.EffectToolResult:
+		b.mu.Lock()
+		cur, role := b.cur, b.role
+		b.mu.Unlock()
+		if cur == nil || role != e.Agent {
+			return nil // answers a call made by a session that is gone
+		}
+		content := e.Data
+		if len(content) == 0 {
+			content = json.RawMessage(`{}`)
+		}
+		return cur.SendToolResponse([]llm.ToolResult{{CallID: e.ID, Name: e.Kind, Content: content, IsError: e.IsError}})
+	case engine.EffectSessionEnd:
+		return b.Close()
+	}
+	return nil
+}
+
+// SendAudio streams candidate audio to the floor holder.
+func (b *Bridge) SendAudio(chunk []byte, mime string) error {
+	b.mu.Lock()
+	cur := b.cur
+	b.mu.Unlock()
+	if cur == nil {
+		return fmt.Errorf("live: no session holds the floor")
+	}
+	return cur.SendAudio(chunk, mime)
+}
+
+// Role is the role whose session is open.
+func (b *Bridge) Role() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.role
+}
+
+func (b *Bridge) connect(ctx context.Context, e engine.Effect) error {
+	var decls []engine.ToolDecl
+	if len(e.Data) > 0 && string(e.Data) != "null" {
+		if err := json.Unmarshal(e.Data, &decls); err != nil {
+			return fmt.Errorf("live: tools for %s: %w", e.Agent, err)
+		}
+	}
+	cfg := voice.LiveConfig{Model: b.Model, System: e.Text, Voice: e.Voice, InputTranscription: true, OutputTranscription: true}
+	for _, d := range decls {
+		cfg.Tools = append(cfg.Tools, llm.ToolDecl{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
+	}
+	b.closeCurrent()
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return ErrClosed
+	}
+	b.mu.Unlock()
+	sess, err := b.Connector.Connect(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("live: connecting %s: %w", e.Agent, err)
+	}
+	done := make(chan struct{})
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		sess.Close()
+		return ErrClosed
+	}
+	b.cur, b.role, b.done = sess, e.Agent, done
+	b.mu.Unlock()
+	go b.read(sess, e.Agent, done)
+	return nil
+}
+
+// read turns one session's events into engine inputs until it closes.
+// Events from a session that has since been replaced are dropped.
+func (b *Bridge) read(sess voice.LiveSession, role string, done chan struct{}) {
+	defer close(done)
+	var said strings.Builder
+	current := func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.cur == sess
+	}
+	flush := func() {
+		if text := strings.TrimSpace(said.String()); text != "" && current() {
+			b.Deliver(engine.Input{Type: engine.InputAgentTranscript, Agent: &engine.AgentLine{Role: role, Text: text}})
+		}
+		said.Reset()
+	}
+	for ev := range sess.Events() {
+		switch ev.Kind {
+		case voice.EventUserTranscript:
+			if !ev.Final || strings.TrimSpace(ev.Text) == "" || !current() {
+				continue
+			}
+			flush()
+			b.Deliver(engine.Input{Type: engine.InputCandidate, Candidate: &engine.CandidateEvent{
+				Type: engine.EventMessage, Source: "voice", Text: ev.Text, STTConfidence: ev.Confidence,
+			}})
+		case voice.EventAgentText:
+			said.WriteString(ev.Text)
+		case voice.EventTurnComplete, voice.EventInterrupted:
+			flush()
+		case voice.EventToolCall:
+			flush()
+			if !current() {
+				continue
+			}
+			for _, c := range ev.ToolCalls {
+				b.Deliver(engine.Input{Type: engine.InputToolCall, Tool: &engine.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args, Role: role}})
+			}
+		case voice.EventClosed:
+			flush()
+			return
+		}
+	}
+}
+
+func (b *Bridge) closeCurrent() {
+	b.mu.Lock()
+	cur, done := b.cur, b.done
+	b.cur, b.role, b.done = nil, "", nil
+	b.mu.Unlock()
+	if cur != nil {
+		cur.Close()
+		<-done
+	}
+}
+
+// Close ends the open session, if any, and refuses new ones.
+func (b *Bridge) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.closeCurrent()
+	return nil
+}
