@@ -39,6 +39,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	llmScript := fl.String("llm", "", "scripted replies for the fake LLM (YAML or JSON lines, as for dryrun)")
 	maxOpen := fl.Int("max-open-logs", service.DefaultMaxOpenLogs(), "session logs kept open at once; the least recently written are reopened on demand (0: no bound)")
 	noSync := fl.Bool("no-sync", false, "do not fsync session logs (benchmarking only: a crash can lose acknowledged input)")
+	syncMode := fl.String("sync", "all", "which inputs are fsynced before they are applied: all, or external (client events and model answers; timer advances and simulated speech ends, which recovery re-derives, ride on the next sync)")
 	logFormat := fl.String("log", "text", "log format: text or json")
 	verbose := fl.Bool("v", false, "debug logging")
 	fl.Usage = func() {
@@ -51,6 +52,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fl.NArg() != 0 || *data == "" {
 		fl.Usage()
 		return errUsage
+	}
+	if *syncMode != "all" && *syncMode != "external" {
+		return fmt.Errorf("-sync must be all or external, not %q", *syncMode)
 	}
 	if *token == "" {
 		*token = os.Getenv("BATON_TOKEN")
@@ -87,7 +91,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg := service.Config{
 		DataDir: *data, Token: *token, Dev: *dev, Origins: origins, PackRoots: packRoots, WebhookHosts: hookHosts,
 		Logger: logger, MaxMessageBytes: *maxMsg, EventRate: *rate, EventBurst: *burst, SendQueue: *sendQueue,
-		MaxOpenLogs: *maxOpen, NoSync: *noSync,
+		MaxOpenLogs: *maxOpen, NoSync: *noSync, LazySync: *syncMode == "external",
 	}
 	cfg.LLM = service.NewFakeLLMFactory(cfg.Clock, *llmLatency, replies)
 	if *noSync {
