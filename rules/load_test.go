@@ -1,11 +1,13 @@
 package rules_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
 	"testing"
 	"testing/fstest"
+	"unicode/utf8"
 
 	"github.com/batonhq/baton/rules"
 )
@@ -155,4 +157,35 @@ func FuzzLoad(f *testing.F) {
 			}
 		}
 	})
+}
+
+func FuzzTemplate(f *testing.F) {
+	f.Add("You are {{NAME}} and ${tool.args.colleague} said ${join(available(), ', ')}.")
+	f.Add("{{ unclosed")
+	f.Add("${}")
+	f.Add("$$ {{}} }} ${")
+	f.Fuzz(func(t *testing.T, tpl string) {
+		if !utf8.ValidString(tpl) {
+			return // YAML text is UTF-8; quoting would alter the bytes
+		}
+		src := "name: t\nduration: 1m\nroles: {a: {persona: p}}\ntemplates:\n  x: " + strconvQuote(tpl) + "\n"
+		p, err := rules.LoadBytes([]byte(src))
+		if err != nil {
+			return
+		}
+		tp, ok := p.Template("x")
+		if !ok {
+			t.Fatal("template lost")
+		}
+		out, _ := tp.Render(func(string) string { return "S" }, func(*rules.Expr) (any, error) { return "E", nil })
+		if !strings.Contains(tpl, "{{") && !strings.Contains(tpl, "${") && out != tpl {
+			t.Fatalf("plain text changed: %q -> %q", tpl, out)
+		}
+	})
+}
+
+// strconvQuote renders s as a YAML double-quoted scalar.
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
