@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/batonhq/baton/rules"
 )
 
 const usage = `baton runs multi-agent interview rule packs.
@@ -18,6 +20,7 @@ Usage:
   baton dryrun [flags] PACK     play a whole session on a simulated clock
   baton test [flags] PACK...    run a pack's timeline tests
   baton check PACK...           load and compile packs, listing every problem
+  baton schema                  print the JSON Schema of the pack format
   baton serve --data DIR        host live sessions (WebSocket, DayOne HTTP, metrics)
   baton replay LOG              re-run a recorded session and report differences
   baton version                 print the engine version
@@ -52,6 +55,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdServe(ctx, args[1:], stdout, stderr)
 	case "replay":
 		err = cmdReplay(ctx, args[1:], stdout, stderr)
+	case "schema":
+		var b []byte
+		if b, err = rules.JSONSchema(); err == nil {
+			_, err = stdout.Write(append(b, '\n'))
+		}
 	case "version":
 		fmt.Fprintln(stdout, version())
 	case "-h", "--help", "help":

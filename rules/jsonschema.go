@@ -1,0 +1,121 @@
+package rules
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+)
+
+// JSONSchema describes the pack format as a JSON Schema (draft 2020-12), so
+// editors can complete and check pack YAML as authors type. It is derived
+// from the model types by reflection, so it cannot drift from what Load
+// accepts; each file of a pack (pack.yaml or an included file) is an
+// object of sections.
+func JSONSchema() ([]byte, error) {
+	g := &schemaGen{defs: map[string]any{}}
+	root := g.object(reflect.TypeFor[Pack]())
+	root["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+	root["title"] = "baton rule pack"
+	root["$defs"] = g.defs
+	return json.MarshalIndent(root, "", "  ")
+}
+
+type schemaGen struct {
+	defs map[string]any
+}
+
+var (
+	strMapType   = reflect.TypeFor[StrMap]()
+	durationRE   = `^(0|[0-9.]+(ms|s|m|h)([0-9.]+(ms|s|m|h))*|[0-9]{1,2}(:[0-9]{1,2}){1,2}(\.[0-9]+)?|[A-Za-z_][A-Za-z0-9_]*)$`
+	identRE      = `^[A-Za-z_][A-Za-z0-9_]*$`
+	scriptRefRE  = `^([A-Za-z0-9_.-]+\.js#)?[A-Za-z_$][A-Za-z0-9_$]*$`
+	scriptObject = map[string]any{
+		"type": "object", "additionalProperties": false, "required": []string{"script"},
+		"properties": map[string]any{"script": map[string]any{"type": "string", "pattern": scriptRefRE}},
+	}
+)
+
+func (g *schemaGen) of(t reflect.Type) any {
+	switch t {
+	case durationType:
+		return map[string]any{"description": "a duration (800ms, 12s, 1m30s, 03:00) or the name of a duration constant",
+			"anyOf": []any{map[string]any{"type": "string", "pattern": durationRE}, map[string]any{"const": 0}}}
+	case numberType:
+		return map[string]any{"description": "a number or the name of a numeric constant",
+			"anyOf": []any{map[string]any{"type": "number"}, map[string]any{"type": "string", "pattern": identRE}}}
+	case exprType:
+		return map[string]any{"description": "an expr expression, or {script: file.js#function}",
+			"anyOf": []any{map[string]any{"type": "string"}, map[string]any{"type": "boolean"}, scriptObject}}
+	case scriptType:
+		return map[string]any{"type": "string", "pattern": scriptRefRE, "description": "file.js#function"}
+	case templateType:
+		return map[string]any{"type": "string", "description": "text with {{SLOT}} placeholders and ${expression} parts"}
+	case strMapType:
+		return map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return g.of(t.Elem())
+	case reflect.String:
+		return map[string]any{"type": "string"}
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}
+	case reflect.Int, reflect.Int64:
+		return map[string]any{"type": "integer"}
+	case reflect.Float64:
+		return map[string]any{"type": "number"}
+	case reflect.Interface:
+		return map[string]any{}
+	case reflect.Slice:
+		return g.slice(t)
+	case reflect.Struct:
+		name := t.Name()
+		if _, ok := g.defs[name]; !ok {
+			g.defs[name] = true // placeholder against recursion
+			g.defs[name] = g.object(t)
+		}
+		return map[string]any{"$ref": "#/$defs/" + name}
+	}
+	return map[string]any{}
+}
+
+// slice allows a list, and for structs keyed by id a mapping from id to
+// the rest, with the scalar shorthand where the loader has one.
+func (g *schemaGen) slice(t reflect.Type) any {
+	et := t.Elem()
+	list := map[string]any{"type": "array", "items": g.of(et)}
+	if et.Kind() != reflect.Struct {
+		return list
+	}
+	idx, _ := fieldIndex(et)
+	if _, keyed := idx["id"]; !keyed {
+		return list
+	}
+	value := g.object(et)
+	props := value["properties"].(map[string]any)
+	delete(props, "id")
+	var alts []any
+	alts = append(alts, value)
+	if reflect.PointerTo(et).Implements(shorthandType) {
+		alts = append(alts, map[string]any{"type": []string{"string", "number", "boolean", "array"}})
+	}
+	mapping := map[string]any{"type": "object", "additionalProperties": map[string]any{"anyOf": alts}}
+	return map[string]any{"anyOf": []any{mapping, list}}
+}
+
+func (g *schemaGen) object(t reflect.Type) map[string]any {
+	props := map[string]any{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("yaml")
+		if tag == "-" || !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "" {
+			continue
+		}
+		props[name] = g.of(f.Type)
+	}
+	return map[string]any{"type": "object", "additionalProperties": false, "properties": props}
+}
