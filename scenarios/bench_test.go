@@ -4,6 +4,9 @@ import (
 	"os"
 	"testing"
 
+	"github.com/batonhq/baton/runtime/dryrun"
+	"github.com/batonhq/baton/runtime/events"
+
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/rules/script"
 )
@@ -59,6 +62,35 @@ func BenchmarkExprCondition(b *testing.B) {
 		ok, err := env.EvalBool(cond)
 		if err != nil || !ok {
 			b.Fatal(ok, err)
+		}
+	}
+}
+
+// BenchmarkHotSeatPanel plays the whole Hot Seat panel: four setup jobs,
+// five questions, four background supervisions, the verdict; the jurors
+// and the Brain are played by the pack's dry-run model script.
+func BenchmarkHotSeatPanel(b *testing.B) {
+	p, err := rules.Load(os.DirFS("hotseat"), ".")
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := p.FS.Open(p.DryRun.Candidate)
+	if err != nil {
+		b.Fatal(err)
+	}
+	evs, err := events.ReadAll(f)
+	f.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := dryrun.Run(p, dryrun.Options{Events: evs})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Records[len(res.Records)-1].Type != "session_end" {
+			b.Fatal("panel did not end")
 		}
 	}
 }
