@@ -3,7 +3,6 @@ package rules
 import (
 	"encoding/json"
 	"reflect"
-	"strings"
 )
 
 // JSONSchema describes the pack format as a JSON Schema (draft 2020-12), so
@@ -104,18 +103,10 @@ func (g *schemaGen) slice(t reflect.Type) any {
 }
 
 func (g *schemaGen) object(t reflect.Type) map[string]any {
+	idx, names := fieldIndex(t)
 	props := map[string]any{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("yaml")
-		if tag == "-" || !f.IsExported() {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		if name == "" {
-			continue
-		}
-		props[name] = g.of(f.Type)
+	for _, name := range names {
+		props[name] = g.of(t.Field(idx[name]).Type)
 	}
 	return map[string]any{"type": "object", "additionalProperties": false, "properties": props}
 }

@@ -35,7 +35,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rate := fl.Float64("rate", 20, "client frames per second per connection (token bucket rate)")
 	burst := fl.Int("burst", 40, "token bucket burst")
 	sendQueue := fl.Int("send-queue", 128, "frames queued for a client before it is disconnected as too slow")
-	llmLatency := fl.Duration("llm-latency", -1, "fake LLM latency (default: the pack's dry-run latency)")
+	llmLatency := fl.String("llm-latency", "pack", "fake LLM latency: a duration such as 300ms, or \"pack\" for the pack's dry-run latency")
 	llmScript := fl.String("llm", "", "scripted replies for the fake LLM (YAML or JSON lines, as for dryrun)")
 	maxOpen := fl.Int("max-open-logs", service.DefaultMaxOpenLogs(), "session logs kept open at once; the least recently written are reopened on demand (0: no bound)")
 	noSync := fl.Bool("no-sync", false, "do not fsync session logs (benchmarking only: a crash can lose acknowledged input)")
@@ -52,6 +52,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fl.NArg() != 0 || *data == "" {
 		fl.Usage()
 		return errUsage
+	}
+	latency := time.Duration(-1) // the pack's
+	if *llmLatency != "pack" {
+		d, err := time.ParseDuration(*llmLatency)
+		if err != nil || d < 0 {
+			return fmt.Errorf("-llm-latency must be a duration such as 300ms, or pack, not %q", *llmLatency)
+		}
+		latency = d
 	}
 	if *syncMode != "all" && *syncMode != "external" {
 		return fmt.Errorf("-sync must be all or external, not %q", *syncMode)
@@ -93,7 +101,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Logger: logger, MaxMessageBytes: *maxMsg, EventRate: *rate, EventBurst: *burst, SendQueue: *sendQueue,
 		MaxOpenLogs: *maxOpen, NoSync: *noSync, LazySync: *syncMode == "external",
 	}
-	cfg.LLM = service.NewFakeLLMFactory(cfg.Clock, *llmLatency, replies)
+	cfg.LLM = service.NewFakeLLMFactory(cfg.Clock, latency, replies)
 	if *noSync {
 		logger.Warn("fsync disabled: a crash can lose acknowledged input")
 	}
