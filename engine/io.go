@@ -23,6 +23,9 @@ const (
 	InputToolCall InputType = "tool_call"
 	// InputAgentTranscript is what a live session said as a role.
 	InputAgentTranscript InputType = "agent_transcript"
+	// InputEnd ends the session early (the candidate left, an operator
+	// cancelled it); End.Reason says why.
+	InputEnd InputType = "end"
 )
 
 // Input is one thing that happened at engine time T (ms since session start).
@@ -35,6 +38,12 @@ type Input struct {
 	Speech    *SpeechDone     `json:"speech,omitempty"`
 	Tool      *ToolCall       `json:"tool,omitempty"`
 	Agent     *AgentLine      `json:"agent,omitempty"`
+	End       *EndRequest     `json:"end,omitempty"`
+}
+
+// EndRequest ends a session from outside.
+type EndRequest struct {
+	Reason string `json:"reason"`
 }
 
 // AgentLine is a finished utterance of a live session speaking as Role.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 
 	"github.com/batonhq/baton/rules"
 )
@@ -254,6 +255,13 @@ func (s *Session) Step(in Input, out []Effect) ([]Effect, error) {
 		s.onToolCall(in.Tool)
 	case InputAgentTranscript:
 		s.onAgentLine(in.Agent)
+	case InputEnd:
+		reason := "ended by host"
+		if in.End != nil && in.End.Reason != "" {
+			reason = in.End.Reason
+		}
+		s.end(reason, "host")
+		return s.out, nil
 	}
 	s.settle()
 	if s.pendingLive {
@@ -269,6 +277,11 @@ func validate(in *Input) error {
 	case InputCandidate:
 		if in.Candidate == nil || in.Candidate.Type == "" {
 			return fmt.Errorf("%w: candidate input without an event type", ErrBadInput)
+		}
+		// Candidate events must not fire the engine's own triggers.
+		switch t := in.Candidate.Type; {
+		case t == "session_start", t == "live_start", t == "agent_message", t == "agent_transcript", t == "speech_done", strings.HasPrefix(t, "tool:"):
+			return fmt.Errorf("%w: %q is reserved, not a candidate event type", ErrBadInput, t)
 		}
 		if c := in.Candidate.STTConfidence; c != nil && (*c < 0 || *c > 1 || *c != *c) {
 			return fmt.Errorf("%w: stt_confidence must be between 0 and 1", ErrBadInput)
@@ -289,6 +302,7 @@ func validate(in *Input) error {
 		if in.Agent == nil || in.Agent.Role == "" {
 			return fmt.Errorf("%w: agent_transcript needs a role", ErrBadInput)
 		}
+	case InputEnd:
 	default:
 		return fmt.Errorf("%w: unknown input type %q", ErrBadInput, in.Type)
 	}

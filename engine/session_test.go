@@ -196,6 +196,8 @@ func TestInputErrors(t *testing.T) {
 		{"no payload", engine.Input{T: 6000, Type: engine.InputCandidate}, engine.ErrBadInput},
 		{"bad confidence", engine.Input{T: 6000, Type: engine.InputCandidate, Candidate: &engine.CandidateEvent{Type: "candidate_message", Text: "x", STTConfidence: &bad}}, engine.ErrBadInput},
 		{"unknown type", engine.Input{T: 6000, Type: "bogus"}, engine.ErrBadInput},
+		{"reserved event type", engine.Input{T: 6000, Type: engine.InputCandidate, Candidate: &engine.CandidateEvent{Type: "session_start"}}, engine.ErrBadInput},
+		{"reserved tool trigger", engine.Input{T: 6000, Type: engine.InputCandidate, Candidate: &engine.CandidateEvent{Type: "tool:pass"}}, engine.ErrBadInput},
 		{"llm without id", engine.Input{T: 6000, Type: engine.InputLLMResult, LLM: &engine.LLMResult{}}, engine.ErrBadInput},
 		{"speech without id", engine.Input{T: 6000, Type: engine.InputSpeechDone, Speech: &engine.SpeechDone{}}, engine.ErrBadInput},
 	}
@@ -222,5 +224,17 @@ func TestEmptyReplyUsesFallback(t *testing.T) {
 	}
 	if m := find(effs, engine.EffectAgentMessage); m == nil || !m.Fallback || m.Text != "Shall we go on?" {
 		t.Fatalf("want the fallback line: %+v", effs)
+	}
+}
+
+func TestEndInput(t *testing.T) {
+	h := newHarness(t, miniPack)
+	h.say(1000, "hello")
+	effs := h.step(engine.Input{T: 2000, Type: engine.InputEnd, End: &engine.EndRequest{Reason: "candidate_left"}})
+	if e := find(effs, engine.EffectSessionEnd); e == nil || e.Reason != "candidate_left" || e.T != 2000 {
+		t.Fatalf("want session_end candidate_left at 2s: %+v", effs)
+	}
+	if !h.s.Ended() {
+		t.Fatal("session should have ended")
 	}
 }

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batonhq/baton/runtime/llm"
+	"github.com/batonhq/baton/runtime/llm/gemini"
+
 	"github.com/batonhq/baton/runtime/fake"
 	"github.com/batonhq/baton/runtime/service"
 )
@@ -36,7 +39,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	burst := fl.Int("burst", 40, "token bucket burst")
 	sendQueue := fl.Int("send-queue", 128, "frames queued for a client before it is disconnected as too slow")
 	llmLatency := fl.String("llm-latency", "pack", "fake LLM latency: a duration such as 300ms, or \"pack\" for the pack's dry-run latency")
-	llmScript := fl.String("llm", "", "scripted replies for the fake LLM (YAML or JSON lines, as for dryrun)")
+	llmScript := fl.String("llm", "", "\"gemini\" for the real model (GEMINI_API_KEY or GOOGLE_API_KEY), or scripted replies for the fake LLM (YAML or JSON lines, as for dryrun)")
+	baseURL := fl.String("base-url", "", "with -llm gemini: the API base URL")
+	model := fl.String("model", "", "with -llm gemini: the model (default "+gemini.DefaultModel+")")
 	maxOpen := fl.Int("max-open-logs", service.DefaultMaxOpenLogs(), "session logs kept open at once; the least recently written are reopened on demand (0: no bound)")
 	noSync := fl.Bool("no-sync", false, "do not fsync session logs (benchmarking only: a crash can lose acknowledged input)")
 	syncMode := fl.String("sync", "all", "which inputs are fsynced before they are applied: all, or external (client events and model answers; timer advances and simulated speech ends, which recovery re-derives, ride on the next sync)")
@@ -85,7 +90,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	logger := slog.New(h)
 	var replies []fake.Reply
-	if *llmScript != "" {
+	var real llm.Model
+	if *llmScript == "gemini" {
+		m, err := gemini.New(ctx, gemini.Config{BaseURL: *baseURL, Model: *model})
+		if err != nil {
+			return err
+		}
+		real = m
+	} else if *baseURL != "" || *model != "" {
+		return errors.New("-base-url and -model go with -llm gemini")
+	} else if *llmScript != "" {
 		f, err := os.Open(*llmScript)
 		if err != nil {
 			return err
@@ -102,6 +116,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		MaxOpenLogs: *maxOpen, NoSync: *noSync, LazySync: *syncMode == "external",
 	}
 	cfg.LLM = service.NewFakeLLMFactory(cfg.Clock, latency, replies)
+	if real != nil {
+		cfg.LLM = service.NewModelLLMFactory(real)
+	}
 	if *noSync {
 		logger.Warn("fsync disabled: a crash can lose acknowledged input")
 	}

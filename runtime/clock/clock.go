@@ -1,0 +1,228 @@
+// Package clock is the service's only source of time. Production code uses
+// Real; tests use a Fake that moves only when told to, so a ten-minute
+// interview, a webhook's 1 s and 2 s backoff or a recovery after downtime
+// can be tested without sleeping and without timing assertions.
+package clock
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Clock tells the time and makes timers.
+type Clock interface {
+	// Now is the current time. The real clock's value carries a monotonic
+	// reading, so differences between two Nows are immune to wall-clock steps.
+	Now() time.Time
+	// NewTimer returns a timer that fires once, d from now.
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is a one-shot timer, like *time.Timer with Go 1.23 semantics: after
+// Stop or Reset no stale value is received from C.
+type Timer interface {
+	C() <-chan time.Time
+	// Reset re-arms the timer to fire d from now.
+	Reset(d time.Duration)
+	// Stop disarms it; it reports whether the timer was armed.
+	Stop() bool
+}
+
+// Sleep waits for d on c or until ctx is done, returning ctx's error then.
+func Sleep(ctx context.Context, c Clock, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := c.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C():
+		return nil
+	}
+}
+
+// Real is the system clock.
+func Real() Clock { return realClock{} }
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+type realTimer struct{ t *time.Timer }
+
+func (r realTimer) C() <-chan time.Time   { return r.t.C }
+func (r realTimer) Reset(d time.Duration) { r.t.Reset(d) }
+func (r realTimer) Stop() bool            { return r.t.Stop() }
+
+// Fake is a manual clock for tests. Timers fire, in deadline order, only
+// when Advance or Set moves the clock past them. It is safe for concurrent
+// use.
+type Fake struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+	// changed is closed and replaced whenever a timer is armed, so tests
+	// can wait for a goroutine to start waiting without polling.
+	changed chan struct{}
+}
+
+// NewFake returns a fake clock reading start.
+func NewFake(start time.Time) *Fake {
+	return &Fake{now: start, changed: make(chan struct{})}
+}
+
+// Now returns the fake time.
+func (f *Fake) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+// NewTimer arms a fake timer.
+func (f *Fake) NewTimer(d time.Duration) Timer {
+	t := &fakeTimer{f: f, c: make(chan time.Time, 1)}
+	t.Reset(d)
+	return t
+}
+
+// Advance moves the clock forward by d, firing due timers in order.
+func (f *Fake) Advance(d time.Duration) { f.Set(f.Now().Add(d)) }
+
+// Set moves the clock to t (never backwards), firing due timers in order.
+func (f *Fake) Set(t time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t.Before(f.now) {
+		return
+	}
+	for {
+		i := f.nextLocked()
+		if i < 0 || f.timers[i].at.After(t) {
+			break
+		}
+		ft := f.timers[i]
+		f.timers = slices.Delete(f.timers, i, i+1)
+		ft.armed = false
+		f.now = ft.at
+		select {
+		case ft.c <- ft.at:
+		default:
+		}
+	}
+	f.now = t
+}
+
+func (f *Fake) nextLocked() int {
+	best := -1
+	for i, t := range f.timers {
+		if best < 0 || t.at.Before(f.timers[best].at) {
+			best = i
+		}
+	}
+	return best
+}
+
+// Next reports the earliest armed timer's deadline.
+func (f *Fake) Next() (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := f.nextLocked()
+	if i < 0 {
+		return time.Time{}, false
+	}
+	return f.timers[i].at, true
+}
+
+// Armed lists the deadlines of all armed timers, earliest first.
+func (f *Fake) Armed() []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]time.Time, len(f.timers))
+	for i, t := range f.timers {
+		out[i] = t.at
+	}
+	slices.SortFunc(out, func(a, b time.Time) int { return a.Compare(b) })
+	return out
+}
+
+// WaitFor blocks until cond, evaluated under the clock's lock each time a
+// timer is armed, holds, or ctx ends.
+func (f *Fake) WaitFor(ctx context.Context, cond func(armed []time.Time) bool) error {
+	for {
+		f.mu.Lock()
+		armed := make([]time.Time, len(f.timers))
+		for i, t := range f.timers {
+			armed[i] = t.at
+		}
+		ch := f.changed
+		f.mu.Unlock()
+		slices.SortFunc(armed, func(a, b time.Time) int { return a.Compare(b) })
+		if cond(armed) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+type fakeTimer struct {
+	f     *Fake
+	c     chan time.Time
+	at    time.Time
+	armed bool
+}
+
+func (t *fakeTimer) C() <-chan time.Time { return t.c }
+
+func (t *fakeTimer) Reset(d time.Duration) {
+	f := t.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t.removeLocked()
+	// Drain so a value from before the reset is never received after it.
+	select {
+	case <-t.c:
+	default:
+	}
+	t.at = f.now.Add(d)
+	if d <= 0 {
+		t.c <- t.at
+		return
+	}
+	t.armed = true
+	f.timers = append(f.timers, t)
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (t *fakeTimer) Stop() bool {
+	f := t.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	was := t.armed
+	t.removeLocked()
+	select {
+	case <-t.c:
+	default:
+	}
+	return was
+}
+
+func (t *fakeTimer) removeLocked() {
+	if !t.armed {
+		return
+	}
+	if i := slices.Index(t.f.timers, t); i >= 0 {
+		t.f.timers = slices.Delete(t.f.timers, i, i+1)
+	}
+	t.armed = false
+}

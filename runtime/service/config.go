@@ -1,0 +1,131 @@
+package service
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/batonhq/baton/runtime/clock"
+)
+
+// Config sets up a Server. Zero values get the defaults noted on each field.
+type Config struct {
+	// DataDir holds the session logs. Required.
+	DataDir string
+	// Token is the bearer token clients must present. Empty is refused
+	// unless Dev is set.
+	Token string
+	// Dev relaxes security for local work: no token needed, any Origin and
+	// any pack folder accepted.
+	Dev bool
+	// Origins allowed for browser WebSocket and CORS requests (exact
+	// scheme://host[:port]). Requests without an Origin header (non-browser
+	// clients) are always allowed; browsers need a listed origin (or Dev).
+	Origins []string
+	// PackRoots are folders under which clients may name pack folders.
+	PackRoots []string
+	// WebhookHosts, if set, restricts DayOne webhooks to these host[:port]s.
+	WebhookHosts []string
+
+	// Clock is the server's time source (default: the real clock).
+	Clock clock.Clock
+	// LLM makes each session's LLM adapter (default: the pack's scripted
+	// fake with the pack's simulated latency).
+	LLM LLMFactory
+	// Logger receives structured logs (default: slog.Default()).
+	Logger *slog.Logger
+	// HTTPClient posts webhooks (default: a client with a 5 s timeout).
+	HTTPClient *http.Client
+
+	// MaxMessageBytes bounds one client frame or HTTP body (default 64 KiB).
+	// A frame up to 4x this is read and refused with too_large; anything
+	// larger closes the connection with 1009.
+	MaxMessageBytes int64
+	// EventRate and EventBurst are the token bucket for client frames per
+	// connection (and per session for HTTP events). Defaults 20/s, 40.
+	EventRate  float64
+	EventBurst int
+	// MaxRejected closes a connection (1008) after this many consecutive
+	// rate-limited frames (default 100).
+	MaxRejected int
+	// SendQueue is how many frames may wait for a slow client before it
+	// is disconnected with 1013 (default 128).
+	SendQueue int
+	// PingInterval and PongWait drive WebSocket keepalive (defaults 20 s,
+	// 60 s). WriteTimeout bounds one frame write (default 10 s).
+	PingInterval time.Duration
+	PongWait     time.Duration
+	WriteTimeout time.Duration
+	// ClientTimeTolerance is how far ahead of the server a client's
+	// event timestamp may be before the server's time is used (default 2 s).
+	ClientTimeTolerance time.Duration
+	// ResumeRing is how many recent effect frames each session keeps for
+	// cheap resumes; older ones are re-derived from the log (default 16).
+	ResumeRing int
+	// WebhookBackoff is the wait before each retry (default 1 s, 2 s: two
+	// retries, seed §12). WebhookTimeout bounds one attempt (default 5 s).
+	WebhookBackoff []time.Duration
+	WebhookTimeout time.Duration
+	// LLMGrace is added to a request's own timeout before its adapter
+	// call is cancelled (default 2 s).
+	LLMGrace time.Duration
+	// MaxOpenLogs bounds open log file descriptors (default: no bound).
+	MaxOpenLogs int
+	// NoSync disables fsync (benchmarks of everything else only).
+	NoSync bool
+	// LazySync syncs only inputs that cannot be re-derived (client events,
+	// model answers, client speech ends); timer advances and server-played
+	// speech ends are written ahead and made durable by the next synced
+	// input. Recovery re-makes a lost tail of them identically. Default
+	// off: every input is synced before it is applied.
+	LazySync bool
+	// InboxTimeout is how long a client waits for a busy session before
+	// getting a busy error (default 5 s).
+	InboxTimeout time.Duration
+}
+
+func (c *Config) setDefaults() error {
+	if c.DataDir == "" {
+		return errors.New("service: DataDir is required")
+	}
+	if c.Token == "" && !c.Dev {
+		return errors.New("service: refusing to start without a token (set one, or use dev mode for local work)")
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{Timeout: 5 * time.Second}
+	}
+	setDefault(&c.MaxMessageBytes, 64<<10)
+	setDefault(&c.EventRate, 20)
+	setDefault(&c.EventBurst, 40)
+	setDefault(&c.MaxRejected, 100)
+	setDefault(&c.SendQueue, 128)
+	setDefault(&c.PingInterval, 20*time.Second)
+	setDefault(&c.PongWait, 60*time.Second)
+	setDefault(&c.WriteTimeout, 10*time.Second)
+	setDefault(&c.ClientTimeTolerance, 2*time.Second)
+	setDefault(&c.ResumeRing, 16)
+	if c.WebhookBackoff == nil {
+		c.WebhookBackoff = []time.Duration{time.Second, 2 * time.Second}
+	}
+	setDefault(&c.WebhookTimeout, 5*time.Second)
+	setDefault(&c.LLMGrace, 2*time.Second)
+	setDefault(&c.InboxTimeout, 5*time.Second)
+	if c.LLM == nil {
+		c.LLM = NewFakeLLMFactory(c.Clock, -1, nil)
+	}
+	return nil
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}

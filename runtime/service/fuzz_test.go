@@ -1,0 +1,108 @@
+package service
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// FuzzWireFrame feeds arbitrary bytes to the client frame parser: it must
+// not panic, every error must carry a known code, and every accepted
+// frame must satisfy the per-type rules (and its event, if any, must
+// either convert or be refused with bad_event).
+func FuzzWireFrame(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"1","type":"start","pack":"dayone","session_id":"s1","candidate_id":"c","seed":3,"client_playback":true}`,
+		`{"id":"2","type":"resume","session_id":"s1","last_seq":12}`,
+		`{"id":"3","type":"event","event":{"event_type":"candidate_message","ts_sec":88,"data":{"source":"voice","text":"I prioritize hotfix first","stt_confidence":0.92,"addressed_to":"tech_lead"}}}`,
+		`{"id":"4","type":"event","event":{"event_type":"mic_state_changed","ts_ms":9000,"data":{"mic_active":true}}}`,
+		`{"id":"5","type":"speech_done","message_id":"m3","interrupted":true}`,
+		`{"id":"6","type":"ping"}`,
+		`{"id":7}`, `[]`, `{"id":"x","type":"event","event":{"event_type":"x","ts_sec":1e308}}`, `{"id":"\u0000"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	known := map[string]bool{CodeBadJSON: true, CodeBadFrame: true, CodeUnknownType: true}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fr, pe := parseFrame(data)
+		if fr == nil {
+			t.Fatal("nil frame")
+		}
+		if pe != nil {
+			if !known[pe.Code] || pe.Message == "" {
+				t.Fatalf("error %+v", pe)
+			}
+			if len(fr.ID) > MaxFrameID {
+				t.Fatalf("error carries an id of %d bytes", len(fr.ID))
+			}
+			return
+		}
+		if fr.ID == "" || len(fr.ID) > MaxFrameID {
+			t.Fatalf("accepted frame with id %q", fr.ID)
+		}
+		switch fr.Type {
+		case FrameStart:
+			if fr.SessionID == "" || fr.Pack == "" {
+				t.Fatal("start without session or pack")
+			}
+		case FrameResume:
+			if fr.SessionID == "" {
+				t.Fatal("resume without session")
+			}
+		case FrameEvent:
+			ev, clientT, pe := candidateEvent(fr.Event)
+			if pe != nil {
+				if pe.Code != CodeBadEvent {
+					t.Fatalf("event error %+v", pe)
+				}
+				return
+			}
+			if ev.Type == "" || (clientT != nil && *clientT < 0) {
+				t.Fatalf("accepted event %+v at %v", ev, clientT)
+			}
+		case FrameSpeechDone:
+			if fr.MessageID == "" {
+				t.Fatal("speech_done without message")
+			}
+		case FramePing:
+		default:
+			t.Fatalf("accepted frame type %q", fr.Type)
+		}
+		// An accepted frame survives a round trip unchanged.
+		b, err := json.Marshal(fr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, pe := parseFrame(b)
+		if pe != nil || again.ID != fr.ID || again.Type != fr.Type {
+			t.Fatalf("round trip: %+v %v", again, pe)
+		}
+	})
+}
+
+// FuzzHTTPBodies feeds arbitrary bytes to the DayOne start and event body
+// parsers.
+func FuzzHTTPBodies(f *testing.F) {
+	f.Add([]byte(`{"session_id":"sess_001","candidate_id":"cand_demo","started_at":"2026-02-20T23:00:00Z","scenario_id":"payment_double_charge_vip_discount_v1","frontend_agent_webhook":"http://localhost:3000/sim/session/agent-message","end_callback_webhook":"http://localhost:3000/sim/session/end"}`))
+	f.Add([]byte(`{"session_id":"sess_001","event_type":"candidate_message","ts_sec":88,"data":{"source":"voice","text":"I prioritize hotfix first","stt_confidence":0.92,"addressed_to":"tech_lead"}}`))
+	f.Add([]byte(`{"session_id":"../x"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if r, pe := parseStartRequest(data, nil); pe == nil {
+			if r.SessionID == "" || r.ScenarioID == "" || r.FrontendAgentWebhook == "" || r.EndCallbackWebhook == "" {
+				t.Fatalf("accepted start %+v", r)
+			}
+			if checkWebhook("x", r.FrontendAgentWebhook, nil) != nil {
+				t.Fatal("accepted a bad webhook")
+			}
+		} else if pe.Message == "" {
+			t.Fatal("empty error")
+		}
+		if w, pe := parseEventRequest(data); pe == nil {
+			if w.SessionID == "" {
+				t.Fatal("accepted event without a session")
+			}
+			if _, _, pe := candidateEvent(w); pe != nil && pe.Code != CodeBadEvent {
+				t.Fatalf("event error %+v", pe)
+			}
+		}
+	})
+}

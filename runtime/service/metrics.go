@@ -1,0 +1,90 @@
+package service
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics live in the server's own registry, so two servers in one test
+// process never collide and /metrics shows only what this server does.
+type metrics struct {
+	reg *prometheus.Registry
+
+	sessionsActive   prometheus.Gauge
+	sessionsStarted  prometheus.Counter
+	sessionsEnded    prometheus.Counter
+	connections      prometheus.Gauge
+	events           *prometheus.CounterVec
+	inputs           *prometheus.CounterVec
+	effects          *prometheus.CounterVec
+	clientErrors     *prometheus.CounterVec
+	stepSeconds      prometheus.Histogram
+	adapterSeconds   *prometheus.HistogramVec
+	adapterErrors    *prometheus.CounterVec
+	adapterInflight  prometheus.Gauge
+	webhookAttempts  *prometheus.CounterVec
+	webhookFailures  *prometheus.CounterVec
+	walSyncSeconds   prometheus.Histogram
+	walErrors        prometheus.Counter
+	walTruncations   prometheus.Counter
+	recoveries       *prometheus.CounterVec
+	panics           *prometheus.CounterVec
+	slowConsumers    prometheus.Counter
+	resumes          *prometheus.CounterVec
+	eventToEffectSec prometheus.Histogram
+}
+
+// Latency buckets from 50 µs to 10 s: engine steps are microseconds, fsyncs
+// and local adapters milliseconds, real models seconds.
+var latencyBuckets = []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	m.sessionsActive = prometheus.NewGauge(prometheus.GaugeOpts{Name: "baton_sessions_active", Help: "Sessions currently hosted (live, not ended)."})
+	m.sessionsStarted = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_sessions_started_total", Help: "Sessions started by clients."})
+	m.sessionsEnded = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_sessions_ended_total", Help: "Sessions that reached session_end."})
+	m.connections = prometheus.NewGauge(prometheus.GaugeOpts{Name: "baton_websocket_connections", Help: "Open WebSocket connections."})
+	m.events = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_candidate_events_total", Help: "Candidate events applied, by event type."}, []string{"type"})
+	m.inputs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_engine_inputs_total", Help: "Engine inputs logged and applied, by input type."}, []string{"type"})
+	m.effects = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_engine_effects_total", Help: "Engine effects produced, by effect type."}, []string{"type"})
+	m.clientErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_client_errors_total", Help: "Error replies sent to clients, by code."}, []string{"code"})
+	m.stepSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "baton_engine_step_seconds", Help: "Time to apply one input to the engine.", Buckets: latencyBuckets})
+	m.adapterSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "baton_adapter_seconds", Help: "Adapter call latency, by adapter.", Buckets: latencyBuckets}, []string{"adapter"})
+	m.adapterErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_adapter_errors_total", Help: "Failed adapter calls, by adapter and error kind."}, []string{"adapter", "kind"})
+	m.adapterInflight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "baton_adapter_calls_in_flight", Help: "Adapter calls waiting for an answer."})
+	m.webhookAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_webhook_attempts_total", Help: "Webhook POST attempts, by hook and outcome."}, []string{"hook", "outcome"})
+	m.webhookFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_webhook_failures_total", Help: "Webhook deliveries given up after all retries, by hook."}, []string{"hook"})
+	m.walSyncSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "baton_wal_fsync_seconds", Help: "Write-ahead log fsync latency.", Buckets: latencyBuckets})
+	m.walErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_wal_errors_total", Help: "Write-ahead log writes that failed."})
+	m.walTruncations = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_wal_tail_truncations_total", Help: "Torn or corrupt log tails cut off during recovery."})
+	m.recoveries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_recoveries_total", Help: "Session recoveries from the write-ahead log, by result."}, []string{"result"})
+	m.panics = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_panics_total", Help: "Recovered panics, by where they happened."}, []string{"where"})
+	m.slowConsumers = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_slow_consumer_disconnects_total", Help: "Connections closed because their send queue was full."})
+	m.resumes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_resumes_total", Help: "Session resumes, by how missed effects were found."}, []string{"source"})
+	m.eventToEffectSec = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "baton_event_to_first_effect_seconds", Help: "From a candidate event being read to its first effect being queued for sending.", Buckets: latencyBuckets})
+	for _, c := range []prometheus.Collector{
+		m.sessionsActive, m.sessionsStarted, m.sessionsEnded, m.connections, m.events, m.inputs, m.effects,
+		m.clientErrors, m.stepSeconds, m.adapterSeconds, m.adapterErrors, m.adapterInflight, m.webhookAttempts,
+		m.webhookFailures, m.walSyncSeconds, m.walErrors, m.walTruncations, m.recoveries, m.panics,
+		m.slowConsumers, m.resumes, m.eventToEffectSec,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		f(c)
+	}
+	// Pre-create the label values that are known up front so dashboards
+	// see zeros instead of absent series.
+	for _, r := range []string{"ok", "finished", "failed", "nondeterministic"} {
+		m.recoveries.WithLabelValues(r)
+	}
+	for _, h := range []string{hookAgent, hookEnd} {
+		m.webhookFailures.WithLabelValues(h)
+	}
+	m.adapterSeconds.WithLabelValues("llm")
+	return m
+}
+
+func (m *metrics) observeSync(d time.Duration) { m.walSyncSeconds.Observe(d.Seconds()) }

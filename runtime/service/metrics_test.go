@@ -1,0 +1,75 @@
+package service
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+)
+
+// TestMetricsLint scrapes /metrics after some traffic and runs the same
+// linter as `promtool check metrics` over it.
+func TestMetricsLint(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Dev, c.Token = false, "tok" })
+	hdr := http.Header{"Authorization": {"Bearer tok"}}
+	c := h.dial(hdr)
+	c.send(startFrame("s", "m1"))
+	c.expectAck("s")
+	h.runUntil("m1", 20_000)
+	c.send(eventFrame("e", msgEvent(20_000, "check the logs")))
+	c.expectAck("e")
+	c.sendRaw([]byte("nope"))
+	c.reply("")
+
+	req, _ := http.NewRequest("GET", h.ts.URL+"/metrics", nil)
+	req.Header = hdr
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %d", resp.StatusCode)
+	}
+	text := string(body)
+	for _, want := range []string{
+		"baton_sessions_active 1",
+		"baton_websocket_connections 1",
+		`baton_candidate_events_total{type="candidate_message"} 1`,
+		`baton_engine_effects_total{type="agent_message"}`,
+		"baton_engine_step_seconds_count",
+		`baton_adapter_seconds_count{adapter="llm"}`,
+		"baton_wal_fsync_seconds_count",
+		`baton_client_errors_total{code="bad_json"} 1`,
+		`baton_recoveries_total{result="ok"} 0`,
+		`baton_webhook_failures_total{hook="agent_message"} 0`,
+		"baton_event_to_first_effect_seconds_count 1",
+		"go_goroutines",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	problems, err := promlint.New(strings.NewReader(text)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+
+	req, _ = http.NewRequest("GET", h.ts.URL+"/debug/stats?gc=1", nil)
+	req.Header = hdr
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"sessions":1`) || !strings.Contains(string(body), "heap_per_session_bytes") {
+		t.Errorf("/debug/stats: %s", body)
+	}
+}

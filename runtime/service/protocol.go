@@ -1,0 +1,383 @@
+package service
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/runtime/events"
+)
+
+// Client frame types (docs/protocol.md).
+const (
+	FrameStart      = "start"
+	FrameResume     = "resume"
+	FrameEvent      = "event"
+	FrameSpeechDone = "speech_done"
+	FramePing       = "ping"
+)
+
+// Server frame types.
+const (
+	FrameAck    = "ack"
+	FrameError  = "error"
+	FrameEffect = "effect"
+	FramePong   = "pong"
+	FrameNotice = "notice"
+)
+
+// Error codes a client can receive, each naming one kind of mistake or
+// condition so a client can react without parsing messages.
+const (
+	CodeBadJSON          = "bad_json"           // not a JSON object
+	CodeBadFrame         = "bad_frame"          // wrong field types, unknown or missing fields
+	CodeUnknownType      = "unknown_type"       // frame type not in the protocol
+	CodeBadEvent         = "bad_event"          // event fails §5.2 checks
+	CodeUnknownEventType = "unknown_event_type" // event type the pack does not handle
+	CodeTimeBackwards    = "time_backwards"     // explicit ts before this session's previous one
+	CodeTooLarge         = "too_large"          // frame or body over the size limit
+	CodeRateLimited      = "rate_limited"       // over the event rate; frame dropped
+	CodeNoSession        = "no_session"         // event before start or resume
+	CodeAlreadyBound     = "already_bound"      // start/resume on a connection that has a session
+	CodeBadSessionID     = "bad_session_id"     // id outside ^[A-Za-z0-9_-]{1,64}$
+	CodeSessionExists    = "session_exists"     // start of a live or finished id
+	CodeSessionNotFound  = "session_not_found"  // resume or event for an unknown id
+	CodeSessionEnded     = "session_ended"      // input to a finished session
+	CodeSessionFailed    = "session_failed"     // session could not be recovered
+	CodeBadPack          = "bad_pack"           // pack or scenario cannot be opened
+	CodeUnknownMessage   = "unknown_message"    // speech_done for a message not playing
+	CodeNotClientPlayed  = "not_client_playback"
+	CodeBusy             = "busy"     // session did not answer in time
+	CodeStorage          = "storage"  // the write-ahead log failed; input not applied
+	CodeInternal         = "internal" // a bug; reported and recovered
+	CodeShuttingDown     = "shutting_down"
+	CodeUnauthorized     = "unauthorized"
+	CodeBadWebhook       = "bad_webhook"
+)
+
+// MaxFrameID bounds a client frame id.
+const MaxFrameID = 128
+
+// ClientFrame is one message from a client. Which fields are allowed
+// depends on Type; see parseFrame.
+type ClientFrame struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+
+	// start, resume
+	SessionID string `json:"session_id,omitempty"`
+	// start
+	Pack           string `json:"pack,omitempty"`
+	CandidateID    string `json:"candidate_id,omitempty"`
+	Seed           *int64 `json:"seed,omitempty"`
+	ClientPlayback bool   `json:"client_playback,omitempty"`
+	// resume: the last effect seq the client saw (0 for none).
+	LastSeq *uint64 `json:"last_seq,omitempty"`
+	// event: one candidate event in the seed §5.2 shape.
+	Event *events.Wire `json:"event,omitempty"`
+	// speech_done
+	MessageID   string `json:"message_id,omitempty"`
+	Interrupted bool   `json:"interrupted,omitempty"`
+}
+
+// ProtoError is an error with a protocol code.
+type ProtoError struct {
+	Code    string
+	Message string
+}
+
+func (e *ProtoError) Error() string { return e.Code + ": " + e.Message }
+
+func perr(code, format string, args ...any) *ProtoError {
+	return &ProtoError{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// parseFrame decodes and checks one client frame. On error it still
+// returns whatever id it could find so the error can be correlated.
+func parseFrame(data []byte) (*ClientFrame, *ProtoError) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return &ClientFrame{}, perr(CodeBadJSON, "a frame must be one JSON object")
+	}
+	var f ClientFrame
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&f)
+	if err == nil {
+		if _, e := dec.Token(); e != io.EOF {
+			return &f, perr(CodeBadJSON, "trailing data after the JSON object")
+		}
+	}
+	if err != nil {
+		id := salvageID(data)
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syn), errors.Is(err, io.ErrUnexpectedEOF):
+			return &ClientFrame{ID: id}, perr(CodeBadJSON, "invalid JSON: %v", err)
+		case errors.As(err, &typ):
+			field := typ.Field
+			if field == "" {
+				field = "frame"
+			}
+			return &ClientFrame{ID: id}, perr(CodeBadFrame, "field %s: want %s, got %s", field, typ.Type, typ.Value)
+		case strings.HasPrefix(err.Error(), "json: unknown field"):
+			return &ClientFrame{ID: id}, perr(CodeBadFrame, "%s", strings.TrimPrefix(err.Error(), "json: "))
+		default:
+			return &ClientFrame{ID: id}, perr(CodeBadFrame, "%v", err)
+		}
+	}
+	if f.ID == "" {
+		return &f, perr(CodeBadFrame, "missing id: every frame carries a client id")
+	}
+	if len(f.ID) > MaxFrameID {
+		id := f.ID[:MaxFrameID]
+		f.ID = ""
+		return &f, perr(CodeBadFrame, "id longer than %d bytes (starts %q)", MaxFrameID, id[:16])
+	}
+	if pe := checkFields(&f); pe != nil {
+		return &f, pe
+	}
+	return &f, nil
+}
+
+// salvageID finds a string id among the top-level fields of a frame that
+// failed to decode, reading tokens until the first error, so the id is
+// found even in a frame cut short by the size limit.
+func salvageID(data []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if key == "id" {
+			t, err := dec.Token()
+			if id, ok := t.(string); err == nil && ok && len(id) <= MaxFrameID {
+				return id
+			}
+			return ""
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return ""
+		}
+	}
+	return ""
+}
+
+// checkFields rejects fields that do not belong to the frame's type, so a
+// typo is an error rather than a silently ignored option.
+func checkFields(f *ClientFrame) *ProtoError {
+	var extra []string
+	add := func(set bool, name string) {
+		if set {
+			extra = append(extra, name)
+		}
+	}
+	switch f.Type {
+	case FrameStart:
+		if f.SessionID == "" {
+			return perr(CodeBadFrame, "start needs session_id")
+		}
+		if f.Pack == "" {
+			return perr(CodeBadFrame, "start needs pack (a bundled pack name such as \"dayone\", or a pack folder)")
+		}
+		add(f.LastSeq != nil, "last_seq")
+		add(f.Event != nil, "event")
+		add(f.MessageID != "", "message_id")
+		add(f.Interrupted, "interrupted")
+	case FrameResume:
+		if f.SessionID == "" {
+			return perr(CodeBadFrame, "resume needs session_id")
+		}
+		add(f.Pack != "", "pack")
+		add(f.CandidateID != "", "candidate_id")
+		add(f.Seed != nil, "seed")
+		add(f.ClientPlayback, "client_playback")
+		add(f.Event != nil, "event")
+		add(f.MessageID != "", "message_id")
+		add(f.Interrupted, "interrupted")
+	case FrameEvent:
+		if f.Event == nil {
+			return perr(CodeBadFrame, "event frame needs event (a §5.2 object)")
+		}
+		add(f.SessionID != "", "session_id (put it inside event, or leave it out)")
+		add(f.Pack != "", "pack")
+		add(f.CandidateID != "", "candidate_id")
+		add(f.Seed != nil, "seed")
+		add(f.ClientPlayback, "client_playback")
+		add(f.LastSeq != nil, "last_seq")
+		add(f.MessageID != "", "message_id")
+		add(f.Interrupted, "interrupted")
+	case FrameSpeechDone:
+		if f.MessageID == "" {
+			return perr(CodeBadFrame, "speech_done needs message_id")
+		}
+		add(f.SessionID != "", "session_id")
+		add(f.Pack != "", "pack")
+		add(f.CandidateID != "", "candidate_id")
+		add(f.Seed != nil, "seed")
+		add(f.ClientPlayback, "client_playback")
+		add(f.LastSeq != nil, "last_seq")
+		add(f.Event != nil, "event")
+	case FramePing:
+		add(f.SessionID != "", "session_id")
+		add(f.Pack != "", "pack")
+		add(f.CandidateID != "", "candidate_id")
+		add(f.Seed != nil, "seed")
+		add(f.ClientPlayback, "client_playback")
+		add(f.LastSeq != nil, "last_seq")
+		add(f.Event != nil, "event")
+		add(f.MessageID != "", "message_id")
+		add(f.Interrupted, "interrupted")
+	case "":
+		return perr(CodeBadFrame, "missing type")
+	default:
+		return perr(CodeUnknownType, "unknown frame type %q (want start, resume, event, speech_done or ping)", truncate(f.Type, 40))
+	}
+	if len(extra) > 0 {
+		return perr(CodeBadFrame, "%s frame does not take %s", f.Type, strings.Join(extra, ", "))
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// candidateEvent converts a §5.2 event to engine form. clientT is nil when
+// the event carries no timestamp (the server's time is used).
+func candidateEvent(w *events.Wire) (ev engine.CandidateEvent, clientT *int64, pe *ProtoError) {
+	if w.EventType == "" {
+		return ev, nil, perr(CodeBadEvent, "missing event_type")
+	}
+	wc := *w
+	stamped := wc.TsSec != nil || wc.TsMS != nil
+	if !stamped {
+		// Timed insists on a time; a placeholder passes its checks and
+		// is replaced by the server's clock.
+		zero := int64(0)
+		wc.TsMS = &zero
+	}
+	timed, err := wc.Timed()
+	if err != nil {
+		return ev, nil, perr(CodeBadEvent, "%v", err)
+	}
+	if stamped {
+		t := timed.T
+		clientT = &t
+	}
+	return timed.Event, clientT, nil
+}
+
+// Frames the server sends. Every frame has a type; ack, error and pong
+// carry the id of the client frame they answer.
+
+// AckFrame answers a client frame that was applied.
+type AckFrame struct {
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	SessionID string `json:"session_id,omitempty"`
+	// T is the engine time the input was applied at (ms since start).
+	T *int64 `json:"t_ms,omitempty"`
+	// InputSeq is the input's position in the session's log.
+	InputSeq uint64 `json:"input_seq,omitempty"`
+	// Clamped says why T differs from the event's own time: "behind"
+	// (older than the session clock) or "future" (ahead of the server by
+	// more than the tolerance).
+	Clamped string `json:"clamped,omitempty"`
+	// State is set on start and resume.
+	State *SessionState `json:"state,omitempty"`
+	// Missed holds, on resume, the effects after last_seq in order.
+	Missed []EffectFrame `json:"missed,omitempty"`
+}
+
+// SessionState describes a session on start and resume.
+type SessionState struct {
+	SessionID      string `json:"session_id"`
+	CandidateID    string `json:"candidate_id,omitempty"`
+	Pack           string `json:"pack"`
+	T              int64  `json:"t_ms"`
+	LastSeq        uint64 `json:"last_seq"`
+	Ended          bool   `json:"ended,omitempty"`
+	EndReason      string `json:"end_reason,omitempty"`
+	ClientPlayback bool   `json:"client_playback,omitempty"`
+	// Playing lists agent messages whose speech has not finished.
+	Playing []string `json:"playing,omitempty"`
+}
+
+// ErrorFrame reports a frame that was not applied, or a problem.
+type ErrorFrame struct {
+	Type    string `json:"type"`
+	ID      string `json:"id,omitempty"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// EffectFrame carries one engine effect.
+type EffectFrame struct {
+	Type      string     `json:"type"`
+	SessionID string     `json:"session_id"`
+	Seq       uint64     `json:"seq"`
+	Effect    WireEffect `json:"effect"`
+}
+
+// WireEffect is an engine effect as clients see it: Role repeats Agent,
+// SpeechMS is the simulated playback time the server will wait before
+// reporting speech_done, and an llm_request's prompt is left out.
+type WireEffect struct {
+	engine.Effect
+	Role     string `json:"role,omitempty"`
+	SpeechMS int64  `json:"speech_ms,omitempty"`
+}
+
+// NoticeFrame reports something that happened outside the engine, such as
+// a webhook that failed after its retries.
+type NoticeFrame struct {
+	Type      string `json:"type"`
+	SessionID string `json:"session_id,omitempty"`
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Seq       uint64 `json:"seq,omitempty"`
+}
+
+// PongFrame answers a ping.
+type PongFrame struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+}
+
+// ServerFrame decodes any server frame; clients use it.
+type ServerFrame struct {
+	Type      string        `json:"type"`
+	ID        string        `json:"id,omitempty"`
+	SessionID string        `json:"session_id,omitempty"`
+	T         *int64        `json:"t_ms,omitempty"`
+	InputSeq  uint64        `json:"input_seq,omitempty"`
+	Clamped   string        `json:"clamped,omitempty"`
+	State     *SessionState `json:"state,omitempty"`
+	Missed    []EffectFrame `json:"missed,omitempty"`
+	Code      string        `json:"code,omitempty"`
+	Message   string        `json:"message,omitempty"`
+	Seq       uint64        `json:"seq,omitempty"`
+	Effect    *WireEffect   `json:"effect,omitempty"`
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("service: encoding %T: %v", v, err))
+	}
+	return b
+}

@@ -1,0 +1,158 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/runtime/wal"
+)
+
+// RecoveryReport says what happened to each unfinished session found in
+// the data directory.
+type RecoveryReport struct {
+	// Resumed sessions are live again.
+	Resumed []string
+	// Finished sessions had ended before the crash but were not yet
+	// closed; they are closed now.
+	Finished []string
+	// Truncated maps a session to the torn or corrupt tail cut off its log.
+	Truncated map[string]string
+	// Failed maps a session to why it could not be recovered (corrupt
+	// header, changed pack or engine, nondeterministic replay). Its log is
+	// left untouched for inspection; clients get session_failed.
+	Failed   map[string]string
+	Duration time.Duration
+}
+
+// Recover replays every unfinished session in the data directory and
+// resumes it, then marks the server ready. Sessions recover in parallel;
+// one bad log never stops the others.
+//
+// Time: a recovered session's clock is wall time since its recorded start
+// (never earlier than its last logged input), so downtime counts. Timers
+// that fell due while the server was down fire at once, each at its own
+// deadline and in order, interleaved with simulated speech ends, exactly
+// as if the server had been up and no client input had arrived.
+func (srv *Server) Recover(ctx context.Context) (*RecoveryReport, error) {
+	start := time.Now()
+	rep := &RecoveryReport{Truncated: map[string]string{}, Failed: map[string]string{}}
+	ids, err := srv.dir.Live()
+	if err != nil {
+		return rep, err
+	}
+	var mu sync.Mutex
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), max(1, len(ids))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range work {
+				outcome, tail, err := srv.recoverOne(id)
+				mu.Lock()
+				if tail != "" {
+					rep.Truncated[id] = tail
+				}
+				switch {
+				case err != nil:
+					rep.Failed[id] = err.Error()
+				case outcome == "finished":
+					rep.Finished = append(rep.Finished, id)
+				default:
+					rep.Resumed = append(rep.Resumed, id)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, id := range ids {
+		select {
+		case work <- id:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+	sort.Strings(rep.Resumed)
+	sort.Strings(rep.Finished)
+	rep.Duration = time.Since(start)
+	srv.log.Info("recovery done", "resumed", len(rep.Resumed), "finished", len(rep.Finished),
+		"failed", len(rep.Failed), "truncated", len(rep.Truncated), "took", rep.Duration)
+	if err := ctx.Err(); err != nil {
+		return rep, fmt.Errorf("recovery interrupted: %w", err)
+	}
+	srv.ready.Store(true)
+	return rep, nil
+}
+
+// recoverOne rebuilds one session from its log.
+func (srv *Server) recoverOne(id string) (outcome, tail string, err error) {
+	log := srv.log.With("session_id", id)
+	defer func() {
+		if r := recover(); r != nil {
+			srv.m.panics.WithLabelValues("recovery").Inc()
+			err = fmt.Errorf("panic during recovery: %v", r)
+		}
+		if err != nil {
+			srv.markFailed(id, err.Error())
+			var nd *nondeterminismError
+			if errors.As(err, &nd) {
+				srv.m.recoveries.WithLabelValues("nondeterministic").Inc()
+			} else {
+				srv.m.recoveries.WithLabelValues("failed").Inc()
+			}
+			log.Error("session could not be recovered", "err", err)
+		}
+	}()
+	wl, rec, err := srv.dir.Open(id)
+	if err != nil {
+		return "", "", err
+	}
+	if rec.Tail != nil {
+		tail = rec.Tail.Error()
+		srv.m.walTruncations.Inc()
+		log.Warn("log tail truncated", "tail", tail)
+	}
+	host, err := decodeHost(rec.Header.Host)
+	if err != nil {
+		wl.Close()
+		return "", tail, err
+	}
+	p, err := srv.packs.open(rec.Header.PackRef)
+	if err != nil {
+		wl.Close()
+		return "", tail, fmt.Errorf("pack %s: %w", rec.Header.PackRef, err)
+	}
+	s := newSession(srv, rec.Header, host, p)
+	if err := s.load(wl, rec, true); err != nil {
+		s.cancel()
+		wl.Close()
+		return "", tail, err
+	}
+	if s.ended {
+		// It ended but the crash came before the log was closed.
+		s.cancel()
+		if rec.End == nil {
+			err = wl.Finish(wal.End{Reason: s.endReason, T: s.eng.Now(), Wall: srv.clock.Now()})
+		} else {
+			err = wl.Finish(*rec.End)
+		}
+		srv.m.recoveries.WithLabelValues("finished").Inc()
+		return "finished", tail, err
+	}
+	// Read before launch: from then on the actor owns the session.
+	t, catchUp, effects := s.eng.Now(), s.engineNow(), s.seq
+	if !srv.launch(s, nil) {
+		s.cancel()
+		wl.Close()
+		return "", tail, errors.New("server shut down during recovery")
+	}
+	srv.m.recoveries.WithLabelValues("ok").Inc()
+	log.Info("session recovered", "inputs", len(rec.Inputs), "t_ms", t, "catch_up_to_ms", catchUp, "effects", effects)
+	return "resumed", tail, nil
+}

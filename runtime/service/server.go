@@ -1,0 +1,501 @@
+// Package service hosts many live sessions in one process: a WebSocket API
+// (docs/protocol.md), the DayOne HTTP contract (seed §5) with its webhooks,
+// a write-ahead log per session so a crash loses no acknowledged input,
+// and Prometheus metrics.
+//
+// Each session is an actor: one goroutine owns its engine.Session, sleeps
+// until the engine's next deadline (or a host-made input such as the end
+// of simulated speech) on the server's clock, and otherwise waits for
+// messages. Every input is appended to the session's log and synced before
+// the engine sees it, so recovery is replaying the log.
+package service
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/clock"
+	"github.com/batonhq/baton/runtime/wal"
+	"github.com/batonhq/baton/scenarios"
+)
+
+// Server hosts sessions. Create it with New, call Recover once, then serve
+// Handler; Shutdown stops it.
+type Server struct {
+	cfg   Config
+	clock clock.Clock
+	log   *slog.Logger
+	dir   *wal.Dir
+	m     *metrics
+	packs *packCache
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	failed   map[string]string
+	conns    map[*conn]struct{}
+	closed   bool
+
+	ready    atomic.Bool
+	upgrader websocket.Upgrader
+
+	// Test hooks.
+	testConnHook  func(*conn)
+	testFrameHook func(*ClientFrame)
+}
+
+// New opens the data directory (locking it) and prepares a server. It
+// refuses to run without a token unless cfg.Dev is set.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	srv := &Server{
+		cfg:      cfg,
+		clock:    cfg.Clock,
+		log:      cfg.Logger,
+		m:        newMetrics(),
+		sessions: map[string]*session{},
+		failed:   map[string]string{},
+		conns:    map[*conn]struct{}{},
+	}
+	var err error
+	srv.packs, err = newPackCache(cfg.PackRoots, cfg.Dev)
+	if err != nil {
+		return nil, err
+	}
+	srv.dir, err = wal.OpenDir(cfg.DataDir, wal.Options{OnSync: srv.m.observeSync, MaxOpen: cfg.MaxOpenLogs, NoSync: cfg.NoSync})
+	if err != nil {
+		return nil, err
+	}
+	srv.ctx, srv.cancel = context.WithCancel(context.Background())
+	srv.upgrader = websocket.Upgrader{
+		ReadBufferSize:  1024,
+		WriteBufferSize: 1024,
+		// Pooled write buffers: an idle connection holds none.
+		WriteBufferPool:  &sync.Pool{},
+		HandshakeTimeout: 10 * time.Second,
+		CheckOrigin:      srv.originAllowed,
+		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
+			httpError(w, status, CodeBadFrame, reason.Error())
+		},
+	}
+	return srv, nil
+}
+
+// Handler serves the WebSocket API at /ws, the DayOne contract at
+// /sim/session/{start,event}, /metrics, /healthz, /readyz, /debug/stats and
+// /debug/pprof/ (profiles, behind the token like everything but health).
+func (srv *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ws", srv.handleWS)
+	mux.HandleFunc("POST /sim/session/start", srv.cors(srv.auth(srv.handleHTTPStart)))
+	mux.HandleFunc("POST /sim/session/event", srv.cors(srv.auth(srv.handleHTTPEvent)))
+	mux.HandleFunc("OPTIONS /sim/session/{op}", srv.cors(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	mux.Handle("GET /metrics", srv.auth(promhttp.HandlerFor(srv.m.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(srv.log.Handler(), slog.LevelError)}).ServeHTTP))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", srv.handleReady)
+	mux.HandleFunc("GET /debug/stats", srv.auth(srv.handleStats))
+	mux.HandleFunc("GET /debug/pprof/", srv.auth(pprof.Index))
+	mux.HandleFunc("GET /debug/pprof/profile", srv.auth(pprof.Profile))
+	return mux
+}
+
+// auth requires the bearer token (header "Authorization: Bearer T"; the
+// WebSocket endpoint also takes ?access_token=T because browsers cannot
+// set headers on a WebSocket).
+func (srv *Server) auth(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !srv.authorized(r, false) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
+			httpError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token")
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (srv *Server) authorized(r *http.Request, allowQuery bool) bool {
+	if srv.cfg.Token == "" {
+		return true
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok && allowQuery {
+		tok = r.URL.Query().Get("access_token")
+	}
+	return tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(srv.cfg.Token)) == 1
+}
+
+// originAllowed lets non-browser clients (no Origin header) through and
+// holds browsers to the allowlist; dev mode with no list allows any.
+func (srv *Server) originAllowed(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	if len(srv.cfg.Origins) == 0 {
+		return srv.cfg.Dev
+	}
+	for _, o := range srv.cfg.Origins {
+		if strings.EqualFold(o, origin) {
+			return true
+		}
+	}
+	return false
+}
+
+func (srv *Server) cors(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if origin := r.Header.Get("Origin"); origin != "" {
+			if !srv.originAllowed(r) {
+				httpError(w, http.StatusForbidden, CodeUnauthorized, fmt.Sprintf("origin %q is not allowed", truncate(origin, 100)))
+				return
+			}
+			w.Header().Set("Access-Control-Allow-Origin", origin)
+			w.Header().Set("Vary", "Origin")
+			w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+			w.Header().Set("Access-Control-Allow-Methods", "POST, OPTIONS")
+		}
+		h(w, r)
+	}
+}
+
+func (srv *Server) handleWS(w http.ResponseWriter, r *http.Request) {
+	if !srv.authorized(r, true) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
+		httpError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token")
+		return
+	}
+	if !srv.ready.Load() {
+		httpError(w, http.StatusServiceUnavailable, CodeShuttingDown, "server is not ready (recovering or shutting down)")
+		return
+	}
+	ws, err := srv.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		// Upgrade has answered (403 for a refused origin, 400 otherwise).
+		srv.log.Info("websocket upgrade refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "err", err)
+		return
+	}
+	srv.serveWS(ws, r.RemoteAddr)
+}
+
+func (srv *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	if !srv.ready.Load() {
+		http.Error(w, "not ready\n", http.StatusServiceUnavailable)
+		return
+	}
+	w.Write([]byte("ready\n"))
+}
+
+// Stats is the debug endpoint's answer.
+type Stats struct {
+	Sessions        int    `json:"sessions"`
+	Connections     int    `json:"connections"`
+	Goroutines      int    `json:"goroutines"`
+	HeapAlloc       uint64 `json:"heap_alloc_bytes"`
+	HeapInuse       uint64 `json:"heap_inuse_bytes"`
+	Sys             uint64 `json:"sys_bytes"`
+	HeapPerSession  uint64 `json:"heap_per_session_bytes,omitempty"`
+	FailedSessions  int    `json:"failed_sessions,omitempty"`
+	GCBeforeMeasure bool   `json:"gc,omitempty"`
+}
+
+// Stats reports sessions and memory; gc forces a collection first so heap
+// figures show live memory only.
+func (srv *Server) Stats(gc bool) Stats {
+	if gc {
+		runtime.GC()
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	srv.mu.Lock()
+	st := Stats{Sessions: len(srv.sessions), Connections: len(srv.conns), FailedSessions: len(srv.failed)}
+	srv.mu.Unlock()
+	st.Goroutines = runtime.NumGoroutine()
+	st.HeapAlloc, st.HeapInuse, st.Sys, st.GCBeforeMeasure = ms.HeapAlloc, ms.HeapInuse, ms.Sys, gc
+	if st.Sessions > 0 {
+		st.HeapPerSession = ms.HeapAlloc / uint64(st.Sessions)
+	}
+	return st
+}
+
+func (srv *Server) handleStats(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, srv.Stats(r.URL.Query().Get("gc") == "1"))
+}
+
+type startParams struct {
+	sessionID   string
+	candidateID string
+	packRef     string
+	seed        int64
+	host        hostOptions
+	conn        *conn // subscribed before the first step, acked with frameID
+	frameID     string
+}
+
+// start creates, logs and launches a new session.
+func (srv *Server) start(sp startParams) (*session, *ProtoError) {
+	if err := wal.ValidID(sp.sessionID); err != nil {
+		return nil, perr(CodeBadSessionID, "%v", err)
+	}
+	if len(sp.candidateID) > 256 {
+		return nil, perr(CodeBadFrame, "candidate_id longer than 256 bytes")
+	}
+	if !srv.ready.Load() {
+		return nil, perr(CodeShuttingDown, "server is not accepting sessions")
+	}
+	if srv.lookup(sp.sessionID) != nil {
+		return nil, perr(CodeSessionExists, "session %s is already running; resume it instead", sp.sessionID)
+	}
+	if reason, failed := srv.failedReason(sp.sessionID); failed {
+		return nil, perr(CodeSessionExists, "session %s exists but could not be recovered: %s", sp.sessionID, reason)
+	}
+	// A folder is logged by its absolute path so a restart from another
+	// working directory still finds it.
+	if !slices.Contains(scenarios.Names(), sp.packRef) {
+		if abs, err := filepath.Abs(sp.packRef); err == nil {
+			sp.packRef = abs
+		}
+	}
+	p, err := srv.packs.open(sp.packRef)
+	if err != nil {
+		return nil, perr(CodeBadPack, "%v", err)
+	}
+	host, _ := json.Marshal(sp.host)
+	now := srv.clock.Now()
+	hdr := wal.Header{Engine: engine.Version, Pack: p.Name, PackRef: sp.packRef, PackHash: p.Hash, Seed: sp.seed,
+		SessionID: sp.sessionID, CandidateID: sp.candidateID, StartWall: now, Host: host}
+	wl, err := srv.dir.Create(hdr)
+	switch {
+	case errors.Is(err, wal.ErrExists):
+		return nil, perr(CodeSessionExists, "session %s is already running; resume it instead", sp.sessionID)
+	case errors.Is(err, wal.ErrFinished):
+		return nil, perr(CodeSessionExists, "session %s has already run to its end; pick a new id", sp.sessionID)
+	case err != nil:
+		srv.m.walErrors.Inc()
+		return nil, perr(CodeStorage, "could not create the session log: %v", err)
+	}
+	s := newSession(srv, hdr, sp.host, p)
+	s.wl, s.eng, s.base = wl, engine.NewSessionWith(p, engine.Options{Seed: uint64(sp.seed)}), now
+	s.llm = srv.cfg.LLM(s.id, p)
+	// The ack goes out after the session is registered (so the client can
+	// resume it at once) and before the actor runs (so it precedes every
+	// effect).
+	ack := func() {
+		if sp.conn != nil {
+			st := s.state()
+			sp.conn.enqueue(mustJSON(AckFrame{Type: FrameAck, ID: sp.frameID, SessionID: s.id, T: new(int64), State: &st}))
+			s.subs[sp.conn] = struct{}{}
+		}
+	}
+	if !srv.launch(s, ack) {
+		wl.Close()
+		return nil, perr(CodeShuttingDown, "server is shutting down")
+	}
+	srv.m.sessionsStarted.Inc()
+	s.log.Info("session started", "pack", p.Name, "candidate_id", sp.candidateID, "client_playback", sp.host.ClientPlayback, "webhooks", s.hooks != nil)
+	return s, nil
+}
+
+// launch registers a session and starts its actor; before, if set, runs
+// in between.
+func (srv *Server) launch(s *session, before func()) bool {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.closed {
+		return false
+	}
+	srv.sessions[s.id] = s
+	if before != nil {
+		before()
+	}
+	srv.m.sessionsActive.Inc()
+	srv.wg.Add(1)
+	go s.run()
+	return true
+}
+
+func (srv *Server) lookup(id string) *session {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return srv.sessions[id]
+}
+
+func (srv *Server) removeSession(s *session) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.sessions[s.id] == s {
+		delete(srv.sessions, s.id)
+		srv.m.sessionsActive.Dec()
+	}
+}
+
+func (srv *Server) markFailed(id, reason string) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	srv.failed[id] = reason
+}
+
+func (srv *Server) failedReason(id string) (string, bool) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	r, ok := srv.failed[id]
+	return r, ok
+}
+
+func (srv *Server) addConn(c *conn) bool {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.closed {
+		return false
+	}
+	srv.conns[c] = struct{}{}
+	return true
+}
+
+func (srv *Server) removeConn(c *conn) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	delete(srv.conns, c)
+}
+
+// finishedState re-derives a finished session's effects after seq last.
+func (srv *Server) finishedState(id string, last uint64) ([]EffectFrame, *SessionState, error) {
+	path := srv.dir.DonePath(id)
+	rec, err := wal.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := srv.packs.open(rec.Header.PackRef)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := wal.CheckHeader(&rec.Header, p); err != nil {
+		return nil, nil, err
+	}
+	frames, err := rederive(srv, path, p, last)
+	if err != nil {
+		return nil, nil, err
+	}
+	host, _ := decodeHost(rec.Header.Host)
+	st := &SessionState{SessionID: id, CandidateID: rec.Header.CandidateID, Pack: p.Name, Ended: true, ClientPlayback: host.ClientPlayback}
+	if rec.End != nil {
+		st.T, st.EndReason = rec.End.T, rec.End.Reason
+	}
+	st.LastSeq = last + uint64(len(frames))
+	return frames, st, nil
+}
+
+// Serve serves on ln until ctx ends, then shuts down gracefully: it stops
+// accepting, closes every WebSocket with 1001 and a reason, stops the
+// sessions (their logs stay live for the next start) and releases the
+// data directory.
+func (srv *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(srv.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return srv.ctx },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		srv.Shutdown(context.Background())
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	srv.log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv.ready.Store(false)
+	err := hs.Shutdown(sctx)
+	if err2 := srv.Shutdown(sctx); err == nil {
+		err = err2
+	}
+	return err
+}
+
+// Shutdown closes connections and stops every session without ending it.
+func (srv *Server) Shutdown(ctx context.Context) error {
+	srv.ready.Store(false)
+	srv.mu.Lock()
+	if srv.closed {
+		srv.mu.Unlock()
+		return nil
+	}
+	srv.closed = true
+	conns := make([]*conn, 0, len(srv.conns))
+	for c := range srv.conns {
+		conns = append(conns, c)
+	}
+	srv.mu.Unlock()
+	for _, c := range conns {
+		c.kill(websocket.CloseGoingAway, "server shutting down; reconnect and resume", true)
+	}
+	srv.cancel()
+	done := make(chan struct{})
+	go func() { srv.wg.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("shutdown: sessions still stopping: %w", ctx.Err())
+	}
+	if cerr := srv.dir.Close(); err == nil {
+		err = cerr
+	}
+	srv.log.Info("stopped")
+	return err
+}
+
+// Metrics exposes the server's registry (for tests and embedding).
+func (srv *Server) Metrics() http.Handler {
+	return promhttp.HandlerFor(srv.m.reg, promhttp.HandlerOpts{})
+}
+
+// Pack opens a pack the way clients name it (bundled name or permitted
+// folder); tools use it to replay a session's log.
+func (srv *Server) Pack(ref string) (*rules.Pack, error) { return srv.packs.open(ref) }
+
+type httpErrorBody struct {
+	OK    bool `json:"ok"`
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func httpError(w http.ResponseWriter, status int, code, msg string) {
+	var b httpErrorBody
+	b.Error.Code, b.Error.Message = code, msg
+	writeJSON(w, status, b)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,905 @@
+package service
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/clock"
+	"github.com/batonhq/baton/runtime/fake"
+	"github.com/batonhq/baton/runtime/wal"
+)
+
+// hostOptions are the service's per-session settings; they are stored in
+// the log header so a recovered session keeps them.
+type hostOptions struct {
+	ClientPlayback  bool   `json:"client_playback,omitempty"`
+	AgentWebhook    string `json:"frontend_agent_webhook,omitempty"`
+	EndWebhook      string `json:"end_callback_webhook,omitempty"`
+	ScenarioID      string `json:"scenario_id,omitempty"`
+	ClientStartedAt string `json:"started_at,omitempty"`
+}
+
+// When the client plays speech itself but never reports the end, the
+// server reports it after twice the simulated playback time plus this, so
+// a vanished client cannot hold the floor forever.
+const playbackGraceMS = 5000
+
+// maxCatchUp bounds the steps taken in one wake-up, so a pack that keeps
+// scheduling work at the current instant cannot starve the session's inbox.
+const maxCatchUp = 10000
+
+// session is one live interview, owned by one goroutine (run). Everything
+// below "actor state" is touched only by that goroutine; other goroutines
+// talk to it through inbox.
+type session struct {
+	srv   *Server
+	id    string
+	hdr   wal.Header
+	host  hostOptions
+	pack  *rules.Pack
+	voice *fake.Voice
+	log   *slog.Logger
+	inbox chan any
+	done  chan struct{} // closed when the actor exits
+	// exitCode says why the actor exited (session_ended, session_failed,
+	// shutting_down); set by the actor before it closes its inbox.
+	exitCode string
+	exitMsg  string
+	hooks    *webhooks
+
+	postMu sync.RWMutex
+	closed bool // the inbox takes no more messages
+
+	httpMu    sync.Mutex
+	httpLimit *bucket
+
+	// actor state
+	eng         *engine.Session
+	wl          *wal.Log
+	base        time.Time // clock reading at engine time 0
+	llm         LLM
+	pending     []engine.Input // host-made inputs due later, by T
+	inflight    map[string]context.CancelFunc
+	requests    map[string]*engine.LLMRequest
+	reqLog      []loggedRequest // requests seen while replaying, in order
+	playing     []string
+	seq         uint64
+	ring        []ringEntry
+	ringNext    int
+	subs        map[*conn]struct{}
+	lastClientT int64
+	ended       bool
+	endReason   string
+	endRule     string
+	buf         []engine.Effect
+	replaying   bool
+	eventRead   time.Time // when the candidate event being applied was read
+	ctx         context.Context
+	cancel      context.CancelFunc
+}
+
+type loggedRequest struct {
+	id  string
+	req *engine.LLMRequest
+}
+
+type ringEntry struct {
+	seq   uint64
+	frame EffectFrame
+}
+
+// Messages to the actor.
+type (
+	// evMsg is a candidate event (or a client's speech_done when speech
+	// is set). c, if set, gets the ack or error frame; reply, if set, gets
+	// the result (HTTP).
+	evMsg struct {
+		frameID string
+		c       *conn
+		reply   chan evReply
+		ev      engine.CandidateEvent
+		speech  *engine.SpeechDone
+		clientT *int64
+		read    time.Time
+	}
+	evReply struct {
+		ack AckFrame
+		err *ProtoError
+	}
+	subMsg struct {
+		frameID string
+		c       *conn
+		lastSeq uint64
+		reply   chan *ProtoError
+	}
+	unsubMsg  struct{ c *conn }
+	llmMsg    struct{ res engine.LLMResult }
+	noticeMsg struct{ n NoticeFrame }
+	statusMsg struct{ reply chan sessionStatus }
+	panicMsg  struct{} // tests: the actor panics while handling it
+)
+
+// sessionStatus is a snapshot for tests and the debug endpoint.
+type sessionStatus struct {
+	Now      int64 // the server clock in engine time
+	T        int64 // the engine's clock
+	Wake     int64
+	HasWake  bool
+	Inflight int
+	Inbox    int
+	Seq      uint64
+	Ended    bool
+	Subs     int
+}
+
+func newSession(srv *Server, hdr wal.Header, host hostOptions, p *rules.Pack) *session {
+	s := &session{
+		srv:         srv,
+		id:          hdr.SessionID,
+		hdr:         hdr,
+		host:        host,
+		pack:        p,
+		voice:       fake.NewVoice(p),
+		log:         srv.log.With("session_id", hdr.SessionID),
+		inbox:       make(chan any, 16),
+		done:        make(chan struct{}),
+		inflight:    map[string]context.CancelFunc{},
+		requests:    map[string]*engine.LLMRequest{},
+		subs:        map[*conn]struct{}{},
+		lastClientT: -1,
+	}
+	s.httpLimit = newBucket(srv.cfg.EventRate, srv.cfg.EventBurst, srv.clock.Now())
+	if host.AgentWebhook != "" || host.EndWebhook != "" {
+		s.hooks = newWebhooks(srv, s)
+	}
+	s.ctx, s.cancel = context.WithCancel(srv.ctx)
+	return s
+}
+
+// engineNow maps the server clock to engine time.
+func (s *session) engineNow() int64 {
+	return s.srv.clock.Now().Sub(s.base).Milliseconds()
+}
+
+// post hands a message to the actor, waiting at most InboxTimeout for
+// room. It reports why the session cannot take it. A message accepted
+// here is always answered: after the actor closes its inbox it answers
+// what is left in it.
+func (s *session) post(ctx context.Context, m any) *ProtoError {
+	if ok, pe := s.tryPost(m); ok || pe != nil {
+		return pe
+	}
+	// The inbox is full: the session is swamped. Wait for room, briefly.
+	deadline := time.Now().Add(s.srv.cfg.InboxTimeout)
+	for wait := 50 * time.Microsecond; time.Now().Before(deadline); wait = min(2*wait, 5*time.Millisecond) {
+		select {
+		case <-ctx.Done():
+			return perr(CodeShuttingDown, "request cancelled")
+		case <-s.done:
+			return s.exitError()
+		case <-time.After(wait):
+		}
+		if ok, pe := s.tryPost(m); ok || pe != nil {
+			return pe
+		}
+	}
+	return perr(CodeBusy, "session %s did not take the frame within %s", s.id, s.srv.cfg.InboxTimeout)
+}
+
+// tryPost enqueues m if the inbox is open and has room.
+func (s *session) tryPost(m any) (bool, *ProtoError) {
+	s.postMu.RLock()
+	defer s.postMu.RUnlock()
+	if s.closed {
+		return false, s.exitError()
+	}
+	select {
+	case s.inbox <- m:
+		return true, nil
+	default:
+		return false, nil
+	}
+}
+
+// closeInbox refuses further messages and answers those still queued.
+func (s *session) closeInbox() {
+	s.postMu.Lock()
+	s.closed = true
+	s.postMu.Unlock()
+	for {
+		select {
+		case m := <-s.inbox:
+			s.reject(m)
+		default:
+			return
+		}
+	}
+}
+
+func (s *session) reject(m any) {
+	pe := s.exitError()
+	switch m := m.(type) {
+	case *evMsg:
+		if m.c != nil {
+			m.c.sendError(m.frameID, pe)
+		}
+		if m.reply != nil {
+			m.reply <- evReply{err: pe}
+		}
+	case *subMsg:
+		m.reply <- pe
+	case llmMsg:
+		s.srv.m.adapterInflight.Dec()
+	}
+}
+
+func (s *session) exitError() *ProtoError {
+	if s.exitCode == "" {
+		return perr(CodeShuttingDown, "session %s stopped", s.id)
+	}
+	return perr(s.exitCode, "%s", s.exitMsg)
+}
+
+// run is the actor loop: it sleeps until the next engine deadline or
+// host-made input is due, or until a message arrives.
+func (s *session) run() {
+	defer s.srv.wg.Done()
+	defer close(s.done)
+	timer := s.srv.clock.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		if s.exitCode != "" {
+			s.exit()
+			return
+		}
+		if s.guard("wake", func() { s.wake(timer) }) {
+			continue
+		}
+		if s.exitCode != "" {
+			s.exit()
+			return
+		}
+		select {
+		case m := <-s.inbox:
+			s.guard("message", func() { s.handle(m) })
+		case <-timer.C():
+		case <-s.ctx.Done():
+			s.setExit(CodeShuttingDown, "server shutting down")
+		}
+	}
+}
+
+// wake runs whatever is due and arms the timer for what is next.
+func (s *session) wake(timer clock.Timer) {
+	now := s.engineNow()
+	if err := s.catchUp(now); err != nil {
+		s.fail(err)
+		return
+	}
+	if s.ended {
+		s.setExit(CodeSessionEnded, fmt.Sprintf("session %s ended (%s)", s.id, s.endReason))
+		return
+	}
+	if w, ok := s.nextWake(); ok {
+		timer.Reset(s.base.Add(time.Duration(w) * time.Millisecond).Sub(s.srv.clock.Now()))
+	} else {
+		timer.Stop()
+	}
+}
+
+// guard runs f, turning a panic into a report and a rebuild of the session
+// from its log. It reports whether a panic happened.
+func (s *session) guard(where string, f func()) (panicked bool) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		panicked = true
+		s.srv.m.panics.WithLabelValues("session").Inc()
+		s.log.Error("session panicked; rebuilding from its log", "where", where, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		s.rebuild()
+	}()
+	f()
+	return false
+}
+
+func (s *session) nextWake() (int64, bool) {
+	d, ok := s.eng.NextDeadline()
+	if len(s.pending) > 0 && (!ok || s.pending[0].T < d) {
+		return s.pending[0].T, true
+	}
+	return d, ok
+}
+
+// catchUp applies, in time order, every host-made input and engine
+// deadline due by t. A deadline and a host input at the same time: the
+// deadline first, as the dry run does.
+func (s *session) catchUp(t int64) error {
+	for i := 0; i < maxCatchUp && !s.ended; i++ {
+		d, ok := s.eng.NextDeadline()
+		if len(s.pending) > 0 && s.pending[0].T <= t && (!ok || s.pending[0].T < d) {
+			in := s.pending[0]
+			s.pending = s.pending[1:]
+			if err := s.apply(in, true, nil); err != nil {
+				return err
+			}
+			continue
+		}
+		if ok && d <= t {
+			if err := s.apply(engine.Input{T: d, Type: engine.InputAdvance}, true, nil); err != nil {
+				return err
+			}
+			continue
+		}
+		return nil
+	}
+	if !s.ended {
+		s.log.Warn("catch-up step limit reached; yielding", "limit", maxCatchUp)
+	}
+	return nil
+}
+
+// apply logs one input durably, then steps the engine with it. ack, if
+// set, runs after the step and before any effect is sent, so a client
+// sees its ack before the effects its input caused.
+//
+// derivable marks inputs the host makes itself from the log and the clock
+// (timer advances, the end of server-played speech). With Config.LazySync
+// they are written ahead but not synced on their own: after a crash,
+// recovery's catch-up makes the same inputs at the same times, and every
+// input that is not derivable syncs all that precedes it.
+func (s *session) apply(in engine.Input, derivable bool, ack func(seq uint64, t int64)) error {
+	if in.T < s.eng.Now() {
+		in.T = s.eng.Now()
+	}
+	seq, err := s.wl.Append(in, !(derivable && s.srv.cfg.LazySync))
+	if err != nil {
+		s.srv.m.walErrors.Inc()
+		return fmt.Errorf("logging %s input: %w", in.Type, err)
+	}
+	start := time.Now()
+	var stepErr error
+	s.buf, stepErr = s.eng.Step(in, s.buf[:0])
+	s.srv.m.stepSeconds.Observe(time.Since(start).Seconds())
+	s.srv.m.inputs.WithLabelValues(string(in.Type)).Inc()
+	if in.Type == engine.InputCandidate {
+		s.srv.m.events.WithLabelValues(in.Candidate.Type).Inc()
+	}
+	if err := s.wl.AppendStep(seq, wal.Digest(s.buf, stepErr)); err != nil {
+		// The input is safe; only its verification digest is lost.
+		s.log.Warn("could not log step digests", "seq", seq, "err", err)
+	}
+	if stepErr != nil && !errors.Is(stepErr, engine.ErrEnded) {
+		s.log.Error("engine refused a logged input", "seq", seq, "type", in.Type, "err", stepErr)
+	}
+	s.observeInput(&in)
+	if ack != nil {
+		ack(seq, in.T)
+	}
+	for i := range s.buf {
+		s.recordEffect(&s.buf[i])
+	}
+	if s.ended {
+		s.finish()
+	}
+	return nil
+}
+
+// observeInput updates host bookkeeping for an applied input; it runs
+// live and while replaying a log.
+func (s *session) observeInput(in *engine.Input) {
+	switch in.Type {
+	case engine.InputLLMResult:
+		delete(s.requests, in.LLM.ID)
+	case engine.InputSpeechDone:
+		id := in.Speech.ID
+		s.playing = slices.DeleteFunc(s.playing, func(p string) bool { return p == id })
+		s.pending = slices.DeleteFunc(s.pending, func(p engine.Input) bool {
+			return p.Type == engine.InputSpeechDone && p.Speech.ID == id
+		})
+	}
+}
+
+// recordEffect does the host's part for one effect: bookkeeping always,
+// and when live also adapter calls, fan-out to clients and webhooks.
+func (s *session) recordEffect(e *engine.Effect) EffectFrame {
+	s.seq++
+	var speechMS int64
+	switch e.Type {
+	case engine.EffectLLMRequest:
+		s.requests[e.ID] = e.Request
+		if s.replaying {
+			s.reqLog = append(s.reqLog, loggedRequest{e.ID, e.Request})
+		} else {
+			s.callLLM(e.ID, e.Request)
+		}
+	case engine.EffectAgentMessage:
+		speechMS = s.voice.Duration(e.Agent, e.Text)
+		s.playing = append(s.playing, e.ID)
+		at := e.T + speechMS
+		if s.host.ClientPlayback {
+			at = e.T + 2*speechMS + playbackGraceMS
+		}
+		s.schedule(engine.Input{T: at, Type: engine.InputSpeechDone, Speech: &engine.SpeechDone{ID: e.ID}})
+	case engine.EffectSessionEnd:
+		s.ended = true
+		s.endReason, s.endRule = e.Reason, e.Rule
+	}
+	fr := EffectFrame{Type: FrameEffect, SessionID: s.id, Seq: s.seq, Effect: WireEffect{Effect: *e, Role: e.Agent}}
+	if e.Type == engine.EffectAgentMessage && !s.host.ClientPlayback {
+		fr.Effect.SpeechMS = speechMS
+	}
+	// The prompt is the panel's business, not the candidate's.
+	fr.Effect.Request = nil
+	s.remember(fr)
+	if s.replaying {
+		return fr
+	}
+	s.srv.m.effects.WithLabelValues(string(e.Type)).Inc()
+	if !s.eventRead.IsZero() {
+		s.srv.m.eventToEffectSec.Observe(time.Since(s.eventRead).Seconds())
+		s.eventRead = time.Time{}
+	}
+	s.broadcast(mustJSON(fr))
+	if s.hooks != nil {
+		switch e.Type {
+		case engine.EffectAgentMessage:
+			s.hooks.agentMessage(s.seq, e, speechMS)
+		case engine.EffectSessionEnd:
+			s.hooks.sessionEnd(s.seq, e)
+		}
+	}
+	return fr
+}
+
+// schedule queues a host-made input, keeping pending sorted by time and
+// in arrival order among equal times.
+func (s *session) schedule(in engine.Input) {
+	i, _ := slices.BinarySearchFunc(s.pending, in.T+1, func(p engine.Input, t int64) int { return cmp.Compare(p.T, t) })
+	s.pending = slices.Insert(s.pending, i, in)
+}
+
+func (s *session) remember(fr EffectFrame) {
+	n := s.srv.cfg.ResumeRing
+	if len(s.ring) < n {
+		s.ring = append(s.ring, ringEntry{seq: fr.Seq, frame: fr})
+		return
+	}
+	s.ring[s.ringNext] = ringEntry{seq: fr.Seq, frame: fr}
+	s.ringNext = (s.ringNext + 1) % n
+}
+
+// broadcast sends a frame to every subscriber; a subscriber that cannot
+// take it (closed, or too slow) is dropped, and the session carries on.
+func (s *session) broadcast(b []byte) {
+	for c := range s.subs {
+		if !c.enqueue(b) {
+			delete(s.subs, c)
+		}
+	}
+}
+
+// callLLM runs the adapter off the actor; the result comes back as a
+// message and is stamped with its arrival time.
+func (s *session) callLLM(id string, req *engine.LLMRequest) {
+	timeout := time.Duration(req.TimeoutMS)*time.Millisecond + s.srv.cfg.LLMGrace
+	ctx, cancel := context.WithTimeout(s.ctx, timeout)
+	s.inflight[id] = cancel
+	s.srv.m.adapterInflight.Inc()
+	llm := s.llm
+	s.srv.wg.Add(1)
+	go func() {
+		defer s.srv.wg.Done()
+		defer cancel()
+		start := time.Now()
+		res := s.answer(ctx, llm, id, req)
+		res.ID = id
+		s.srv.m.adapterSeconds.WithLabelValues("llm").Observe(time.Since(start).Seconds())
+		if res.Err != nil {
+			s.srv.m.adapterErrors.WithLabelValues("llm", errKind(res.Err.Kind)).Inc()
+		}
+		if s.post(context.Background(), llmMsg{res: res}) != nil {
+			s.srv.m.adapterInflight.Dec()
+		}
+	}()
+}
+
+// answer calls the adapter, turning a panic into an adapter error.
+func (s *session) answer(ctx context.Context, llm LLM, id string, req *engine.LLMRequest) (res engine.LLMResult) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.srv.m.panics.WithLabelValues("adapter").Inc()
+			s.log.Error("LLM adapter panicked", "request", id, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			res = engine.LLMResult{ID: id, Err: &engine.AdapterError{Kind: "unknown", Message: "adapter panicked"}}
+		}
+	}()
+	return llm.Answer(ctx, id, req)
+}
+
+// errKind keeps the metric's label set to the engine's documented kinds.
+func errKind(k string) string {
+	switch k {
+	case "timeout", "rate_limit", "server", "bad_request", "network":
+		return k
+	}
+	return "unknown"
+}
+
+func (s *session) handle(m any) {
+	switch m := m.(type) {
+	case *evMsg:
+		s.onClientInput(m)
+	case llmMsg:
+		cancel, ok := s.inflight[m.res.ID]
+		if !ok {
+			return // answered already (a rebuild re-issued it) or session over
+		}
+		cancel()
+		delete(s.inflight, m.res.ID)
+		s.srv.m.adapterInflight.Dec()
+		if s.ended {
+			return
+		}
+		res := m.res
+		in := engine.Input{T: max(s.engineNow(), s.eng.Now()), Type: engine.InputLLMResult, LLM: &res}
+		if err := s.catchUp(in.T); err != nil {
+			s.fail(err)
+			return
+		}
+		if !s.ended {
+			if err := s.apply(in, false, nil); err != nil {
+				s.fail(err)
+			}
+		}
+	case *subMsg:
+		m.reply <- s.subscribe(m)
+	case unsubMsg:
+		delete(s.subs, m.c)
+	case noticeMsg:
+		s.broadcast(mustJSON(m.n))
+	case statusMsg:
+		w, ok := s.nextWake()
+		m.reply <- sessionStatus{Now: s.engineNow(), T: s.eng.Now(), Wake: w, HasWake: ok, Inflight: len(s.inflight), Inbox: len(s.inbox), Seq: s.seq, Ended: s.ended, Subs: len(s.subs)}
+	case panicMsg:
+		panic("test panic")
+	}
+}
+
+// onClientInput applies a candidate event or a client's speech_done.
+func (s *session) onClientInput(m *evMsg) {
+	respondErr := func(pe *ProtoError) {
+		if m.c != nil {
+			m.c.sendError(m.frameID, pe)
+		}
+		if m.reply != nil {
+			m.reply <- evReply{err: pe}
+		}
+	}
+	if s.ended {
+		respondErr(perr(CodeSessionEnded, "session %s has ended (%s)", s.id, s.endReason))
+		return
+	}
+	now := s.engineNow()
+	var in engine.Input
+	clamped := ""
+	if m.speech != nil {
+		if !s.host.ClientPlayback {
+			respondErr(perr(CodeNotClientPlayed, "session %s plays speech on the server; speech_done is only for sessions started with client_playback", s.id))
+			return
+		}
+		if !slices.Contains(s.playing, m.speech.ID) {
+			respondErr(perr(CodeUnknownMessage, "message %q is not playing (playing: %v)", truncate(m.speech.ID, 40), s.playing))
+			return
+		}
+		in = engine.Input{T: max(now, s.eng.Now()), Type: engine.InputSpeechDone, Speech: m.speech}
+	} else {
+		t, c, pe := s.stamp(m.clientT, now)
+		if pe != nil {
+			respondErr(pe)
+			return
+		}
+		ev := m.ev
+		in, clamped = engine.Input{T: t, Type: engine.InputCandidate, Candidate: &ev}, c
+	}
+	// Whatever was due before the input happens first.
+	if err := s.catchUp(in.T); err != nil {
+		s.fail(err)
+		respondErr(perr(CodeStorage, "input not applied: %v", err))
+		return
+	}
+	if s.ended {
+		respondErr(perr(CodeSessionEnded, "session %s ended (%s) before the input's time", s.id, s.endReason))
+		return
+	}
+	if m.clientT != nil {
+		s.lastClientT = *m.clientT
+	}
+	s.eventRead = m.read
+	err := s.apply(in, false, func(seq uint64, t int64) {
+		ack := AckFrame{Type: FrameAck, ID: m.frameID, SessionID: s.id, T: &t, InputSeq: seq, Clamped: clamped}
+		if m.c != nil {
+			m.c.enqueue(mustJSON(ack))
+		}
+		if m.reply != nil {
+			m.reply <- evReply{ack: ack}
+		}
+	})
+	s.eventRead = time.Time{}
+	if err != nil {
+		respondErr(perr(CodeStorage, "input not applied: %v", err))
+		s.fail(err)
+	}
+}
+
+// stamp decides an event's engine time (docs/protocol.md, "Time"): the
+// client's own time when it has one and it is not ahead of the server by
+// more than the tolerance, never before the session clock, and an error
+// when it is before the client's previous timestamp.
+func (s *session) stamp(clientT *int64, now int64) (t int64, clamped string, pe *ProtoError) {
+	floor := s.eng.Now()
+	if clientT == nil {
+		return max(now, floor), "", nil
+	}
+	c := *clientT
+	if c < s.lastClientT {
+		return 0, "", perr(CodeTimeBackwards, "event time %s is before this session's previous event at %s",
+			rules.FormatClock(c), rules.FormatClock(s.lastClientT))
+	}
+	tol := s.srv.cfg.ClientTimeTolerance.Milliseconds()
+	switch {
+	case c > now+tol:
+		return max(now, floor), "future", nil
+	case c < floor:
+		return floor, "behind", nil
+	}
+	return c, "", nil
+}
+
+// subscribe attaches a connection, answering with the effects it missed.
+func (s *session) subscribe(m *subMsg) *ProtoError {
+	if m.lastSeq > s.seq {
+		return perr(CodeBadFrame, "last_seq %d is beyond this session's last effect %d", m.lastSeq, s.seq)
+	}
+	missed, src, err := s.missedSince(m.lastSeq)
+	if err != nil {
+		return perr(CodeInternal, "could not rebuild missed effects: %v", err)
+	}
+	s.srv.m.resumes.WithLabelValues(src).Inc()
+	st := s.state()
+	ack := AckFrame{Type: FrameAck, ID: m.frameID, SessionID: s.id, State: &st, Missed: missed}
+	if !m.c.enqueue(mustJSON(ack)) {
+		return nil
+	}
+	s.subs[m.c] = struct{}{}
+	return nil
+}
+
+func (s *session) state() SessionState {
+	return SessionState{SessionID: s.id, CandidateID: s.hdr.CandidateID, Pack: s.pack.Name, T: s.eng.Now(),
+		LastSeq: s.seq, Ended: s.ended, EndReason: s.endReason, ClientPlayback: s.host.ClientPlayback,
+		Playing: slices.Clone(s.playing)}
+}
+
+// missedSince returns the effect frames after seq, from the ring when it
+// reaches back far enough and otherwise re-derived by replaying the log.
+func (s *session) missedSince(last uint64) ([]EffectFrame, string, error) {
+	if last >= s.seq {
+		return nil, "none", nil
+	}
+	oldest := s.seq + 1
+	for _, r := range s.ring {
+		oldest = min(oldest, r.seq)
+	}
+	if oldest <= last+1 {
+		var out []EffectFrame
+		for _, r := range s.ring {
+			if r.seq > last {
+				out = append(out, r.frame)
+			}
+		}
+		slices.SortFunc(out, func(a, b EffectFrame) int { return cmp.Compare(a.Seq, b.Seq) })
+		return out, "ring", nil
+	}
+	out, err := rederive(s.srv, s.wl.Path(), s.pack, last)
+	return out, "log", err
+}
+
+// rederive replays a log and returns the effect frames after seq last.
+func rederive(srv *Server, path string, p *rules.Pack, last uint64) ([]EffectFrame, error) {
+	rec, err := wal.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	host, err := decodeHost(rec.Header.Host)
+	if err != nil {
+		return nil, err
+	}
+	// A scratch session does the same bookkeeping as the live one, so the
+	// frames (sequence numbers, speech times) come out identical.
+	tmp := newSession(srv, rec.Header, host, p)
+	defer tmp.cancel()
+	tmp.replaying = true
+	var out []EffectFrame
+	_, err = wal.Replay(p, rec, func(_ uint64, in *engine.Input, effects []engine.Effect, _ error) {
+		tmp.observeInput(in)
+		for i := range effects {
+			if fr := tmp.recordEffect(&effects[i]); fr.Seq > last {
+				out = append(out, fr)
+			}
+		}
+	})
+	return out, err
+}
+
+func decodeHost(raw json.RawMessage) (hostOptions, error) {
+	var h hostOptions
+	if len(raw) == 0 {
+		return h, nil
+	}
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return h, fmt.Errorf("log header host options: %w", err)
+	}
+	return h, nil
+}
+
+// finish closes the log of an ended session and lets it go.
+func (s *session) finish() {
+	for id, cancel := range s.inflight {
+		cancel()
+		delete(s.inflight, id)
+		s.srv.m.adapterInflight.Dec()
+	}
+	s.pending = nil
+	if err := s.wl.Finish(wal.End{Reason: s.endReason, T: s.eng.Now(), Wall: s.srv.clock.Now()}); err != nil {
+		s.srv.m.walErrors.Inc()
+		s.log.Error("could not finish the session log", "err", err)
+	}
+	s.srv.m.sessionsEnded.Inc()
+	s.log.Info("session ended", "reason", s.endReason, "t_ms", s.eng.Now(), "effects", s.seq)
+	s.setExit(CodeSessionEnded, fmt.Sprintf("session %s has ended (%s)", s.id, s.endReason))
+}
+
+func (s *session) setExit(code, msg string) {
+	if s.exitCode == "" {
+		s.exitCode, s.exitMsg = code, msg
+	}
+}
+
+// fail stops a session that cannot go on (its log cannot be written or
+// it cannot be rebuilt). Its log stays live, so a restart retries it.
+func (s *session) fail(err error) {
+	s.log.Error("session failed", "err", err)
+	s.broadcast(mustJSON(ErrorFrame{Type: FrameError, Code: CodeSessionFailed, Message: fmt.Sprintf("session %s failed: %v", s.id, err)}))
+	s.setExit(CodeSessionFailed, fmt.Sprintf("session %s failed: %v", s.id, err))
+	s.srv.markFailed(s.id, err.Error())
+}
+
+// exit runs on the actor as it stops.
+func (s *session) exit() {
+	s.closeInbox()
+	s.cancel()
+	for id, cancel := range s.inflight {
+		cancel()
+		delete(s.inflight, id)
+		s.srv.m.adapterInflight.Dec()
+	}
+	if s.exitCode != CodeSessionEnded && s.wl != nil {
+		if err := s.wl.Close(); err != nil {
+			s.log.Warn("closing log", "err", err)
+		}
+	}
+	s.srv.removeSession(s)
+}
+
+// rebuild replaces the actor's state with a fresh replay of its log, after
+// a panic left it in an unknown state. Subscribers stay attached.
+func (s *session) rebuild() {
+	for id, cancel := range s.inflight {
+		cancel()
+		delete(s.inflight, id)
+		s.srv.m.adapterInflight.Dec()
+	}
+	if s.wl != nil {
+		s.wl.Close()
+	}
+	wl, rec, err := s.srv.dir.Open(s.id)
+	if err != nil {
+		s.fail(fmt.Errorf("rebuild after panic: %w", err))
+		return
+	}
+	if err := s.load(wl, rec, false); err != nil {
+		wl.Close()
+		s.fail(fmt.Errorf("rebuild after panic: %w", err))
+		return
+	}
+	s.srv.m.recoveries.WithLabelValues("ok").Inc()
+	s.log.Warn("session rebuilt from its log", "inputs", len(rec.Inputs), "t_ms", s.eng.Now())
+}
+
+// load rebuilds actor state by replaying rec, verifying every recorded
+// step, and re-issues adapter calls the log shows unanswered. setBase
+// places engine time on the wall clock (recovery after a restart);
+// otherwise the current mapping is kept (rebuild in the same process).
+func (s *session) load(wl *wal.Log, rec *wal.Recovered, setBase bool) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.srv.m.panics.WithLabelValues("recovery").Inc()
+			err = fmt.Errorf("panic while replaying: %v", r)
+		}
+	}()
+	if err := wal.CheckHeader(&rec.Header, s.pack); err != nil {
+		return err
+	}
+	s.wl = wl
+	s.pending, s.playing, s.ring, s.ringNext, s.seq = nil, nil, nil, 0, 0
+	s.requests = map[string]*engine.LLMRequest{}
+	s.reqLog = nil
+	s.ended = false
+	s.llm = s.srv.cfg.LLM(s.id, s.pack)
+	s.replaying = true
+	res, err := wal.Replay(s.pack, rec, func(_ uint64, in *engine.Input, effects []engine.Effect, _ error) {
+		s.observeInput(in)
+		for i := range effects {
+			s.recordEffect(&effects[i])
+		}
+	})
+	s.replaying = false
+	if err != nil {
+		return err
+	}
+	if len(res.Mismatches) > 0 {
+		for i := range res.Mismatches {
+			s.log.Error("nondeterminism: replay differs from the log", "mismatch", res.Mismatches[i].String())
+		}
+		return &nondeterminismError{n: len(res.Mismatches), first: res.Mismatches[0].String()}
+	}
+	s.eng = res.Session
+	if setBase {
+		var last int64
+		if n := len(rec.Inputs); n > 0 {
+			last = rec.Inputs[n-1].T
+		}
+		// Downtime counts: the session clock is wall time since the
+		// recorded start, but never earlier than the last logged input.
+		elapsed := s.srv.clock.Now().Sub(rec.Header.StartWall).Milliseconds()
+		s.base = s.srv.clock.Now().Add(-time.Duration(max(elapsed, last)) * time.Millisecond)
+	}
+	// The client's own clock is not in the log (inputs carry the engine
+	// time used), so the backwards check restarts with the next event.
+	s.lastClientT = -1
+	// Requests answered in the log warm the adapter, in order; those
+	// still open are asked again (a late duplicate answer is dropped).
+	w, _ := s.llm.(Warmer)
+	for _, r := range s.reqLog {
+		_, open := s.requests[r.id]
+		switch {
+		case open && !s.ended:
+			s.callLLM(r.id, r.req)
+		case !open && w != nil:
+			w.Warm(r.id, r.req)
+		}
+	}
+	s.reqLog = nil
+	return nil
+}
+
+type nondeterminismError struct {
+	n     int
+	first string
+}
+
+func (e *nondeterminismError) Error() string {
+	return fmt.Sprintf("replay differs from the log in %d step(s); first: %s", e.n, e.first)
+}
