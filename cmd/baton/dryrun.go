@@ -17,6 +17,7 @@ import (
 	"github.com/batonhq/baton/runtime/llm"
 	"github.com/batonhq/baton/runtime/llm/gemini"
 	"github.com/batonhq/baton/runtime/packs"
+	"github.com/batonhq/baton/runtime/wal"
 )
 
 func version() string { return engine.Version }
@@ -36,6 +37,7 @@ func cmdDryrun(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	format := fl.String("format", "text", "output: text (mm:ss.s role kind text) or jsonl")
 	verbose := fl.Bool("v", false, "also show LLM requests, routing and defer decisions")
 	seed := fl.Uint64("seed", 0, "seed for Math.random in pack scripts")
+	record := fl.String("record", "", "also write the run as a session log in this folder (replay it offline with baton replay, e.g. after a run against the real model)")
 	step := fl.Duration("step", 0, "advance the clock in fixed steps (e.g. 100ms) instead of jumping to deadlines")
 	fl.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: baton dryrun [flags] PACK\n\nPlays a whole session on a simulated clock with a scripted LLM and a simulated voice.\n\n")
@@ -89,6 +91,13 @@ func cmdDryrun(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	elapsed := time.Since(start)
+	if *record != "" {
+		path, err := recordRun(*record, fl.Arg(0), p, *seed, start, res)
+		if err != nil {
+			return fmt.Errorf("recording: %w", err)
+		}
+		fmt.Fprintf(stderr, "recorded %s\n", path)
+	}
 	w := bufio.NewWriter(stdout)
 	fo := dryrun.FormatOptions{Verbose: *verbose}
 	if *format == "jsonl" {
@@ -147,4 +156,40 @@ func cmdCheck(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%s: ok (%d roles, %d anchors, %d windows, %d rules, hash %.12s)\n", a, len(p.Roles), len(p.Timeline.Anchors), len(p.Timeline.Windows), len(p.Rules), p.Hash)
 	}
 	return failed
+}
+
+// recordRun writes a dry run as a finished session log, in the service's
+// format, so baton replay can re-run and check it offline; with -llm
+// gemini the model's answers are in it.
+func recordRun(dir, packRef string, p *rules.Pack, seed uint64, start time.Time, res *dryrun.Result) (string, error) {
+	d, err := wal.OpenDir(dir, wal.Options{NoSync: true})
+	if err != nil {
+		return "", err
+	}
+	defer d.Close()
+	id := fmt.Sprintf("dryrun-%s-%d", p.Name, start.UnixNano())
+	l, err := d.Create(wal.Header{Engine: engine.Version, Pack: p.Name, PackRef: packRef, PackHash: p.Hash,
+		Seed: int64(seed), SessionID: id, CandidateID: "dryrun", StartWall: start})
+	if err != nil {
+		return "", err
+	}
+	for i, in := range res.Inputs {
+		seq, err := l.Append(in, false)
+		if err != nil {
+			l.Close()
+			return "", err
+		}
+		if err := l.AppendStep(seq, wal.Digest(res.Steps[i].Effects, res.Steps[i].Err)); err != nil {
+			l.Close()
+			return "", err
+		}
+	}
+	reason := "dryrun"
+	if n := len(res.Records); n > 0 && res.Records[n-1].Type == engine.EffectSessionEnd {
+		reason = res.Records[n-1].Reason
+	}
+	if err := l.Finish(wal.End{Reason: reason, T: res.EndMS, Wall: time.Now()}); err != nil {
+		return "", err
+	}
+	return d.DonePath(id), nil
 }

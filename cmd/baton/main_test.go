@@ -281,3 +281,23 @@ func TestHotSeatWithGeminiEndpoint(t *testing.T) {
 		t.Errorf("unexpected failure:\n%s", out)
 	}
 }
+
+// A dry run recorded to a session log replays offline with every step
+// verified; the seed travels in the log.
+func TestRecordThenReplay(t *testing.T) {
+	for _, pack := range []string{"dayone", "hotseat"} {
+		dir := t.TempDir()
+		code, _, errs := runCLI(t, "dryrun", "-seed", "7", "-record", dir, pack)
+		if code != 0 || !strings.Contains(errs, "recorded ") {
+			t.Fatalf("%s: exit %d: %s", pack, code, errs)
+		}
+		logs, _ := filepath.Glob(filepath.Join(dir, "*.done"))
+		if len(logs) != 1 {
+			t.Fatalf("%s: logs %v", pack, logs)
+		}
+		code, out, errs := runCLI(t, "replay", logs[0])
+		if code != 0 || !strings.Contains(out, " 0 differ") || !strings.Contains(out, "seed 7") {
+			t.Fatalf("%s: replay exit %d\n%s\n%s", pack, code, out, errs)
+		}
+	}
+}

@@ -47,7 +47,16 @@ type Result struct {
 	Records []Record
 	// Inputs is every input the engine was given, in order: a replayable log.
 	Inputs []engine.Input
-	EndMS  int64
+	// Steps holds, for each input, the effects it produced and the engine's
+	// error if it refused the input.
+	Steps []Step
+	EndMS int64
+}
+
+// Step is what one input produced.
+type Step struct {
+	Effects []engine.Effect
+	Err     error
 }
 
 // Model answers llm_request effects. ok=false means the call never answers
@@ -168,6 +177,7 @@ func (h *host) step(in engine.Input) error {
 	h.res.Inputs = append(h.res.Inputs, in)
 	var err error
 	h.buf, err = h.s.Step(in, h.buf[:0])
+	h.res.Steps = append(h.res.Steps, Step{Effects: append([]engine.Effect(nil), h.buf...), Err: err})
 	if err != nil && err != engine.ErrEnded {
 		return fmt.Errorf("at %s: %w", rules.FormatClock(in.T), err)
 	}
