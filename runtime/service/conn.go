@@ -289,6 +289,19 @@ func (c *conn) handle(data []byte, read time.Time) {
 			return
 		}
 		c.post(s, f.ID, &evMsg{frameID: f.ID, c: c, speech: &engine.SpeechDone{ID: f.MessageID, Interrupted: f.Interrupted}, read: read})
+	case FrameToolCall, FrameAgentTranscript, FrameEnd:
+		s := c.boundSession(f.ID)
+		if s == nil {
+			return
+		}
+		in := engine.Input{Type: engine.InputToolCall, Tool: f.Tool}
+		switch f.Type {
+		case FrameAgentTranscript:
+			in = engine.Input{Type: engine.InputAgentTranscript, Agent: f.Agent}
+		case FrameEnd:
+			in = engine.Input{Type: engine.InputEnd, End: &engine.EndRequest{Reason: f.Reason}}
+		}
+		c.post(s, f.ID, &evMsg{frameID: f.ID, c: c, input: &in, read: read})
 	}
 }
 

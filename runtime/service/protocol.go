@@ -19,6 +19,11 @@ const (
 	FrameEvent      = "event"
 	FrameSpeechDone = "speech_done"
 	FramePing       = "ping"
+	// FrameToolCall, FrameAgentTranscript: from a client hosting the live
+	// speech session; FrameEnd ends the session early.
+	FrameToolCall        = "tool_call"
+	FrameAgentTranscript = "agent_transcript"
+	FrameEnd             = "end"
 )
 
 // Server frame types.
@@ -82,6 +87,13 @@ type ClientFrame struct {
 	// speech_done
 	MessageID   string `json:"message_id,omitempty"`
 	Interrupted bool   `json:"interrupted,omitempty"`
+	// tool_call and agent_transcript come from a client that hosts the live
+	// speech session itself (a browser talking to the model directly):
+	// what the model called, and what it said, as the role holding the floor.
+	Tool  *engine.ToolCall  `json:"tool,omitempty"`
+	Agent *engine.AgentLine `json:"agent,omitempty"`
+	// end: why the session ends early.
+	Reason string `json:"reason,omitempty"`
 }
 
 // ProtoError is an error with a protocol code.
@@ -228,6 +240,25 @@ func checkFields(f *ClientFrame) *ProtoError {
 		add(f.ClientPlayback, "client_playback")
 		add(f.LastSeq != nil, "last_seq")
 		add(f.Event != nil, "event")
+	case FrameToolCall, FrameAgentTranscript, FrameEnd:
+		switch {
+		case f.Type == FrameToolCall && (f.Tool == nil || f.Tool.ID == "" || f.Tool.Name == ""):
+			return perr(CodeBadFrame, "tool_call needs tool {id, name, args, role}")
+		case f.Type == FrameAgentTranscript && (f.Agent == nil || f.Agent.Role == "" || f.Agent.Text == ""):
+			return perr(CodeBadFrame, "agent_transcript needs agent {role, text}")
+		}
+		add(f.SessionID != "", "session_id")
+		add(f.Pack != "", "pack")
+		add(f.CandidateID != "", "candidate_id")
+		add(f.Seed != nil, "seed")
+		add(f.ClientPlayback, "client_playback")
+		add(f.LastSeq != nil, "last_seq")
+		add(f.Event != nil, "event")
+		add(f.MessageID != "", "message_id")
+		add(f.Interrupted, "interrupted")
+		add(f.Type != FrameToolCall && f.Tool != nil, "tool")
+		add(f.Type != FrameAgentTranscript && f.Agent != nil, "agent")
+		add(f.Type != FrameEnd && f.Reason != "", "reason")
 	case FramePing:
 		add(f.SessionID != "", "session_id")
 		add(f.Pack != "", "pack")
@@ -241,7 +272,12 @@ func checkFields(f *ClientFrame) *ProtoError {
 	case "":
 		return perr(CodeBadFrame, "missing type")
 	default:
-		return perr(CodeUnknownType, "unknown frame type %q (want start, resume, event, speech_done or ping)", truncate(f.Type, 40))
+		return perr(CodeUnknownType, "unknown frame type %q (want start, resume, event, speech_done, tool_call, agent_transcript, end or ping)", truncate(f.Type, 40))
+	}
+	if f.Type != FrameToolCall && f.Type != FrameAgentTranscript && f.Type != FrameEnd {
+		add(f.Tool != nil, "tool")
+		add(f.Agent != nil, "agent")
+		add(f.Reason != "", "reason")
 	}
 	if len(extra) > 0 {
 		return perr(CodeBadFrame, "%s frame does not take %s", f.Type, strings.Join(extra, ", "))

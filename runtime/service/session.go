@@ -109,6 +109,7 @@ type (
 		reply   chan evReply
 		ev      engine.CandidateEvent
 		speech  *engine.SpeechDone
+		input   *engine.Input // tool_call, agent_transcript, end: applied at server time
 		clientT *int64
 		read    time.Time
 	}
@@ -604,6 +605,9 @@ func (s *session) onClientInput(m *evMsg) {
 			return
 		}
 		in = engine.Input{T: max(now, s.eng.Now()), Type: engine.InputSpeechDone, Speech: m.speech}
+	} else if m.input != nil {
+		in = *m.input
+		in.T = max(now, s.eng.Now())
 	} else {
 		t, c, pe := s.stamp(m.clientT, now)
 		if pe != nil {

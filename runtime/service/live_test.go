@@ -1,0 +1,65 @@
+package service
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/batonhq/baton/engine"
+)
+
+// A client that hosts the live speech session itself (the browser talks to
+// the model, as in Hot Seat's seed) forwards the model's tool calls and
+// transcripts; the engine answers each call with a tool_result frame and
+// moves the floor. Bad frames are refused with a specific error, and the
+// client can end the session.
+func TestWSClientHostedLiveVoice(t *testing.T) {
+	h := newHarness(t)
+	c := h.dial(nil)
+	c.send(map[string]any{"id": "s", "type": "start", "pack": "hotseat", "session_id": "live1", "candidate_id": "c"})
+	c.expectAck("s")
+	h.runUntil("live1", 20000)
+	c.waitFor("the panel opens", func(f *ServerFrame) bool {
+		return f.Type == FrameEffect && f.Effect.Type == engine.EffectHandoff && f.Effect.Agent == "marcus"
+	})
+
+	c.send(map[string]any{"id": "a1", "type": "agent_transcript", "agent": map[string]any{"role": "marcus", "text": "How do tokens move?"}})
+	c.expectAck("a1")
+	args, _ := json.Marshal(map[string]any{"colleague": "priya", "reason": "answered", "summary": "network tokens"})
+	c.send(map[string]any{"id": "t1", "type": "tool_call", "tool": map[string]any{"id": "call-1", "name": "transfer", "role": "marcus", "args": json.RawMessage(args)}})
+	c.expectAck("t1")
+	// The handler moves the floor, then answers the call.
+	c.waitFor("handoff to priya", func(f *ServerFrame) bool {
+		return f.Type == FrameEffect && f.Effect.Type == engine.EffectHandoff && f.Effect.Agent == "priya"
+	})
+	res := c.waitFor("tool result", func(f *ServerFrame) bool {
+		return f.Type == FrameEffect && f.Effect.Type == engine.EffectToolResult && f.Effect.ID == "call-1"
+	})
+	if res.Effect.IsError || res.Effect.Role != "marcus" {
+		t.Fatalf("tool result: %+v", res.Effect)
+	}
+
+	// A transfer to herself is refused with a reason the model can act on.
+	self, _ := json.Marshal(map[string]any{"colleague": "priya", "reason": "r", "summary": "s"})
+	c.send(map[string]any{"id": "t2", "type": "tool_call", "tool": map[string]any{"id": "call-2", "name": "transfer", "role": "priya", "args": json.RawMessage(self)}})
+	c.expectAck("t2")
+	ref := c.waitFor("refusal", func(f *ServerFrame) bool {
+		return f.Type == FrameEffect && f.Effect.Type == engine.EffectToolResult && f.Effect.ID == "call-2"
+	})
+	if !ref.Effect.IsError {
+		t.Fatalf("self-transfer accepted: %+v", ref.Effect)
+	}
+
+	c.send(map[string]any{"id": "b1", "type": "tool_call", "tool": map[string]any{"name": "transfer"}})
+	c.expectError("b1", CodeBadFrame)
+	c.send(map[string]any{"id": "b2", "type": "agent_transcript", "agent": map[string]any{"role": "priya"}})
+	c.expectError("b2", CodeBadFrame)
+	c.send(map[string]any{"id": "b3", "type": "ping", "reason": "x"})
+	c.expectError("b3", CodeBadFrame)
+
+	c.send(map[string]any{"id": "e", "type": "end", "reason": "candidate_left"})
+	c.expectAck("e")
+	end := c.waitFor("end", func(f *ServerFrame) bool { return f.Type == FrameEffect && f.Effect.Type == engine.EffectSessionEnd })
+	if end.Effect.Reason != "candidate_left" {
+		t.Fatalf("end: %+v", end.Effect)
+	}
+}
