@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/batonhq/baton/rules"
@@ -317,4 +318,46 @@ func describe(v any) string {
 		return "an object"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// shapeRequest lets the pack's llm.shape script rewrite a turn's request.
+func (s *Session) shapeRequest(h *rules.Hook, t *turn, req *LLMRequest) {
+	arg := s.scriptArg(t.role)
+	arg["turn"] = map[string]any{"kind": t.kind, "goal": t.goal, "rule": t.rule, "role": t.role}
+	arg["system"], arg["turn_goal"] = req.System, req.TurnGoal
+	out, ok := s.callScript(&h.Script, arg, "llm.shape")
+	if !ok {
+		s.scriptFailed(h.OnError, "llm.shape")
+		return
+	}
+	switch x := out.(type) {
+	case nil:
+	case string:
+		req.System = x
+	case map[string]any:
+		if v, ok := x["system"].(string); ok {
+			req.System = v
+		}
+		if v, ok := x["turn_goal"].(string); ok && v != "" {
+			req.TurnGoal = v
+		}
+		if ctx, ok := x["context"].(map[string]any); ok && len(ctx) > 0 {
+			keys := make([]string, 0, len(ctx))
+			for k := range ctx {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys) // the script's object has no order we can keep
+			req.ScenarioContext = append([]KV(nil), req.ScenarioContext...)
+			for _, k := range keys {
+				req.ScenarioContext = append(req.ScenarioContext, KV{Key: k, Value: rules.Stringify(ctx[k])})
+			}
+		}
+	default:
+		s.badResult(&h.Script, "llm.shape", "want the system text or {system, turn_goal, context}, got %s", describe(out))
+		s.scriptFailed(h.OnError, "llm.shape")
+	}
+	if len(req.System) > 64<<10 {
+		s.badResult(&h.Script, "llm.shape", "system instruction of %d bytes; the limit is 64 KiB", len(req.System))
+		req.System = req.System[:64<<10]
+	}
 }

@@ -206,3 +206,41 @@ func TestScriptEndPolicy(t *testing.T) {
 		t.Fatalf("on_error: end should end the session: %+v", effs)
 	}
 }
+
+// llm.shape reshapes each turn's request: extra guidance for a kind of
+// turn, a rewritten goal, added context; a bad answer is reported and the
+// request goes out unshaped.
+func TestShapeScript(t *testing.T) {
+	pack := scriptPack + `
+llm:
+  shape: {script: route.js#shape}
+`
+	js := scriptJS + `
+function shape(ctx) {
+  if (ctx.msg.text === "bad shape") return 42;
+  return {system: ctx.system + " [" + ctx.turn.kind + "]", turn_goal: "g2", context: {b: 2, a: "one"}};
+}
+`
+	p, err := rules.LoadFS(fstest.MapFS{"pack.yaml": {Data: []byte(pack)}, "scripts/route.js": {Data: []byte(js)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := engine.NewSessionWith(p, engine.Options{})
+	effs, _ := s.Step(msgIn(1000, "host: hi"), nil)
+	req := find(effs, engine.EffectLLMRequest)
+	if req == nil || req.Request.System != "You host. [reply]" || req.Request.TurnGoal != "g2" {
+		t.Fatalf("shaped request: %+v", req)
+	}
+	ctx := req.Request.ScenarioContext
+	if len(ctx) != 2 || ctx[0].Key != "a" || ctx[1].Value != "2" {
+		t.Fatalf("context in key order: %+v", ctx)
+	}
+	s = engine.NewSessionWith(p, engine.Options{})
+	effs, _ = s.Step(msgIn(1000, "bad shape"), nil)
+	if se := find(effs, engine.EffectScriptError); se == nil || !strings.Contains(se.Reason, "want the system text") {
+		t.Fatalf("bad shape: %+v", effs)
+	}
+	if req := find(effs, engine.EffectLLMRequest); req == nil || req.Request.System != "You host." {
+		t.Fatalf("unshaped request expected: %+v", req)
+	}
+}

@@ -277,6 +277,9 @@ func (s *Session) buildRequest(t *turn) *LLMRequest {
 	}
 	req.TranscriptTail = s.tail()
 	req.ScenarioContext = s.context // read-only for hosts
+	if h := p.LLM.Shape; h != nil {
+		s.shapeRequest(h, t, req)
+	}
 	return req
 }
 

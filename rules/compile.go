@@ -581,6 +581,7 @@ func (c *compiler) check() {
 		c.errorf(p.Pos, "guardrails: min_sentences is above max_sentences")
 	}
 	c.hook(g.Rewrite, "guardrails.rewrite", "skip", "fallback", "end")
+	c.hook(p.LLM.Shape, "llm.shape", "skip", "end")
 	if !oneOf(g.OnViolation, "rewrite", "fallback", "pass") {
 		c.errorf(p.Pos, "guardrails.on_violation must be rewrite, fallback or pass, not %q", g.OnViolation)
 	}

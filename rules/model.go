@@ -110,6 +110,10 @@ type LLMConfig struct {
 	Backoff []Duration `yaml:"backoff"`
 	// TranscriptTail is how many transcript lines a request carries.
 	TranscriptTail int `yaml:"transcript_tail"`
+	// Shape, if set, is a script that may reshape each turn's request: it
+	// returns the system instruction as text, or {system, turn_goal,
+	// context: {key: value}} to replace or add parts.
+	Shape *Hook `yaml:"shape"`
 }
 
 // VoiceConfig sets defaults for simulated speech.
