@@ -212,6 +212,15 @@ type LLMRequest struct {
 	Prompt     string          `json:"prompt,omitempty"`
 	Schema     json.RawMessage `json:"schema,omitempty"`
 	Background bool            `json:"background,omitempty"`
+	// Attachments are files the job sends to the model as parts.
+	Attachments []Attachment `json:"attachments,omitempty"`
+}
+
+// Attachment is a file from the pack handed to the model.
+type Attachment struct {
+	Name string `json:"name"`
+	MIME string `json:"mime"`
+	Data []byte `json:"data"`
 }
 
 // TranscriptLine is one utterance in the shared transcript.

@@ -522,6 +522,11 @@ func (s *Session) startJob(job *rules.Job, args map[string]any, phase bool) {
 	if sc := job.OutputSchema(); sc != nil {
 		req.Schema = sc.JSON()
 	}
+	if job.Attachments {
+		for _, a := range s.p.Scenario.Attachments {
+			req.Attachments = append(req.Attachments, Attachment{Name: a.ID, MIME: a.MIME, Data: a.Data})
+		}
+	}
 	s.jobs = append(s.jobs, jobEntry{id: id, run: &jobRun{job: job, args: args, phase: phase}})
 	s.emit(Effect{Type: EffectLLMRequest, ID: id, Agent: job.Role, Kind: "job", Rule: job.ID, Request: req})
 	s.addTimer(timer{at: s.now + job.Timeout.MS, kind: tLLMTimeout, key: id})

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"mime"
 	"slices"
 
 	"crypto/sha256"
@@ -140,6 +141,28 @@ func LoadFS(fsys fs.FS) (*Pack, error) {
 	}
 
 	p.scriptFiles = loadScripts(fsys, &errs, hashFile)
+	for i := range p.Scenario.Attachments {
+		a := &p.Scenario.Attachments[i]
+		clean := path.Clean(a.File)
+		if a.File == "" || !fs.ValidPath(clean) {
+			errs.add(a.Pos, "attachment %s: file must be a path inside the pack folder", a.ID)
+			continue
+		}
+		data, err := readFile(fsys, clean)
+		if err != nil {
+			errs.add(a.Pos, "attachment %s: %v", a.ID, err)
+			continue
+		}
+		hashFile(clean, data)
+		a.Data = data
+		if a.MIME == "" {
+			// Without parameters: providers want "text/csv", not "; charset=...".
+			a.MIME, _, _ = mime.ParseMediaType(mime.TypeByExtension(path.Ext(clean)))
+		}
+		if a.MIME == "" {
+			errs.add(a.Pos, "attachment %s: cannot tell the MIME type of %s; set mime", a.ID, a.File)
+		}
+	}
 
 	// Compile even after decode errors so one run lists every problem; the
 	// compiler copes with whatever the decoder could fill in.

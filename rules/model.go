@@ -94,7 +94,22 @@ type Scenario struct {
 	ID      string `yaml:"id"`
 	Title   string `yaml:"title"`
 	Context StrMap `yaml:"context"`
+	// Attachments are files in the pack folder (documents, slides, images)
+	// that jobs with attachments: true send to the model as parts.
+	Attachments []Attachment `yaml:"attachments"`
 }
+
+// Attachment is a file handed to the model.
+type Attachment struct {
+	Pos
+	ID   string `yaml:"id"`
+	File string `yaml:"file"`
+	// MIME defaults from the file's extension.
+	MIME string `yaml:"mime"`
+	Data []byte `yaml:"-"`
+}
+
+func (a *Attachment) setShorthand(d *decoder, n *yaml.Node) { d.decode(n, refValue(&a.File)) }
 
 // LLMConfig sets the model and limits for generated turns.
 type LLMConfig struct {

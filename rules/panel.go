@@ -189,8 +189,10 @@ type Job struct {
 	Role   string   `yaml:"role"`
 	Prompt Template `yaml:"prompt"`
 	// Schema, if set, asks for JSON output and validates it.
-	Schema  any      `yaml:"schema"`
-	Timeout Duration `yaml:"timeout"`
+	Schema any `yaml:"schema"`
+	// Attachments sends the scenario's attachments with the prompt.
+	Attachments bool     `yaml:"attachments"`
+	Timeout     Duration `yaml:"timeout"`
 	// OnResult runs with `result` (the parsed JSON, or the text) and `args`.
 	OnResult []Action `yaml:"on_result"`
 	// OnError runs when the call fails or the result is invalid.

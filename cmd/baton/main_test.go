@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -183,6 +184,10 @@ func TestHotSeatWithGeminiEndpoint(t *testing.T) {
 				Parts []struct {
 					Text             string         `json:"text"`
 					FunctionResponse map[string]any `json:"functionResponse"`
+					InlineData       *struct {
+						MIMEType string `json:"mimeType"`
+						Data     []byte `json:"data"`
+					} `json:"inlineData"`
 				} `json:"parts"`
 			} `json:"contents"`
 			Tools []struct {
@@ -202,10 +207,14 @@ func TestHotSeatWithGeminiEndpoint(t *testing.T) {
 			system += p.Text
 		}
 		var lastResponse map[string]any
+		var files []string
 		for _, c := range req.Contents {
 			for _, p := range c.Parts {
 				if p.Text != "" {
 					last = p.Text
+				}
+				if p.InlineData != nil && len(p.InlineData.Data) > 0 {
+					files = append(files, p.InlineData.MIMEType)
 				}
 				if p.FunctionResponse != nil {
 					lastResponse = p.FunctionResponse
@@ -234,6 +243,11 @@ func TestHotSeatWithGeminiEndpoint(t *testing.T) {
 		followUp := strings.Contains(last, "[Turn goal: follow_up]")
 		switch {
 		case strings.Contains(last, "[PHASE 1 START]"):
+			// The scenario's files arrive as parts: the PDF and the CSV.
+			if !slices.Contains(files, "application/pdf") || !slices.Contains(files, "text/csv") {
+				http.Error(w, fmt.Sprintf("phase 1 without the attachments: %v", files), http.StatusBadRequest)
+				return
+			}
 			reply(text("Weak points: token migration, no rollback."))
 		case strings.Contains(last, "[PHASE 2 START]"):
 			b, _ := json.Marshal(map[string]string{"persona": "sharp", "context_section": "doubts", "question": "Why one night?", "voice": "Kore"})

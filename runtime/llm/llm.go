@@ -41,10 +41,19 @@ type Request struct {
 // RoleModel or RoleTool; a model turn may carry tool calls and a tool turn
 // carries exactly one ToolResult.
 type Message struct {
-	Role       string      `json:"role"`
-	Text       string      `json:"text,omitempty"`
+	Role string `json:"role"`
+	Text string `json:"text,omitempty"`
+	// Blobs are files sent with a user message (PDFs, images, text files).
+	Blobs      []Blob      `json:"blobs,omitempty"`
 	ToolCalls  []ToolCall  `json:"tool_calls,omitempty"`
 	ToolResult *ToolResult `json:"tool_result,omitempty"`
+}
+
+// Blob is an attached file.
+type Blob struct {
+	Name string `json:"name,omitempty"`
+	MIME string `json:"mime"`
+	Data []byte `json:"data"`
 }
 
 // ToolDecl declares a function the model may call.

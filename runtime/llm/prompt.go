@@ -62,6 +62,10 @@ func FromTurn(req *engine.LLMRequest) Request {
 		// A job is a task, not a line in the conversation: its rendered
 		// prompt is the request, and a schema asks for JSON.
 		out.Messages = appendMerged(out.Messages, RoleUser, strings.TrimSpace(req.Prompt))
+		last := &out.Messages[len(out.Messages)-1]
+		for _, a := range req.Attachments {
+			last.Blobs = append(last.Blobs, Blob{Name: a.Name, MIME: a.MIME, Data: a.Data})
+		}
 		out.ResponseSchema = req.Schema
 		return out
 	}

@@ -24,7 +24,11 @@ func toGenai(req llm.Request) ([]*genai.Content, *genai.GenerateContentConfig, e
 	for i, msg := range req.Messages {
 		switch msg.Role {
 		case llm.RoleUser:
-			contents = append(contents, &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: msg.Text}}})
+			c := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: msg.Text}}}
+			for _, b := range msg.Blobs {
+				c.Parts = append(c.Parts, &genai.Part{InlineData: &genai.Blob{MIMEType: b.MIME, Data: b.Data, DisplayName: b.Name}})
+			}
+			contents = append(contents, c)
 		case llm.RoleModel:
 			c := &genai.Content{Role: genai.RoleModel}
 			if msg.Text != "" || len(msg.ToolCalls) == 0 {
