@@ -203,6 +203,9 @@ type LLMRequest struct {
 	ScenarioContext      []KV             `json:"scenario_context"`
 	Constraints          Constraints      `json:"constraints"`
 	TimeoutMS            int64            `json:"timeout_ms"`
+	// Assembly is the pack's order of the system prompt's parts (persona,
+	// role, goal, context, constraints); empty means the default.
+	Assembly []string `json:"assembly,omitempty"`
 	// Tools offered for this turn, and the calls made so far in it.
 	Tools     []ToolDecl `json:"tools,omitempty"`
 	ToolSteps []ToolStep `json:"tool_steps,omitempty"`

@@ -264,6 +264,7 @@ func (s *Session) buildRequest(t *turn) *LLMRequest {
 		Model:                p.LLM.Model,
 		System:               system,
 		Tools:                s.offeredTools(t.role),
+		Assembly:             p.LLM.Assembly,
 		ToolSteps:            t.toolSteps,
 		CandidateLastMessage: s.lastMsg,
 		Constraints: Constraints{

@@ -582,6 +582,13 @@ func (c *compiler) check() {
 	}
 	c.hook(g.Rewrite, "guardrails.rewrite", "skip", "fallback", "end")
 	c.hook(p.LLM.Shape, "llm.shape", "skip", "end")
+	seenPart := map[string]bool{}
+	for _, part := range p.LLM.Assembly {
+		if !oneOf(part, "persona", "role", "goal", "context", "constraints") || seenPart[part] {
+			c.errorf(p.LLM.Timeout.Pos, "llm.assembly: %q is not one of persona, role, goal, context, constraints, or is listed twice", part)
+		}
+		seenPart[part] = true
+	}
 	if !oneOf(g.OnViolation, "rewrite", "fallback", "pass") {
 		c.errorf(p.Pos, "guardrails.on_violation must be rewrite, fallback or pass, not %q", g.OnViolation)
 	}

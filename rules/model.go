@@ -125,6 +125,10 @@ type LLMConfig struct {
 	Backoff []Duration `yaml:"backoff"`
 	// TranscriptTail is how many transcript lines a request carries.
 	TranscriptTail int `yaml:"transcript_tail"`
+	// Assembly orders the parts of each turn's system prompt: persona,
+	// role, goal, context, constraints (the default, in that order). Parts
+	// left out are not sent.
+	Assembly []string `yaml:"assembly"`
 	// Shape, if set, is a script that may reshape each turn's request: it
 	// returns the system instruction as text, or {system, turn_goal,
 	// context: {key: value}} to replace or add parts.

@@ -99,37 +99,75 @@ func appendMerged(msgs []Message, role, text string) []Message {
 	return append(msgs, Message{Role: role, Text: text})
 }
 
+// DefaultAssembly is the order of the system prompt's parts when the pack
+// declares none (llm.assembly).
+var DefaultAssembly = []string{"persona", "role", "goal", "context", "constraints"}
+
+// systemPrompt lays out the persona and the turn brief in the order the
+// pack declares; parts left out of the order are left out of the prompt.
+// Brief parts sit between BriefBegin and BriefEnd so a model (or a
+// reviewer) can tell the engine's per-turn instructions from the persona.
 func systemPrompt(req *engine.LLMRequest) string {
-	var b strings.Builder
-	if s := strings.TrimSpace(req.System); s != "" {
-		b.WriteString(s)
-		b.WriteString("\n\n")
+	order := req.Assembly
+	if len(order) == 0 {
+		order = DefaultAssembly
 	}
-	b.WriteString(BriefBegin)
-	b.WriteString("\n")
-	field(&b, "Your role", req.Role)
-	field(&b, "Turn kind", req.Kind)
-	field(&b, "Turn goal", req.TurnGoal)
-	if len(req.ScenarioContext) > 0 {
-		b.WriteString("Scenario context:\n")
-		for _, kv := range req.ScenarioContext {
-			b.WriteString("- ")
-			b.WriteString(oneBlock(kv.Key))
-			b.WriteString(": ")
-			b.WriteString(oneBlock(kv.Value))
+	var b strings.Builder
+	inBrief := false
+	open := func(brief bool) {
+		switch {
+		case brief && !inBrief:
+			b.WriteString(BriefBegin)
 			b.WriteString("\n")
+		case !brief && inBrief:
+			b.WriteString(BriefEnd)
+			b.WriteString("\n\n")
+		}
+		inBrief = brief
+	}
+	for _, part := range order {
+		switch part {
+		case "persona":
+			if s := strings.TrimSpace(req.System); s != "" {
+				open(false)
+				b.WriteString(s)
+				b.WriteString("\n\n")
+			}
+		case "role":
+			open(true)
+			field(&b, "Your role", req.Role)
+			field(&b, "Turn kind", req.Kind)
+		case "goal":
+			open(true)
+			field(&b, "Turn goal", req.TurnGoal)
+		case "context":
+			if len(req.ScenarioContext) > 0 {
+				open(true)
+				b.WriteString("Scenario context:\n")
+				for _, kv := range req.ScenarioContext {
+					b.WriteString("- ")
+					b.WriteString(oneBlock(kv.Key))
+					b.WriteString(": ")
+					b.WriteString(oneBlock(kv.Value))
+					b.WriteString("\n")
+				}
+			}
+		case "constraints":
+			open(true)
+			b.WriteString("Constraints:\n")
+			if n := req.Constraints.MaxSentences; n > 0 {
+				b.WriteString("- Use at most " + strconv.Itoa(n) + " " + plural(n, "sentence", "sentences") + ".\n")
+			}
+			if n := req.Constraints.MaxQuestionCount; n > 0 {
+				b.WriteString("- Ask at most " + strconv.Itoa(n) + " " + plural(n, "question", "questions") + ".\n")
+			}
+			b.WriteString("- Reply with only the words you say aloud: no speaker label, no stage directions.\n")
 		}
 	}
-	b.WriteString("Constraints:\n")
-	if n := req.Constraints.MaxSentences; n > 0 {
-		b.WriteString("- Use at most " + strconv.Itoa(n) + " " + plural(n, "sentence", "sentences") + ".\n")
+	if inBrief {
+		b.WriteString(BriefEnd)
 	}
-	if n := req.Constraints.MaxQuestionCount; n > 0 {
-		b.WriteString("- Ask at most " + strconv.Itoa(n) + " " + plural(n, "question", "questions") + ".\n")
-	}
-	b.WriteString("- Reply with only the words you say aloud: no speaker label, no stage directions.\n")
-	b.WriteString(BriefEnd)
-	return b.String()
+	return strings.TrimRight(b.String(), "\n")
 }
 
 func field(b *strings.Builder, name, value string) {

@@ -206,3 +206,22 @@ func TestFromTurnNil(t *testing.T) {
 		t.Fatalf("FromTurn(nil) = %#v", got)
 	}
 }
+
+// The pack's llm.assembly orders the system prompt's parts and leaves out
+// the ones it does not list.
+func TestFromTurnAssemblyOrder(t *testing.T) {
+	req := &engine.LLMRequest{
+		Role: "qa", Kind: "reply", TurnGoal: "probe", System: "You are Quinn.",
+		ScenarioContext: []engine.KV{{Key: "bug", Value: "double charge"}},
+		Constraints:     engine.Constraints{MaxSentences: 2},
+		Assembly:        []string{"context", "persona", "goal"},
+	}
+	got := FromTurn(req).System
+	want := BriefBegin + "\nScenario context:\n- bug: double charge\n" + BriefEnd + "\n\nYou are Quinn.\n\n" + BriefBegin + "\nTurn goal: probe\n" + BriefEnd
+	if got != want {
+		t.Fatalf("system:\n%s\nwant:\n%s", got, want)
+	}
+	if strings.Contains(got, "Constraints") || strings.Contains(got, "Your role") {
+		t.Fatalf("parts left out of the assembly were sent:\n%s", got)
+	}
+}
