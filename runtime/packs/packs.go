@@ -4,7 +4,6 @@ package packs
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -35,9 +34,6 @@ func Open(dir string) (*rules.Pack, error) {
 	}
 	return nil, fmt.Errorf("%s: no %s there and no bundled pack named %q (bundled: %v)", dir, rules.PackFile, name, scenarios.Names())
 }
-
-// FS returns the folder a pack was loaded from, for its tests and sibling files.
-func FS(p *rules.Pack) fs.FS { return p.FS }
 
 func prefix(dir string, err error) error {
 	if err == nil {
