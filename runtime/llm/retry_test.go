@@ -132,7 +132,7 @@ func TestWithPolicy(t *testing.T) {
 		{
 			name:      "adapter vetoes retry of a server error",
 			policy:    def,
-			steps:     []step{{err: &Error{Kind: KindServer, Status: 501, Message: "not implemented"}}, {text: "never"}},
+			steps:     []step{{err: &Error{Kind: KindServer, Status: 501, Message: "method unavailable"}}, {text: "never"}},
 			wantCalls: 1,
 			wantKind:  KindServer,
 		},

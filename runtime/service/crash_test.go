@@ -106,9 +106,6 @@ func startBaton(t *testing.T, bin, data string) *proc {
 // that the session carries on to its end with no acknowledged event lost
 // and exactly the effects an offline replay of its log produces.
 func TestCrashRecoveryRealProcess(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the baton binary and runs a 12-second session")
-	}
 	bin := buildBaton(t)
 	data := t.TempDir()
 
