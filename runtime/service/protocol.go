@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/batonhq/baton/engine"
@@ -185,99 +186,73 @@ func salvageID(data []byte) string {
 	return ""
 }
 
-// checkFields rejects fields that do not belong to the frame's type, so a
-// typo is an error rather than a silently ignored option.
+// frameFields lists the fields each frame type takes besides id and type;
+// any other field that is set is an error, so a typo is reported rather
+// than silently ignored.
+var frameFields = map[string][]string{
+	FrameStart:           {"session_id", "pack", "candidate_id", "seed", "client_playback"},
+	FrameResume:          {"session_id", "last_seq"},
+	FrameEvent:           {"event"},
+	FrameSpeechDone:      {"message_id", "interrupted"},
+	FrameToolCall:        {"tool"},
+	FrameAgentTranscript: {"agent"},
+	FrameEnd:             {"reason"},
+	FramePing:            nil,
+}
+
+// setFields names the frame's optional fields that are set, in a fixed
+// order.
+func (f *ClientFrame) setFields() []string {
+	var out []string
+	for _, c := range []struct {
+		set  bool
+		name string
+	}{
+		{f.SessionID != "", "session_id"}, {f.Pack != "", "pack"}, {f.CandidateID != "", "candidate_id"},
+		{f.Seed != nil, "seed"}, {f.ClientPlayback, "client_playback"}, {f.LastSeq != nil, "last_seq"},
+		{f.Event != nil, "event"}, {f.MessageID != "", "message_id"}, {f.Interrupted, "interrupted"},
+		{f.Tool != nil, "tool"}, {f.Agent != nil, "agent"}, {f.Reason != "", "reason"},
+	} {
+		if c.set {
+			out = append(out, c.name)
+		}
+	}
+	return out
+}
+
+// checkFields checks a frame's required fields and rejects the fields
+// that do not belong to its type.
 func checkFields(f *ClientFrame) *ProtoError {
-	var extra []string
-	add := func(set bool, name string) {
-		if set {
-			extra = append(extra, name)
-		}
-	}
-	switch f.Type {
-	case FrameStart:
-		if f.SessionID == "" {
-			return perr(CodeBadFrame, "start needs session_id")
-		}
-		if f.Pack == "" {
-			return perr(CodeBadFrame, "start needs pack (a bundled pack name such as \"dayone\", or a pack folder)")
-		}
-		add(f.LastSeq != nil, "last_seq")
-		add(f.Event != nil, "event")
-		add(f.MessageID != "", "message_id")
-		add(f.Interrupted, "interrupted")
-	case FrameResume:
-		if f.SessionID == "" {
-			return perr(CodeBadFrame, "resume needs session_id")
-		}
-		add(f.Pack != "", "pack")
-		add(f.CandidateID != "", "candidate_id")
-		add(f.Seed != nil, "seed")
-		add(f.ClientPlayback, "client_playback")
-		add(f.Event != nil, "event")
-		add(f.MessageID != "", "message_id")
-		add(f.Interrupted, "interrupted")
-	case FrameEvent:
-		if f.Event == nil {
-			return perr(CodeBadFrame, "event frame needs event (a §5.2 object)")
-		}
-		add(f.SessionID != "", "session_id (put it inside event, or leave it out)")
-		add(f.Pack != "", "pack")
-		add(f.CandidateID != "", "candidate_id")
-		add(f.Seed != nil, "seed")
-		add(f.ClientPlayback, "client_playback")
-		add(f.LastSeq != nil, "last_seq")
-		add(f.MessageID != "", "message_id")
-		add(f.Interrupted, "interrupted")
-	case FrameSpeechDone:
-		if f.MessageID == "" {
-			return perr(CodeBadFrame, "speech_done needs message_id")
-		}
-		add(f.SessionID != "", "session_id")
-		add(f.Pack != "", "pack")
-		add(f.CandidateID != "", "candidate_id")
-		add(f.Seed != nil, "seed")
-		add(f.ClientPlayback, "client_playback")
-		add(f.LastSeq != nil, "last_seq")
-		add(f.Event != nil, "event")
-	case FrameToolCall, FrameAgentTranscript, FrameEnd:
-		switch {
-		case f.Type == FrameToolCall && (f.Tool == nil || f.Tool.ID == "" || f.Tool.Name == ""):
-			return perr(CodeBadFrame, "tool_call needs tool {id, name, args, role}")
-		case f.Type == FrameAgentTranscript && (f.Agent == nil || f.Agent.Role == "" || f.Agent.Text == ""):
-			return perr(CodeBadFrame, "agent_transcript needs agent {role, text}")
-		}
-		add(f.SessionID != "", "session_id")
-		add(f.Pack != "", "pack")
-		add(f.CandidateID != "", "candidate_id")
-		add(f.Seed != nil, "seed")
-		add(f.ClientPlayback, "client_playback")
-		add(f.LastSeq != nil, "last_seq")
-		add(f.Event != nil, "event")
-		add(f.MessageID != "", "message_id")
-		add(f.Interrupted, "interrupted")
-		add(f.Type != FrameToolCall && f.Tool != nil, "tool")
-		add(f.Type != FrameAgentTranscript && f.Agent != nil, "agent")
-		add(f.Type != FrameEnd && f.Reason != "", "reason")
-	case FramePing:
-		add(f.SessionID != "", "session_id")
-		add(f.Pack != "", "pack")
-		add(f.CandidateID != "", "candidate_id")
-		add(f.Seed != nil, "seed")
-		add(f.ClientPlayback, "client_playback")
-		add(f.LastSeq != nil, "last_seq")
-		add(f.Event != nil, "event")
-		add(f.MessageID != "", "message_id")
-		add(f.Interrupted, "interrupted")
-	case "":
+	allowed, known := frameFields[f.Type]
+	switch {
+	case f.Type == "":
 		return perr(CodeBadFrame, "missing type")
-	default:
+	case !known:
 		return perr(CodeUnknownType, "unknown frame type %q (want start, resume, event, speech_done, tool_call, agent_transcript, end or ping)", truncate(f.Type, 40))
+	case f.Type == FrameStart && f.SessionID == "":
+		return perr(CodeBadFrame, "start needs session_id")
+	case f.Type == FrameStart && f.Pack == "":
+		return perr(CodeBadFrame, "start needs pack (a bundled pack name such as \"dayone\", or a pack folder)")
+	case f.Type == FrameResume && f.SessionID == "":
+		return perr(CodeBadFrame, "resume needs session_id")
+	case f.Type == FrameEvent && f.Event == nil:
+		return perr(CodeBadFrame, "event frame needs event (a §5.2 object)")
+	case f.Type == FrameSpeechDone && f.MessageID == "":
+		return perr(CodeBadFrame, "speech_done needs message_id")
+	case f.Type == FrameToolCall && (f.Tool == nil || f.Tool.ID == "" || f.Tool.Name == ""):
+		return perr(CodeBadFrame, "tool_call needs tool {id, name, args, role}")
+	case f.Type == FrameAgentTranscript && (f.Agent == nil || f.Agent.Role == "" || f.Agent.Text == ""):
+		return perr(CodeBadFrame, "agent_transcript needs agent {role, text}")
 	}
-	if f.Type != FrameToolCall && f.Type != FrameAgentTranscript && f.Type != FrameEnd {
-		add(f.Tool != nil, "tool")
-		add(f.Agent != nil, "agent")
-		add(f.Reason != "", "reason")
+	var extra []string
+	for _, name := range f.setFields() {
+		if slices.Contains(allowed, name) {
+			continue
+		}
+		if name == "session_id" && f.Type == FrameEvent {
+			name = "session_id (put it inside event, or leave it out)"
+		}
+		extra = append(extra, name)
 	}
 	if len(extra) > 0 {
 		return perr(CodeBadFrame, "%s frame does not take %s", f.Type, strings.Join(extra, ", "))
