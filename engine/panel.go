@@ -19,8 +19,15 @@ import (
 // maxToolRounds bounds the tool loop inside one turn.
 const maxToolRounds = 3
 
+// ToolLoopLimit is how many refused tool calls in a row from one role
+// count as a loop: an adapter_error is reported and rules on: tool_loop
+// run (a live model keeps calling by itself, so the engine must notice).
+const ToolLoopLimit = 5
+
 type roleState struct {
 	tickets int
+	// refused counts tool calls refused in a row, to catch a looping agent.
+	refused int
 	slots   map[string]string
 	memory  []string
 	inject  []string
@@ -397,6 +404,14 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 		step.IsError = true
 		step.Result, _ = json.Marshal(map[string]string{"error": msg})
 		s.emit(Effect{Type: EffectToolResult, ID: call.ID, Agent: role, Kind: call.Name, Data: step.Result, IsError: true, Reason: msg})
+		if rs := s.rs(role); rs != nil {
+			rs.refused++
+			if rs.refused == ToolLoopLimit {
+				s.emit(Effect{Type: EffectAdapterError, Agent: role, Kind: call.Name, Reason: fmt.Sprintf("tool loop: %d refused calls in a row", ToolLoopLimit)})
+				s.env.Tool = rules.ToolView{ID: call.ID, Name: call.Name, Caller: role}
+				s.fireRules("tool_loop")
+			}
+		}
 		return step
 	}
 	tool, ok := s.p.Tool(call.Name)
@@ -430,6 +445,9 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 	s.tool = nil
 	if tc.errText != "" {
 		return fail(tc.errText)
+	}
+	if rs := s.rs(role); rs != nil {
+		rs.refused = 0
 	}
 	step.Result = tc.result
 	if step.Result == nil {

@@ -85,3 +85,35 @@ func TestLiveToolCall(t *testing.T) {
 		t.Fatalf("tools offered: %+v", req.Request.Tools)
 	}
 }
+
+// An agent that keeps making refused calls is a loop: after ToolLoopLimit
+// refusals in a row the engine reports it and runs the pack's tool_loop
+// rules; a successful call resets the count.
+func TestToolLoop(t *testing.T) {
+	h := newHarness(t, toolPack+`
+  - id: looping
+    on: tool_loop
+    do: [end: {reason: "tool_loop"}]
+`)
+	h.step(engine.Input{T: 0, Type: engine.InputAdvance})
+	bad := func(tm int64) []engine.Effect {
+		return h.step(engine.Input{T: tm, Type: engine.InputToolCall, Tool: &engine.ToolCall{ID: "x", Name: "pass", Args: json.RawMessage(`{"to":"z"}`)}})
+	}
+	for i := 1; i < engine.ToolLoopLimit; i++ {
+		bad(int64(i) * 100)
+	}
+	// A good call resets the count.
+	h.step(engine.Input{T: 1000, Type: engine.InputToolCall, Tool: &engine.ToolCall{ID: "g", Name: "pass", Args: json.RawMessage(`{"to":"b"}`)}})
+	for i := 1; i < engine.ToolLoopLimit; i++ {
+		if effs := bad(1000 + int64(i)*100); find(effs, engine.EffectSessionEnd) != nil {
+			t.Fatalf("ended after %d refusals", i)
+		}
+	}
+	effs := bad(2000)
+	if e := find(effs, engine.EffectAdapterError); e == nil || !strings.Contains(e.Reason, "tool loop") {
+		t.Fatalf("want a tool loop report: %+v", effs)
+	}
+	if e := find(effs, engine.EffectSessionEnd); e == nil || e.Reason != "tool_loop" {
+		t.Fatalf("tool_loop rules should run: %+v", effs)
+	}
+}
