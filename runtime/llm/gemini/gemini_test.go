@@ -9,11 +9,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton/runtime/internal/wiretest"
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/runtime/llm"
@@ -88,38 +89,6 @@ func (f *fakeGemini) model(t *testing.T) *Model {
 	return m
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// at walks decoded JSON by a dotted path such as "contents.0.parts.0.text".
-func at(v any, path string) any {
-	for _, key := range strings.Split(path, ".") {
-		switch node := v.(type) {
-		case map[string]any:
-			v = node[key]
-		case []any:
-			i, err := strconv.Atoi(key)
-			if err != nil || i < 0 || i >= len(node) {
-				return nil
-			}
-			v = node[i]
-		default:
-			return nil
-		}
-	}
-	return v
-}
-
-func expect(t *testing.T, body map[string]any, path string, want any) {
-	t.Helper()
-	if got := at(body, path); !reflect.DeepEqual(got, want) {
-		t.Errorf("request %s = %#v, want %#v", path, got, want)
-	}
-}
-
 func decode(t *testing.T, s string) any {
 	t.Helper()
 	var v any
@@ -146,17 +115,17 @@ func textResponse(parts ...map[string]any) map[string]any {
 func TestGenerateText(t *testing.T) {
 	temp := float32(0.25)
 	f := newFake(t, func(_ int, body map[string]any, w http.ResponseWriter, _ *http.Request) {
-		expect(t, body, "systemInstruction.parts.0.text", "You are QA.")
-		expect(t, body, "contents.0.role", "user")
-		expect(t, body, "contents.0.parts.0.text", "Hello")
-		expect(t, body, "contents.1.role", "model")
-		expect(t, body, "contents.1.parts.0.text", "tech_lead: Hi.")
-		expect(t, body, "contents.2.role", "user")
-		expect(t, body, "generationConfig.temperature", 0.25)
-		expect(t, body, "generationConfig.maxOutputTokens", 256.0)
-		expect(t, body, "generationConfig.responseMimeType", nil)
-		expect(t, body, "tools", nil)
-		writeJSON(w, 200, textResponse(
+		wiretest.Expect(t, body, "systemInstruction.parts.0.text", "You are QA.")
+		wiretest.Expect(t, body, "contents.0.role", "user")
+		wiretest.Expect(t, body, "contents.0.parts.0.text", "Hello")
+		wiretest.Expect(t, body, "contents.1.role", "model")
+		wiretest.Expect(t, body, "contents.1.parts.0.text", "tech_lead: Hi.")
+		wiretest.Expect(t, body, "contents.2.role", "user")
+		wiretest.Expect(t, body, "generationConfig.temperature", 0.25)
+		wiretest.Expect(t, body, "generationConfig.maxOutputTokens", 256.0)
+		wiretest.Expect(t, body, "generationConfig.responseMimeType", nil)
+		wiretest.Expect(t, body, "tools", nil)
+		wiretest.WriteJSON(w, 200, textResponse(
 			map[string]any{"text": "I am thinking", "thought": true},
 			map[string]any{"text": "Share your first "},
 			map[string]any{"text": "containment step."},
@@ -187,19 +156,19 @@ func TestGenerateText(t *testing.T) {
 
 func TestGenerateFromTurn(t *testing.T) {
 	f := newFake(t, func(_ int, body map[string]any, w http.ResponseWriter, _ *http.Request) {
-		sys, _ := at(body, "systemInstruction.parts.0.text").(string)
+		sys, _ := wiretest.At(body, "systemInstruction.parts.0.text").(string)
 		for _, s := range []string{"You are QA.", llm.BriefBegin, "Turn goal: ask_for_repro", "- bug_summary: double charge", llm.BriefEnd} {
 			if !strings.Contains(sys, s) {
 				t.Errorf("system instruction lacks %q:\n%s", s, sys)
 			}
 		}
-		expect(t, body, "contents.0.role", "model")
-		expect(t, body, "contents.1.role", "user")
-		last, _ := at(body, "contents.1.parts.0.text").(string)
+		wiretest.Expect(t, body, "contents.0.role", "model")
+		wiretest.Expect(t, body, "contents.1.role", "user")
+		last, _ := wiretest.At(body, "contents.1.parts.0.text").(string)
 		if !strings.Contains(last, "[Candidate's last message: I can fix now]") {
 			t.Errorf("last user turn = %q", last)
 		}
-		writeJSON(w, 200, textResponse(map[string]any{"text": "```json\n{\"text\":\"Show me the failing test.\",\"intent_tag\":\"qa_repro\"}\n```"}))
+		wiretest.WriteJSON(w, 200, textResponse(map[string]any{"text": "```json\n{\"text\":\"Show me the failing test.\",\"intent_tag\":\"qa_repro\"}\n```"}))
 	})
 	req := llm.FromTurn(&engine.LLMRequest{
 		Role: "qa", TurnGoal: "ask_for_repro", System: "You are QA.", Model: testModel,
@@ -226,10 +195,10 @@ func TestGenerateFromTurn(t *testing.T) {
 
 func TestGenerateJSONSchema(t *testing.T) {
 	f := newFake(t, func(_ int, body map[string]any, w http.ResponseWriter, _ *http.Request) {
-		expect(t, body, "generationConfig.responseMimeType", "application/json")
-		expect(t, body, "generationConfig.responseJsonSchema", decode(t, string(llm.ReplySchema)))
-		expect(t, body, "generationConfig.responseSchema", nil)
-		writeJSON(w, 200, textResponse(map[string]any{"text": `{"text":"Pick one: hotfix or launch?","intent_tag":"tl_priority"}`}))
+		wiretest.Expect(t, body, "generationConfig.responseMimeType", "application/json")
+		wiretest.Expect(t, body, "generationConfig.responseJsonSchema", decode(t, string(llm.ReplySchema)))
+		wiretest.Expect(t, body, "generationConfig.responseSchema", nil)
+		wiretest.WriteJSON(w, 200, textResponse(map[string]any{"text": `{"text":"Pick one: hotfix or launch?","intent_tag":"tl_priority"}`}))
 	})
 	resp, err := f.model(t).Generate(context.Background(), llm.Request{
 		Messages:       []llm.Message{{Role: llm.RoleUser, Text: "Go"}},
@@ -247,14 +216,14 @@ func TestGenerateToolRoundTrip(t *testing.T) {
 	params := `{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`
 	sig := []byte("opaque-signature")
 	f := newFake(t, func(n int, body map[string]any, w http.ResponseWriter, _ *http.Request) {
-		expect(t, body, "tools.0.functionDeclarations.0.name", "lookup_ticket")
-		expect(t, body, "tools.0.functionDeclarations.0.description", "Fetch a ticket")
-		expect(t, body, "tools.0.functionDeclarations.0.parametersJsonSchema", decode(t, params))
-		expect(t, body, "tools.0.functionDeclarations.0.parameters", nil)
+		wiretest.Expect(t, body, "tools.0.functionDeclarations.0.name", "lookup_ticket")
+		wiretest.Expect(t, body, "tools.0.functionDeclarations.0.description", "Fetch a ticket")
+		wiretest.Expect(t, body, "tools.0.functionDeclarations.0.parametersJsonSchema", decode(t, params))
+		wiretest.Expect(t, body, "tools.0.functionDeclarations.0.parameters", nil)
 		switch n {
 		case 0:
-			expect(t, body, "contents.0.parts.0.text", "What is PAY-1?")
-			writeJSON(w, 200, map[string]any{
+			wiretest.Expect(t, body, "contents.0.parts.0.text", "What is PAY-1?")
+			wiretest.WriteJSON(w, 200, map[string]any{
 				"candidates": []any{map[string]any{
 					"content": map[string]any{"role": "model", "parts": []any{
 						map[string]any{"functionCall": map[string]any{"name": "lookup_ticket", "args": map[string]any{"id": "PAY-1"}}, "thoughtSignature": base64.StdEncoding.EncodeToString(sig)},
@@ -264,15 +233,15 @@ func TestGenerateToolRoundTrip(t *testing.T) {
 				}},
 			})
 		case 1:
-			expect(t, body, "contents.1.role", "model")
-			expect(t, body, "contents.1.parts.0.functionCall", map[string]any{"id": "call-1", "name": "lookup_ticket", "args": map[string]any{"id": "PAY-1"}})
-			expect(t, body, "contents.1.parts.0.thoughtSignature", base64.StdEncoding.EncodeToString(sig))
-			expect(t, body, "contents.1.parts.1.functionCall.id", "srv-9")
-			expect(t, body, "contents.2.role", "user")
-			expect(t, body, "contents.2.parts.0.functionResponse", map[string]any{"id": "call-1", "name": "lookup_ticket", "response": map[string]any{"status": "open"}})
-			expect(t, body, "contents.2.parts.1.functionResponse", map[string]any{"id": "srv-9", "name": "lookup_ticket", "response": map[string]any{"error": "not found"}})
-			expect(t, body, "contents.3", nil)
-			writeJSON(w, 200, textResponse(map[string]any{"text": "PAY-1 is open."}))
+			wiretest.Expect(t, body, "contents.1.role", "model")
+			wiretest.Expect(t, body, "contents.1.parts.0.functionCall", map[string]any{"id": "call-1", "name": "lookup_ticket", "args": map[string]any{"id": "PAY-1"}})
+			wiretest.Expect(t, body, "contents.1.parts.0.thoughtSignature", base64.StdEncoding.EncodeToString(sig))
+			wiretest.Expect(t, body, "contents.1.parts.1.functionCall.id", "srv-9")
+			wiretest.Expect(t, body, "contents.2.role", "user")
+			wiretest.Expect(t, body, "contents.2.parts.0.functionResponse", map[string]any{"id": "call-1", "name": "lookup_ticket", "response": map[string]any{"status": "open"}})
+			wiretest.Expect(t, body, "contents.2.parts.1.functionResponse", map[string]any{"id": "srv-9", "name": "lookup_ticket", "response": map[string]any{"error": "not found"}})
+			wiretest.Expect(t, body, "contents.3", nil)
+			wiretest.WriteJSON(w, 200, textResponse(map[string]any{"text": "PAY-1 is open."}))
 		default:
 			t.Errorf("unexpected request %d", n)
 		}
@@ -322,21 +291,21 @@ func TestGenerateErrors(t *testing.T) {
 		{
 			name: "429 rate limit",
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 429, map[string]any{"error": map[string]any{"code": 429, "message": "Resource has been exhausted (e.g. check quota).", "status": "RESOURCE_EXHAUSTED"}})
+				wiretest.WriteJSON(w, 429, map[string]any{"error": map[string]any{"code": 429, "message": "Resource has been exhausted (e.g. check quota).", "status": "RESOURCE_EXHAUSTED"}})
 			},
 			kind: llm.KindRateLimit, status: 429, retryable: true, msg: "exhausted",
 		},
 		{
 			name: "429 with status name only",
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 429, map[string]any{"error": map[string]any{"message": "quota", "status": "RESOURCE_EXHAUSTED"}})
+				wiretest.WriteJSON(w, 429, map[string]any{"error": map[string]any{"message": "quota", "status": "RESOURCE_EXHAUSTED"}})
 			},
 			kind: llm.KindRateLimit, status: 429, retryable: true, msg: "quota",
 		},
 		{
 			name: "500 internal",
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 500, map[string]any{"error": map[string]any{"code": 500, "message": "An internal error has occurred.", "status": "INTERNAL"}})
+				wiretest.WriteJSON(w, 500, map[string]any{"error": map[string]any{"code": 500, "message": "An internal error has occurred.", "status": "INTERNAL"}})
 			},
 			kind: llm.KindServer, status: 500, retryable: true, msg: "internal error",
 		},
@@ -351,21 +320,21 @@ func TestGenerateErrors(t *testing.T) {
 		{
 			name: "501 is not retried",
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 501, map[string]any{"error": map[string]any{"code": 501, "message": "nope", "status": "UNIMPLEMENTED"}})
+				wiretest.WriteJSON(w, 501, map[string]any{"error": map[string]any{"code": 501, "message": "nope", "status": "UNIMPLEMENTED"}})
 			},
 			kind: llm.KindServer, status: 501, retryable: false, msg: "nope",
 		},
 		{
 			name: "400 bad request",
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 400, map[string]any{"error": map[string]any{"code": 400, "message": "Invalid JSON payload", "status": "INVALID_ARGUMENT"}})
+				wiretest.WriteJSON(w, 400, map[string]any{"error": map[string]any{"code": 400, "message": "Invalid JSON payload", "status": "INVALID_ARGUMENT"}})
 			},
 			kind: llm.KindBadRequest, status: 400, retryable: false, msg: "Invalid JSON payload",
 		},
 		{
 			name: "403 bad key",
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 403, map[string]any{"error": map[string]any{"code": 403, "message": "API key not valid", "status": "PERMISSION_DENIED"}})
+				wiretest.WriteJSON(w, 403, map[string]any{"error": map[string]any{"code": 403, "message": "API key not valid", "status": "PERMISSION_DENIED"}})
 			},
 			kind: llm.KindBadRequest, status: 403, retryable: false, msg: "API key not valid",
 		},
@@ -388,7 +357,7 @@ func TestGenerateErrors(t *testing.T) {
 		{
 			name: "blocked prompt",
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 200, map[string]any{"promptFeedback": map[string]any{"blockReason": "SAFETY"}})
+				wiretest.WriteJSON(w, 200, map[string]any{"promptFeedback": map[string]any{"blockReason": "SAFETY"}})
 			},
 			kind: llm.KindBadRequest, retryable: false, msg: "prompt blocked: SAFETY",
 		},
@@ -483,11 +452,11 @@ func TestRetryPolicyOverSDK(t *testing.T) {
 	f := newFake(t, func(n int, _ map[string]any, w http.ResponseWriter, _ *http.Request) {
 		switch n {
 		case 0:
-			writeJSON(w, 429, map[string]any{"error": map[string]any{"code": 429, "message": "quota"}})
+			wiretest.WriteJSON(w, 429, map[string]any{"error": map[string]any{"code": 429, "message": "quota"}})
 		case 1:
-			writeJSON(w, 503, map[string]any{"error": map[string]any{"code": 503, "message": "overloaded"}})
+			wiretest.WriteJSON(w, 503, map[string]any{"error": map[string]any{"code": 503, "message": "overloaded"}})
 		default:
-			writeJSON(w, 200, textResponse(map[string]any{"text": "finally"}))
+			wiretest.WriteJSON(w, 200, textResponse(map[string]any{"text": "finally"}))
 		}
 	})
 	var slept []time.Duration
@@ -523,7 +492,7 @@ func TestNewAPIKey(t *testing.T) {
 			t.Setenv("GEMINI_API_KEY", tt.gemini)
 			t.Setenv("GOOGLE_API_KEY", tt.google)
 			f := newFake(t, func(_ int, _ map[string]any, w http.ResponseWriter, _ *http.Request) {
-				writeJSON(w, 200, textResponse(map[string]any{"text": "ok"}))
+				wiretest.WriteJSON(w, 200, textResponse(map[string]any{"text": "ok"}))
 			})
 			f.wantKey = tt.want
 			m, err := New(context.Background(), Config{APIKey: tt.explicit, BaseURL: f.srv.URL, Model: testModel})

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/runtime/internal/wiretest"
+
 	"github.com/gorilla/websocket"
 	"google.golang.org/genai"
 
@@ -90,31 +92,6 @@ func send(t *testing.T, c *websocket.Conn, frame int, v any) {
 	}
 }
 
-func at(v any, path string) any {
-	for _, key := range strings.Split(path, ".") {
-		switch node := v.(type) {
-		case map[string]any:
-			v = node[key]
-		case []any:
-			i, err := strconv.Atoi(key)
-			if err != nil || i < 0 || i >= len(node) {
-				return nil
-			}
-			v = node[i]
-		default:
-			return nil
-		}
-	}
-	return v
-}
-
-func expect(t *testing.T, msg map[string]any, path string, want any) {
-	t.Helper()
-	if got := at(msg, path); !reflect.DeepEqual(got, want) {
-		t.Errorf("client message %s = %#v, want %#v", path, got, want)
-	}
-}
-
 // handshake reads the setup message and answers setupComplete.
 func handshake(t *testing.T, c *websocket.Conn) map[string]any {
 	t.Helper()
@@ -176,20 +153,20 @@ func TestLiveSessionContract(t *testing.T) {
 	agentAudio := []byte("pcm-bytes-from-the-model")
 	client, serverDone := startFake(t, func(t *testing.T, c *websocket.Conn) {
 		setup := handshake(t, c)
-		expect(t, setup, "setup.model", "models/"+testModel)
-		expect(t, setup, "setup.systemInstruction.parts.0.text", "You are the QA engineer.")
-		expect(t, setup, "setup.generationConfig.responseModalities", []any{"AUDIO"})
-		expect(t, setup, "setup.generationConfig.speechConfig.voiceConfig.prebuiltVoiceConfig.voiceName", "Puck")
-		expect(t, setup, "setup.tools.0.functionDeclarations.0.name", "lookup_ticket")
-		expect(t, setup, "setup.tools.0.functionDeclarations.0.parametersJsonSchema.properties.id.type", "string")
-		expect(t, setup, "setup.inputAudioTranscription", map[string]any{})
-		expect(t, setup, "setup.outputAudioTranscription", map[string]any{})
+		wiretest.Expect(t, setup, "setup.model", "models/"+testModel)
+		wiretest.Expect(t, setup, "setup.systemInstruction.parts.0.text", "You are the QA engineer.")
+		wiretest.Expect(t, setup, "setup.generationConfig.responseModalities", []any{"AUDIO"})
+		wiretest.Expect(t, setup, "setup.generationConfig.speechConfig.voiceConfig.prebuiltVoiceConfig.voiceName", "Puck")
+		wiretest.Expect(t, setup, "setup.tools.0.functionDeclarations.0.name", "lookup_ticket")
+		wiretest.Expect(t, setup, "setup.tools.0.functionDeclarations.0.parametersJsonSchema.properties.id.type", "string")
+		wiretest.Expect(t, setup, "setup.inputAudioTranscription", map[string]any{})
+		wiretest.Expect(t, setup, "setup.outputAudioTranscription", map[string]any{})
 
 		audio := readMsg(t, c)
-		expect(t, audio, "realtimeInput.audio.mimeType", DefaultInputMIME)
-		expect(t, audio, "realtimeInput.audio.data", base64.StdEncoding.EncodeToString(userAudio))
+		wiretest.Expect(t, audio, "realtimeInput.audio.mimeType", DefaultInputMIME)
+		wiretest.Expect(t, audio, "realtimeInput.audio.data", base64.StdEncoding.EncodeToString(userAudio))
 		text := readMsg(t, c)
-		expect(t, text, "realtimeInput.text", "typed hello")
+		wiretest.Expect(t, text, "realtimeInput.text", "typed hello")
 
 		send(t, c, websocket.TextMessage, map[string]any{"serverContent": map[string]any{
 			"inputTranscription": map[string]any{"text": "I can fix now", "finished": true},
@@ -208,7 +185,7 @@ func TestLiveSessionContract(t *testing.T) {
 		}}})
 
 		resp := readMsg(t, c)
-		expect(t, resp, "toolResponse.functionResponses", []any{map[string]any{
+		wiretest.Expect(t, resp, "toolResponse.functionResponses", []any{map[string]any{
 			"id": "fc-7", "name": "lookup_ticket", "response": map[string]any{"status": "open"},
 		}})
 		send(t, c, websocket.TextMessage, map[string]any{"serverContent": map[string]any{"turnComplete": true}})
@@ -446,7 +423,7 @@ func TestLiveConcurrentSends(t *testing.T) {
 		seen := map[string]int{}
 		for i := 0; i < senders*each; i++ {
 			msg := readMsg(t, c)
-			data, _ := at(msg, "realtimeInput.audio.data").(string)
+			data, _ := wiretest.At(msg, "realtimeInput.audio.data").(string)
 			raw, err := base64.StdEncoding.DecodeString(data)
 			if err != nil || len(raw) != chunkSize {
 				t.Errorf("message %d corrupted (%d bytes, %v)", i, len(raw), err)

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/runtime/internal/wiretest"
+
 	"github.com/batonhq/baton/runtime/llm"
 	"github.com/batonhq/baton/runtime/llm/gemini"
 	"github.com/batonhq/baton/runtime/voice"
@@ -65,8 +67,8 @@ func (f *fakeTTS) serve(w http.ResponseWriter, r *http.Request) {
 		f.t.Errorf("request body is not JSON: %v", err)
 		return
 	}
-	expect(f.t, body, "generationConfig.responseModalities", []any{"AUDIO"})
-	expect(f.t, body, "generationConfig.speechConfig.voiceConfig.prebuiltVoiceConfig.voiceName", f.wantVoice)
+	wiretest.Expect(f.t, body, "generationConfig.responseModalities", []any{"AUDIO"})
+	wiretest.Expect(f.t, body, "generationConfig.speechConfig.voiceConfig.prebuiltVoiceConfig.voiceName", f.wantVoice)
 	f.mu.Lock()
 	f.bodies = append(f.bodies, body)
 	f.mu.Unlock()
@@ -90,38 +92,6 @@ func (f *fakeTTS) speaker(t *testing.T, edit ...func(*Config)) *Speaker {
 		t.Fatal(err)
 	}
 	return s
-}
-
-// at walks decoded JSON by a dotted path such as "contents.0.parts.0.text".
-func at(v any, path string) any {
-	for _, key := range strings.Split(path, ".") {
-		switch node := v.(type) {
-		case map[string]any:
-			v = node[key]
-		case []any:
-			i, err := strconv.Atoi(key)
-			if err != nil || i < 0 || i >= len(node) {
-				return nil
-			}
-			v = node[i]
-		default:
-			return nil
-		}
-	}
-	return v
-}
-
-func expect(t *testing.T, body map[string]any, path string, want any) {
-	t.Helper()
-	if got := at(body, path); !reflect.DeepEqual(got, want) {
-		t.Errorf("request %s = %#v, want %#v", path, got, want)
-	}
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 func audioPart(mimeType string, data []byte) map[string]any {
@@ -210,10 +180,10 @@ func TestSpeak(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake(t, tt.sentVoice, func(w http.ResponseWriter, _ *http.Request, body map[string]any) {
-				expect(t, body, "contents.0.role", "user")
-				expect(t, body, "contents.0.parts.0.text", line)
-				expect(t, body, "contents.1", nil)
-				writeJSON(w, 200, response("STOP", tt.parts...))
+				wiretest.Expect(t, body, "contents.0.role", "user")
+				wiretest.Expect(t, body, "contents.0.parts.0.text", line)
+				wiretest.Expect(t, body, "contents.1", nil)
+				wiretest.WriteJSON(w, 200, response("STOP", tt.parts...))
 			})
 			u, err := f.speaker(t).Speak(context.Background(), "qa", tt.voice, line)
 			if err != nil {
@@ -246,21 +216,21 @@ func TestSpeakErrors(t *testing.T) {
 		{
 			name: "429 rate limit",
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 429, map[string]any{"error": map[string]any{"code": 429, "message": "Resource has been exhausted (e.g. check quota).", "status": "RESOURCE_EXHAUSTED"}})
+				wiretest.WriteJSON(w, 429, map[string]any{"error": map[string]any{"code": 429, "message": "Resource has been exhausted (e.g. check quota).", "status": "RESOURCE_EXHAUSTED"}})
 			},
 			kind: llm.KindRateLimit, status: 429, retryable: true, msg: "exhausted",
 		},
 		{
 			name: "429 with status name only",
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 429, map[string]any{"error": map[string]any{"message": "quota", "status": "RESOURCE_EXHAUSTED"}})
+				wiretest.WriteJSON(w, 429, map[string]any{"error": map[string]any{"message": "quota", "status": "RESOURCE_EXHAUSTED"}})
 			},
 			kind: llm.KindRateLimit, status: 429, retryable: true, msg: "quota",
 		},
 		{
 			name: "500 internal",
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 500, map[string]any{"error": map[string]any{"code": 500, "message": "An internal error has occurred.", "status": "INTERNAL"}})
+				wiretest.WriteJSON(w, 500, map[string]any{"error": map[string]any{"code": 500, "message": "An internal error has occurred.", "status": "INTERNAL"}})
 			},
 			kind: llm.KindServer, status: 500, retryable: true, msg: "internal error",
 		},
@@ -275,7 +245,7 @@ func TestSpeakErrors(t *testing.T) {
 		{
 			name: "400 bad voice",
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 400, map[string]any{"error": map[string]any{"code": 400, "message": "Voice name is not supported.", "status": "INVALID_ARGUMENT"}})
+				wiretest.WriteJSON(w, 400, map[string]any{"error": map[string]any{"code": 400, "message": "Voice name is not supported.", "status": "INVALID_ARGUMENT"}})
 			},
 			kind: llm.KindBadRequest, status: 400, msg: "Voice name",
 		},
@@ -298,63 +268,63 @@ func TestSpeakErrors(t *testing.T) {
 		{
 			name: "audio data that is not base64",
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 200, response("STOP", map[string]any{"inlineData": map[string]any{"mimeType": geminiPCM, "data": "%%% not base64 %%%"}}))
+				wiretest.WriteJSON(w, 200, response("STOP", map[string]any{"inlineData": map[string]any{"mimeType": geminiPCM, "data": "%%% not base64 %%%"}}))
 			},
 			kind: llm.KindServer, retryable: true, msg: "malformed response body",
 		},
 		{
 			name: "text but no audio",
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 200, response("STOP", map[string]any{"text": "Sure! Here is my first containment step: roll back."}))
+				wiretest.WriteJSON(w, 200, response("STOP", map[string]any{"text": "Sure! Here is my first containment step: roll back."}))
 			},
 			kind: llm.KindServer, retryable: true, msg: `no audio (finish reason STOP); model replied with text: "Sure!`,
 		},
 		{
 			name: "no candidates",
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 200, map[string]any{"usageMetadata": map[string]any{"promptTokenCount": 9}})
+				wiretest.WriteJSON(w, 200, map[string]any{"usageMetadata": map[string]any{"promptTokenCount": 9}})
 			},
 			kind: llm.KindServer, retryable: true, msg: "no candidates",
 		},
 		{
 			name: "blocked text",
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 200, map[string]any{"promptFeedback": map[string]any{"blockReason": "SAFETY"}})
+				wiretest.WriteJSON(w, 200, map[string]any{"promptFeedback": map[string]any{"blockReason": "SAFETY"}})
 			},
 			kind: llm.KindBadRequest, msg: "text blocked: SAFETY",
 		},
 		{
 			name: "speech refused for safety",
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 200, response("SAFETY"))
+				wiretest.WriteJSON(w, 200, response("SAFETY"))
 			},
 			kind: llm.KindBadRequest, msg: "speech refused: SAFETY",
 		},
 		{
 			name: "odd byte count",
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 200, response("STOP", audioPart(geminiPCM, samples(4801))))
+				wiretest.WriteJSON(w, 200, response("STOP", audioPart(geminiPCM, samples(4801))))
 			},
 			kind: llm.KindServer, retryable: true, msg: "not a whole number of 2-byte frames",
 		},
 		{
 			name: "unreadable rate",
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 200, response("STOP", audioPart("audio/L16;codec=pcm;rate=fast", samples(480))))
+				wiretest.WriteJSON(w, 200, response("STOP", audioPart("audio/L16;codec=pcm;rate=fast", samples(480))))
 			},
 			kind: llm.KindServer, retryable: true, msg: `sample rate "fast"`,
 		},
 		{
 			name: "parts in different formats",
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 200, response("STOP", audioPart(geminiPCM, samples(480)), audioPart("audio/pcm;rate=16000", samples(480))))
+				wiretest.WriteJSON(w, 200, response("STOP", audioPart(geminiPCM, samples(480)), audioPart("audio/pcm;rate=16000", samples(480))))
 			},
 			kind: llm.KindServer, retryable: true, msg: "audio parts in audio/pcm;rate=24000 and audio/pcm;rate=16000",
 		},
 		{
 			name: "compressed audio",
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 200, response("STOP", audioPart("audio/mpeg", samples(480))))
+				wiretest.WriteJSON(w, 200, response("STOP", audioPart("audio/mpeg", samples(480))))
 			},
 			kind: llm.KindUnknown, msg: "unsupported audio encoding",
 		},
@@ -362,7 +332,7 @@ func TestSpeakErrors(t *testing.T) {
 			name:     "response over the limit",
 			maxBytes: 1000,
 			respond: func(w http.ResponseWriter) {
-				writeJSON(w, 200, response("STOP", audioPart(geminiPCM, samples(4800))))
+				wiretest.WriteJSON(w, 200, response("STOP", audioPart(geminiPCM, samples(4800))))
 			},
 			kind: llm.KindBadRequest, msg: "exceeds the 1000-byte limit", is: ErrResponseTooLarge,
 		},
@@ -469,7 +439,7 @@ func TestSpeakRejectsInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake(t, tt.voice, func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
-				writeJSON(w, 200, response("STOP", audioPart(geminiPCM, samples(480))))
+				wiretest.WriteJSON(w, 200, response("STOP", audioPart(geminiPCM, samples(480))))
 			})
 			s := f.speaker(t, func(c *Config) { c.Voices = tt.voices })
 			_, err := s.Speak(context.Background(), "qa", tt.voice, tt.text)
@@ -492,7 +462,7 @@ func TestSpeakRejectsInput(t *testing.T) {
 
 func TestCustomVoices(t *testing.T) {
 	f := newFake(t, "Nova", func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
-		writeJSON(w, 200, response("STOP", audioPart(geminiPCM, samples(480))))
+		wiretest.WriteJSON(w, 200, response("STOP", audioPart(geminiPCM, samples(480))))
 	})
 	s := f.speaker(t, func(c *Config) { c.Voices = []string{"Nova"} })
 	if _, err := s.Speak(context.Background(), "qa", "nova", "Hi."); err != nil {
@@ -572,7 +542,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestNew(t *testing.T) {
 	t.Run("default model", func(t *testing.T) {
 		f := newFake(t, "Kore", func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
-			writeJSON(w, 200, response("STOP", audioPart(geminiPCM, samples(480))))
+			wiretest.WriteJSON(w, 200, response("STOP", audioPart(geminiPCM, samples(480))))
 		})
 		f.model = DefaultModel
 		s := f.speaker(t, func(c *Config) { c.Model = "" })
@@ -582,7 +552,7 @@ func TestNew(t *testing.T) {
 	})
 	t.Run("HTTP client is used but not modified", func(t *testing.T) {
 		f := newFake(t, "Kore", func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
-			writeJSON(w, 200, response("STOP", audioPart(geminiPCM, samples(480))))
+			wiretest.WriteJSON(w, 200, response("STOP", audioPart(geminiPCM, samples(480))))
 		})
 		ct := &countingTransport{}
 		hc := &http.Client{Transport: ct}
@@ -642,9 +612,9 @@ func TestSpeakConcurrent(t *testing.T) {
 			t.Error(err)
 			return
 		}
-		name, _ := at(body, "generationConfig.speechConfig.voiceConfig.prebuiltVoiceConfig.voiceName").(string)
+		name, _ := wiretest.At(body, "generationConfig.speechConfig.voiceConfig.prebuiltVoiceConfig.voiceName").(string)
 		// Echo the voice as the audio, so each caller can tell its answer.
-		writeJSON(w, 200, response("STOP", audioPart(geminiPCM, []byte(name+name))))
+		wiretest.WriteJSON(w, 200, response("STOP", audioPart(geminiPCM, []byte(name+name))))
 	}))
 	defer srv.Close()
 	s, err := New(context.Background(), Config{APIKey: testKey, BaseURL: srv.URL, Model: testModel})
