@@ -25,7 +25,7 @@ guardrails:
   max_questions: 1
   role_fidelity: true
   rewrite: {script: route.js#rewrite, on_error: fallback}
-scripting: {budget: 20ms}
+scripting: {budget: 200ms}
 rules:
   - id: on_code
     on: code_submitted
