@@ -146,6 +146,14 @@ func (s *Session) settle() {
 				}
 				s.speak(a)
 			}
+			if a.state == tsSpeaking && len(s.queue) > 0 && s.queue[0].hard && !a.hard {
+				// A hard anchor does not wait for an agent to finish: the
+				// speaker is cut off (the host stops its playback) and the
+				// anchor's turn starts now.
+				s.emit(Effect{Type: EffectPreempted, ID: a.msgID, Agent: a.role, Kind: a.kind, Rule: a.rule, Reason: "interrupted by " + s.queue[0].rule})
+				s.active = nil
+				continue
+			}
 			return
 		}
 		if len(s.queue) > 0 {
