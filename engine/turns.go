@@ -7,8 +7,8 @@ import (
 	"github.com/batonhq/baton/rules"
 )
 
-// resolveRole turns a TurnSpec role (an id or last/same/addressed) into a
-// role id. fallbackSame is the role for "same".
+// resolveRole turns a TurnSpec role (an id, or last, same, addressed or
+// active) into a role id; same is the role "same" stands for.
 func (s *Session) resolveRole(spec, same string) string {
 	switch spec {
 	case rules.RoleSame:
