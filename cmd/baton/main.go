@@ -25,7 +25,7 @@ Usage:
   baton replay LOG              re-run a recorded session and report differences
   baton version                 print the engine version
 
-PACK is a folder holding pack.yaml, or the name of a bundled pack (dayone).
+PACK is a folder holding pack.yaml, or the name of a bundled pack (dayone, hotseat).
 Run "baton COMMAND -h" for a command's flags.
 `
 
