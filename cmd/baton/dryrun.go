@@ -44,7 +44,7 @@ func cmdDryrun(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fl.PrintDefaults()
 	}
 	if err := fl.Parse(args); err != nil {
-		return errUsage
+		return usageErr(err)
 	}
 	if fl.NArg() != 1 {
 		fl.Usage()

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -35,8 +36,19 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// errUsage marks errors whose message already explains correct usage.
-var errUsage = errors.New("usage")
+// errUsage marks errors whose message already explains correct usage;
+// errHelp is -h, which is not a failure.
+var (
+	errUsage = errors.New("usage")
+	errHelp  = errors.New("help")
+)
+
+func usageErr(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return errHelp
+	}
+	return errUsage
+}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -67,6 +79,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	default:
 		fmt.Fprintf(stderr, "baton: unknown command %q\n\n%s", args[0], usage)
 		return 2
+	}
+	if errors.Is(err, errHelp) {
+		return 0
 	}
 	if err != nil {
 		if !errors.Is(err, errUsage) {

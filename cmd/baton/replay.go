@@ -27,7 +27,7 @@ func cmdReplay(_ context.Context, args []string, stdout, stderr io.Writer) error
 		fl.PrintDefaults()
 	}
 	if err := fl.Parse(args); err != nil {
-		return errUsage
+		return usageErr(err)
 	}
 	if fl.NArg() != 1 {
 		fl.Usage()

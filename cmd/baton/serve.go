@@ -52,7 +52,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fl.PrintDefaults()
 	}
 	if err := fl.Parse(args); err != nil {
-		return errUsage
+		return usageErr(err)
 	}
 	if fl.NArg() != 0 || *data == "" {
 		fl.Usage()

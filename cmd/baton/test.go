@@ -17,7 +17,7 @@ func cmdTest(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		fl.PrintDefaults()
 	}
 	if err := fl.Parse(args); err != nil {
-		return errUsage
+		return usageErr(err)
 	}
 	if fl.NArg() == 0 {
 		fl.Usage()
