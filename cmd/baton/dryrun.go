@@ -22,14 +22,40 @@ import (
 
 func version() string { return engine.Version }
 
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+// newFlags makes a subcommand's flag set; usage is its synopsis and
+// description, printed above the flags.
+func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
 	fl := flag.NewFlagSet("baton "+name, flag.ContinueOnError)
 	fl.SetOutput(stderr)
+	fl.Usage = func() {
+		fmt.Fprintf(stderr, "%s\n\n", usage)
+		fl.PrintDefaults()
+	}
 	return fl
 }
 
+// parseFlags parses args and checks the number of operands: exactly n, or
+// at least one when n is -1.
+func parseFlags(fl *flag.FlagSet, args []string, n int) error {
+	if err := fl.Parse(args); err != nil {
+		return usageErr(err)
+	}
+	if (n >= 0 && fl.NArg() != n) || (n < 0 && fl.NArg() == 0) {
+		fl.Usage()
+		return errUsage
+	}
+	return nil
+}
+
+func checkFormat(format string) error {
+	if format != "text" && format != "jsonl" {
+		return fmt.Errorf("-format must be text or jsonl, not %q", format)
+	}
+	return nil
+}
+
 func cmdDryrun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fl := newFlags("dryrun", stderr)
+	fl := newFlags("dryrun", "Usage: baton dryrun [flags] PACK\n\nPlays a whole session on a simulated clock with a scripted LLM and a simulated voice.", stderr)
 	eventsFile := fl.String("events", "", "candidate events, JSON lines in the DayOne §5.2 shape (default: the pack's built-in candidate; an empty file is a silent candidate)")
 	llmFile := fl.String("llm", "", "\"gemini\" for the real model (needs GEMINI_API_KEY or GOOGLE_API_KEY), or a file of scripted replies (YAML or JSON lines: per-call text, delay_ms, error, no_reply); default: the pack's scripted lines")
 	baseURL := fl.String("base-url", "", "with -llm gemini: the API base URL (a local or proxy endpoint)")
@@ -39,19 +65,11 @@ func cmdDryrun(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	seed := fl.Uint64("seed", 0, "seed for Math.random in pack scripts")
 	record := fl.String("record", "", "also write the run as a session log in this folder (replay it offline with baton replay, e.g. after a run against the real model)")
 	step := fl.Duration("step", 0, "advance the clock in fixed steps (e.g. 100ms) instead of jumping to deadlines")
-	fl.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: baton dryrun [flags] PACK\n\nPlays a whole session on a simulated clock with a scripted LLM and a simulated voice.\n\n")
-		fl.PrintDefaults()
+	if err := parseFlags(fl, args, 1); err != nil {
+		return err
 	}
-	if err := fl.Parse(args); err != nil {
-		return usageErr(err)
-	}
-	if fl.NArg() != 1 {
-		fl.Usage()
-		return errUsage
-	}
-	if *format != "text" && *format != "jsonl" {
-		return fmt.Errorf("-format must be text or jsonl, not %q", *format)
+	if err := checkFormat(*format); err != nil {
+		return err
 	}
 	p, err := packs.Open(fl.Arg(0))
 	if err != nil {

@@ -18,23 +18,15 @@ import (
 )
 
 func cmdReplay(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fl := newFlags("replay", stderr)
+	fl := newFlags("replay", "Usage: baton replay [flags] LOG\n\nRe-runs a recorded session (DIR/ID.wal or DIR/ID.done) through the engine offline and\nreports every effect that differs from what was recorded. Exits 1 on any difference.", stderr)
 	packDir := fl.String("pack", "", "pack folder or bundled name to replay with (default: the one the log names)")
 	verbose := fl.Bool("v", false, "print the replayed timeline")
 	format := fl.String("format", "text", "timeline format with -v: text or jsonl")
-	fl.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: baton replay [flags] LOG\n\nRe-runs a recorded session (DIR/ID.wal or DIR/ID.done) through the engine offline and\nreports every effect that differs from what was recorded. Exits 1 on any difference.\n\n")
-		fl.PrintDefaults()
+	if err := parseFlags(fl, args, 1); err != nil {
+		return err
 	}
-	if err := fl.Parse(args); err != nil {
-		return usageErr(err)
-	}
-	if fl.NArg() != 1 {
-		fl.Usage()
-		return errUsage
-	}
-	if *format != "text" && *format != "jsonl" {
-		return fmt.Errorf("-format must be text or jsonl, not %q", *format)
+	if err := checkFormat(*format); err != nil {
+		return err
 	}
 	rec, err := wal.ReadFile(fl.Arg(0))
 	if err != nil {

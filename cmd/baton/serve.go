@@ -25,7 +25,7 @@ func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fl := newFlags("serve", stderr)
+	fl := newFlags("serve", "Usage: baton serve --data DIR [--addr HOST:PORT] [--dev | --token T] [--origin O]...\n\nHosts live sessions over WebSocket (/ws) and the DayOne HTTP contract (/sim/session/start, /sim/session/event),\nwith a write-ahead log per session, crash recovery and Prometheus metrics (/metrics). See docs/protocol.md.", stderr)
 	addr := fl.String("addr", "127.0.0.1:8080", "listen address; port 0 picks a free one (the address is printed as \"listening on ADDR\")")
 	data := fl.String("data", "", "data directory for session logs (required; created if missing)")
 	dev := fl.Bool("dev", false, "development mode: no token needed, any Origin and any pack folder accepted")
@@ -47,14 +47,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	syncMode := fl.String("sync", "all", "which inputs are fsynced before they are applied: all, or external (client events and model answers; timer advances and simulated speech ends, which recovery re-derives, ride on the next sync)")
 	logFormat := fl.String("log", "text", "log format: text or json")
 	verbose := fl.Bool("v", false, "debug logging")
-	fl.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: baton serve --data DIR [--addr HOST:PORT] [--dev | --token T] [--origin O]...\n\nHosts live sessions over WebSocket (/ws) and the DayOne HTTP contract (/sim/session/start, /sim/session/event),\nwith a write-ahead log per session, crash recovery and Prometheus metrics (/metrics). See docs/protocol.md.\n\n")
-		fl.PrintDefaults()
+	if err := parseFlags(fl, args, 0); err != nil {
+		return err
 	}
-	if err := fl.Parse(args); err != nil {
-		return usageErr(err)
-	}
-	if fl.NArg() != 0 || *data == "" {
+	if *data == "" {
 		fl.Usage()
 		return errUsage
 	}

@@ -10,18 +10,10 @@ import (
 )
 
 func cmdTest(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fl := newFlags("test", stderr)
+	fl := newFlags("test", "Usage: baton test [-update] PACK...\n\nRuns the timeline tests in each pack's tests/ folder.", stderr)
 	update := fl.Bool("update", false, "rewrite golden timelines (review them with git diff)")
-	fl.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: baton test [-update] PACK...\n\nRuns the timeline tests in each pack's tests/ folder.\n\n")
-		fl.PrintDefaults()
-	}
-	if err := fl.Parse(args); err != nil {
-		return usageErr(err)
-	}
-	if fl.NArg() == 0 {
-		fl.Usage()
-		return errUsage
+	if err := parseFlags(fl, args, -1); err != nil {
+		return err
 	}
 	passed, failed := 0, 0
 	for _, dir := range fl.Args() {
