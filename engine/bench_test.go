@@ -42,7 +42,7 @@ func BenchmarkCandidateEvent(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if n%20 == 0 {
-			s = engine.NewSession(p)
+			s = engine.New(p, engine.Options{})
 			t = 0
 			out, _ = s.Step(engine.Input{T: 0, Type: engine.InputAdvance}, out[:0])
 		}

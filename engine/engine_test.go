@@ -119,7 +119,7 @@ func TestReplayInputs(t *testing.T) {
 	if err := json.Unmarshal(data, &inputs); err != nil {
 		t.Fatal(err)
 	}
-	s := engine.NewSession(p)
+	s := engine.New(p, engine.Options{})
 	var got []engine.Effect
 	for _, in := range inputs {
 		got, err = s.Step(in, got)

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -20,31 +19,7 @@ import (
 // maxScriptLine bounds a line a script may return for an agent to say.
 const maxScriptLine = 2000
 
-// Options configure a session.
-type Options struct {
-	// Seed seeds Math.random in the pack's scripts. It is part of a
-	// session's recorded inputs.
-	Seed uint64
-	// VoiceMode overrides the pack's voice.mode ("tts" or "live") for this
-	// session; a log records it with the seed.
-	VoiceMode string
-}
-
-// NewSessionWith starts a session with options.
-func NewSessionWith(p *rules.Pack, opt Options) *Session {
-	s := NewSession(p)
-	s.seed = opt.Seed
-	if opt.VoiceMode == "live" || opt.VoiceMode == "tts" {
-		s.liveVoice = opt.VoiceMode == "live"
-	}
-	s.rng = rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15))
-	return s
-}
-
 func (s *Session) random() float64 {
-	if s.rng == nil {
-		s.rng = rand.New(rand.NewPCG(s.seed, s.seed^0x9e3779b97f4a7c15))
-	}
 	return s.rng.Float64()
 }
 

@@ -100,7 +100,7 @@ func TestScriptFailuresAreReportedAndContained(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.text, func(t *testing.T) {
-			s := engine.NewSessionWith(p, engine.Options{Seed: 1})
+			s := engine.New(p, engine.Options{Seed: 1})
 			effs, err := s.Step(msgIn(1000, c.text), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -117,7 +117,7 @@ func TestScriptFailuresAreReportedAndContained(t *testing.T) {
 	}
 	// A later session on the same pack is unaffected, including by the
 	// attempted global mutation.
-	s := engine.NewSessionWith(p, engine.Options{Seed: 1})
+	s := engine.New(p, engine.Options{Seed: 1})
 	effs, _ := s.Step(msgIn(1000, "host: hello"), nil)
 	if r := find(effs, engine.EffectRouted); r == nil || r.Rule != "R_SCRIPT" || r.IntentTag != "scripted" {
 		t.Fatalf("healthy script route: %+v", effs)
@@ -129,7 +129,7 @@ func TestScriptFailuresAreReportedAndContained(t *testing.T) {
 
 func TestScriptRewriteAndActions(t *testing.T) {
 	p := loadScripted(t, scriptJS)
-	s := engine.NewSessionWith(p, engine.Options{Seed: 1})
+	s := engine.New(p, engine.Options{Seed: 1})
 	var out []engine.Effect
 	step := func(in engine.Input) []engine.Effect {
 		t.Helper()
@@ -200,7 +200,7 @@ func TestScriptEndPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := engine.NewSessionWith(p, engine.Options{})
+	s := engine.New(p, engine.Options{})
 	effs, _ := s.Step(msgIn(1000, "throw"), nil)
 	if e := find(effs, engine.EffectSessionEnd); e == nil || e.Reason != "script_error" {
 		t.Fatalf("on_error: end should end the session: %+v", effs)
@@ -225,7 +225,7 @@ function shape(ctx) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := engine.NewSessionWith(p, engine.Options{})
+	s := engine.New(p, engine.Options{})
 	effs, _ := s.Step(msgIn(1000, "host: hi"), nil)
 	req := find(effs, engine.EffectLLMRequest)
 	if req == nil || req.Request.System != "You host. [reply]" || req.Request.TurnGoal != "g2" {
@@ -235,7 +235,7 @@ function shape(ctx) {
 	if len(ctx) != 2 || ctx[0].Key != "a" || ctx[1].Value != "2" {
 		t.Fatalf("context in key order: %+v", ctx)
 	}
-	s = engine.NewSessionWith(p, engine.Options{})
+	s = engine.New(p, engine.Options{})
 	effs, _ = s.Step(msgIn(1000, "bad shape"), nil)
 	if se := find(effs, engine.EffectScriptError); se == nil || !strings.Contains(se.Reason, "want the system text") {
 		t.Fatalf("bad shape: %+v", effs)

@@ -124,9 +124,20 @@ type Session struct {
 	pendingLive  bool
 }
 
-// NewSession starts a session of pack p at time 0. The first Step runs the
+// Options are everything about a session that is not in its pack or its
+// inputs. A host stores them verbatim in the session's log header, so a
+// replay builds the same session.
+type Options struct {
+	// Seed seeds Math.random in the pack's scripts.
+	Seed uint64 `json:"seed"`
+	// VoiceMode overrides the pack's voice.mode ("tts" or "live") for this
+	// session; empty keeps the pack's.
+	VoiceMode string `json:"voice_mode,omitempty"`
+}
+
+// New starts a session of pack p at time 0. The first Step runs the
 // session-start rules and whatever is due at its time.
-func NewSession(p *rules.Pack) *Session {
+func New(p *rules.Pack, opts Options) *Session {
 	s := &Session{
 		p:             p,
 		env:           p.NewEnv(),
@@ -158,6 +169,11 @@ func NewSession(p *rules.Pack) *Session {
 			s.addTimer(timer{at: r.Every.MS, kind: tRule, ref: i, rule: r.ID, prio: r.Priority})
 		}
 	}
+	s.seed = opts.Seed
+	if opts.VoiceMode == "live" || opts.VoiceMode == "tts" {
+		s.liveVoice = opts.VoiceMode == "live"
+	}
+	s.rng = rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
 	return s
 }
 

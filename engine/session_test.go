@@ -74,7 +74,7 @@ func newHarness(t *testing.T, src string) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, s: engine.NewSession(p)}
+	return &harness{t: t, s: engine.New(p, engine.Options{})}
 }
 
 func (h *harness) step(in engine.Input) []engine.Effect {

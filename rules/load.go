@@ -18,7 +18,7 @@ import (
 
 	"github.com/batonhq/baton/rules/script"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // PackFile is the file a pack folder must contain.

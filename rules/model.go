@@ -10,7 +10,7 @@ import (
 	"github.com/batonhq/baton/rules/text"
 
 	"github.com/expr-lang/expr/vm"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Pack is a rule pack: decoded from YAML, checked, and compiled by Load.

@@ -47,7 +47,7 @@ func cmdReplay(_ context.Context, args []string, stdout, stderr io.Writer) error
 	defer w.Flush()
 	h := &rec.Header
 	fmt.Fprintf(w, "# session %s (candidate %q) pack %s %.12s, engine %s, seed %d, started %s\n",
-		h.SessionID, h.CandidateID, h.Pack, h.PackHash, h.Engine, h.Seed, h.StartWall.Format("2006-01-02T15:04:05.000Z07:00"))
+		h.SessionID, h.CandidateID, h.Pack, h.PackHash, h.Engine, h.Options.Seed, h.StartWall.Format("2006-01-02T15:04:05.000Z07:00"))
 	if rec.Tail != nil {
 		fmt.Fprintf(w, "# ignored %v\n", rec.Tail)
 	}

@@ -95,7 +95,7 @@ func Run(p *rules.Pack, opt Options) (*Result, error) {
 		model = opt.Model
 	}
 	h := &host{
-		s:     engine.NewSessionWith(p, engine.Options{Seed: opt.Seed}),
+		s:     engine.New(p, engine.Options{Seed: opt.Seed}),
 		llm:   model,
 		voice: fake.NewVoice(p),
 		res:   &Result{},

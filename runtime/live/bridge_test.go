@@ -161,7 +161,7 @@ func TestHotSeatOverLiveSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := engine.NewSessionWith(p, engine.Options{VoiceMode: "live"})
+	s := engine.New(p, engine.Options{VoiceMode: "live"})
 	model := fake.NewLLM(p, nil)
 	conn := &connector{}
 	inputs := make(chan engine.Input, 1024)

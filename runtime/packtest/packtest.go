@@ -16,7 +16,7 @@ import (
 	"slices"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"

@@ -285,7 +285,7 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	}
 	host, _ := json.Marshal(sp.host)
 	now := srv.clock.Now()
-	hdr := wal.Header{Engine: engine.Version, Pack: p.Name, PackRef: sp.packRef, PackHash: p.Hash, Seed: sp.seed,
+	hdr := wal.Header{Engine: engine.Version, Pack: p.Name, PackRef: sp.packRef, PackHash: p.Hash, Options: engine.Options{Seed: uint64(sp.seed)},
 		SessionID: sp.sessionID, CandidateID: sp.candidateID, StartWall: now, Host: host}
 	wl, err := srv.dir.Create(hdr)
 	switch {
@@ -298,7 +298,7 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 		return nil, perr(CodeStorage, "could not create the session log: %v", err)
 	}
 	s := newSession(srv, hdr, sp.host, p)
-	s.wl, s.eng, s.base = wl, engine.NewSessionWith(p, engine.Options{Seed: uint64(sp.seed)}), now
+	s.wl, s.eng, s.base = wl, engine.New(p, hdr.Options), now
 	s.llm = srv.cfg.LLM(s.id, p)
 	// The ack goes out after the session is registered (so the client can
 	// resume it at once) and before the actor runs (so it precedes every

@@ -77,7 +77,7 @@ type ReplayResult struct {
 // step's effects with the recorded digests. fn, if set, sees every step.
 // An engine panic is returned as an error naming the input.
 func Replay(p *rules.Pack, rec *Recovered, fn StepFunc) (res *ReplayResult, err error) {
-	res = &ReplayResult{Session: engine.NewSessionWith(p, engine.Options{Seed: uint64(rec.Header.Seed)})}
+	res = &ReplayResult{Session: engine.New(p, rec.Header.Options)}
 	var seq uint64
 	defer func() {
 		if r := recover(); r != nil {

@@ -118,14 +118,15 @@ type Record struct {
 // Header identifies what a session ran on, so a replay on a different
 // engine or pack is reported instead of trusted.
 type Header struct {
-	Format      int    `json:"format"`
-	Engine      string `json:"engine"`
-	Pack        string `json:"pack"`
-	PackRef     string `json:"pack_ref"`
-	PackHash    string `json:"pack_hash"`
-	Seed        int64  `json:"seed"`
-	SessionID   string `json:"session_id"`
-	CandidateID string `json:"candidate_id"`
+	Format   int    `json:"format"`
+	Engine   string `json:"engine"`
+	Pack     string `json:"pack"`
+	PackRef  string `json:"pack_ref"`
+	PackHash string `json:"pack_hash"`
+	// Options are the engine options the session was built with.
+	Options     engine.Options `json:"options"`
+	SessionID   string         `json:"session_id"`
+	CandidateID string         `json:"candidate_id"`
 	// StartWall is the wall time of engine time 0.
 	StartWall time.Time `json:"start_wall"`
 	// Host is the host's own session options (webhooks, playback mode),

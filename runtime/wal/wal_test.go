@@ -19,7 +19,7 @@ import (
 )
 
 func testHeader(id string) Header {
-	return Header{Engine: engine.Version, Pack: "dayone", PackRef: "dayone", PackHash: "abc", Seed: 7,
+	return Header{Engine: engine.Version, Pack: "dayone", PackRef: "dayone", PackHash: "abc", Options: engine.Options{Seed: 7},
 		SessionID: id, CandidateID: "cand", StartWall: time.Date(2026, 2, 20, 23, 0, 0, 0, time.UTC)}
 }
 
@@ -392,7 +392,7 @@ func TestReplayEquality(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := engine.NewSession(p)
+	s := engine.New(p, engine.Options{})
 	var want []engine.Effect
 	var buf []engine.Effect
 	for _, in := range res.Inputs {
