@@ -45,7 +45,7 @@ func (s *Session) onCandidate(ev *CandidateEvent) {
 	case EventCodeSubmitted:
 		s.transcript = append(s.transcript, TranscriptLine{T: s.now, Speaker: "candidate", Text: "[code submitted]"})
 	}
-	s.fireRules(ev.Type)
+	s.fireRules(rules.EventTrigger(ev.Type))
 }
 
 func (s *Session) speechEnded() {
@@ -233,8 +233,8 @@ func (s *Session) intent(r *rules.Route, ev *CandidateEvent, goal string) (role,
 	return role, tag, g, "intent " + tag
 }
 
-func (s *Session) fireRules(event string) {
-	for _, r := range s.p.RulesOn(event) {
+func (s *Session) fireRules(t rules.Trigger) {
+	for _, r := range s.p.RulesOn(t) {
 		if s.ended {
 			return
 		}

@@ -272,7 +272,7 @@ func (s *Session) nextPhase() {
 	if len(s.phases) == 0 {
 		s.live = true
 		s.emit(Effect{Type: EffectLive})
-		s.fireRules("live_start")
+		s.fireRules(rules.EngineTrigger(rules.TriggerLiveStart))
 		return
 	}
 	item := s.phases[0]
@@ -409,7 +409,7 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 			if rs.refused == ToolLoopLimit {
 				s.emit(Effect{Type: EffectAdapterError, Agent: role, Kind: call.Name, Reason: fmt.Sprintf("tool loop: %d refused calls in a row", ToolLoopLimit)})
 				s.env.Tool = rules.ToolView{ID: call.ID, Name: call.Name, Caller: role}
-				s.fireRules("tool_loop")
+				s.fireRules(rules.EngineTrigger(rules.TriggerToolLoop))
 			}
 		}
 		return step
@@ -440,7 +440,7 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 	}
 	s.env.Tool = rules.ToolView{ID: call.ID, Name: call.Name, Caller: role, Args: args}
 	s.tool = &toolCtx{}
-	s.fireRules("tool:" + call.Name)
+	s.fireRules(rules.ToolTrigger(call.Name))
 	tc := s.tool
 	s.tool = nil
 	if tc.errText != "" {
@@ -508,7 +508,7 @@ func (s *Session) onAgentLine(a *AgentLine) {
 	s.lastRole = a.Role
 	s.turns++
 	s.transcript = append(s.transcript, TranscriptLine{T: s.now, Speaker: a.Role, Text: a.Text})
-	s.fireRules("agent_transcript")
+	s.fireRules(rules.EngineTrigger(rules.TriggerAgentTranscript))
 }
 
 // onToolCall handles a tool_call input from a live session speaking as a

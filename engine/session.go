@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 
 	"github.com/batonhq/baton/rules"
 )
@@ -25,6 +24,9 @@ var (
 	ErrTimeBackwards = errors.New("time went backwards")
 	// ErrBadInput is returned for inputs that are malformed.
 	ErrBadInput = errors.New("bad input")
+	// ErrUnknownEventType is returned (with ErrBadInput) for a candidate
+	// event whose type the session's pack does not take.
+	ErrUnknownEventType = errors.New("unknown event type")
 )
 
 type turnState uint8
@@ -243,16 +245,16 @@ func (s *Session) Step(in Input, out []Effect) ([]Effect, error) {
 		}
 		return out, ErrEnded
 	}
-	if err := validate(&in); err != nil {
+	if err := CheckInput(s.p, &in); err != nil {
 		return out, err
 	}
 	t := s.quantDown(in.T)
 	if !s.started {
 		s.started = true
 		s.startPanel()
-		s.fireRules("session_start")
+		s.fireRules(rules.EngineTrigger(rules.TriggerSessionStart))
 		if s.live && !s.ended {
-			s.fireRules("live_start")
+			s.fireRules(rules.EngineTrigger(rules.TriggerLiveStart))
 		}
 		s.settle()
 	}
@@ -284,45 +286,6 @@ func (s *Session) Step(in Input, out []Effect) ([]Effect, error) {
 		s.emitLiveSession()
 	}
 	return s.out, nil
-}
-
-func validate(in *Input) error {
-	switch in.Type {
-	case InputAdvance:
-		return nil
-	case InputCandidate:
-		if in.Candidate == nil || in.Candidate.Type == "" {
-			return fmt.Errorf("%w: candidate input without an event type", ErrBadInput)
-		}
-		// Candidate events must not fire the engine's own triggers.
-		switch t := in.Candidate.Type; {
-		case t == "session_start", t == "live_start", t == "agent_message", t == "agent_transcript", t == "speech_done", strings.HasPrefix(t, "tool:"):
-			return fmt.Errorf("%w: %q is reserved, not a candidate event type", ErrBadInput, t)
-		}
-		if c := in.Candidate.STTConfidence; c != nil && (*c < 0 || *c > 1 || *c != *c) {
-			return fmt.Errorf("%w: stt_confidence must be between 0 and 1", ErrBadInput)
-		}
-	case InputLLMResult:
-		if in.LLM == nil || in.LLM.ID == "" {
-			return fmt.Errorf("%w: llm_result without an id", ErrBadInput)
-		}
-	case InputSpeechDone:
-		if in.Speech == nil || in.Speech.ID == "" {
-			return fmt.Errorf("%w: speech_done without an id", ErrBadInput)
-		}
-	case InputToolCall:
-		if in.Tool == nil || in.Tool.ID == "" || in.Tool.Name == "" {
-			return fmt.Errorf("%w: tool_call needs an id and a name", ErrBadInput)
-		}
-	case InputAgentTranscript:
-		if in.Agent == nil || in.Agent.Role == "" {
-			return fmt.Errorf("%w: agent_transcript needs a role", ErrBadInput)
-		}
-	case InputEnd:
-	default:
-		return fmt.Errorf("%w: unknown input type %q", ErrBadInput, in.Type)
-	}
-	return nil
 }
 
 // advanceTo fires every timer due by t, each at its own deadline, so that

@@ -441,7 +441,7 @@ func (s *Session) speak(t *turn) {
 	s.turns++
 	s.transcript = append(s.transcript, TranscriptLine{T: s.now, Speaker: t.role, Text: t.text})
 	s.stopSilence()
-	s.fireRules("agent_message")
+	s.fireRules(rules.EngineTrigger(rules.TriggerAgentMessage))
 }
 
 func (s *Session) onSpeechDone(d *SpeechDone) {
@@ -450,7 +450,7 @@ func (s *Session) onSpeechDone(d *SpeechDone) {
 		return
 	}
 	s.active = nil
-	s.fireRules("speech_done")
+	s.fireRules(rules.EngineTrigger(rules.TriggerSpeechDone))
 	if !a.await {
 		return
 	}

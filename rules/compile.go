@@ -597,7 +597,7 @@ func (c *compiler) check() {
 		r := &p.Rules[i]
 		c.id(r.Pos, "rule", r.ID)
 		triggers := 0
-		for _, set := range []bool{r.On != "", r.At.IsSet(), r.Every.IsSet()} {
+		for _, set := range []bool{r.On.Set(), r.At.IsSet(), r.Every.IsSet()} {
 			if set {
 				triggers++
 			}
@@ -617,11 +617,18 @@ func (c *compiler) check() {
 		}
 	}
 	c.checkPanel()
-	p.ruleOn = map[string][]*Rule{}
+	p.ruleOn = map[Trigger][]*Rule{}
 	for i := range p.Rules {
-		if r := &p.Rules[i]; r.On != "" {
-			p.ruleOn[r.On] = append(p.ruleOn[r.On], r)
+		r := &p.Rules[i]
+		if !r.On.Set() {
+			continue
 		}
+		if r.On.Kind == TriggerTool {
+			if _, ok := p.Tool(r.On.Name); !ok {
+				c.errorf(r.On.Pos, "rule %s: on: %s names no tool of this pack%s", r.ID, r.On.Trigger, c.suggest(r.On.Name, p.toolNames()))
+			}
+		}
+		p.ruleOn[r.On.Trigger] = append(p.ruleOn[r.On.Trigger], r)
 	}
 	for _, rs := range p.ruleOn {
 		slices.SortStableFunc(rs, func(a, b *Rule) int {
@@ -644,9 +651,9 @@ func (c *compiler) keywords(pos Pos, what string, list []string) *text.Keywords 
 	return text.CompileKeywords(list)
 }
 
-// RulesOn returns the rules triggered by event in firing order (priority
-// high to low, then id).
-func (p *Pack) RulesOn(event string) []*Rule { return p.ruleOn[event] }
+// RulesOn returns the rules t triggers in firing order (priority high to
+// low, then id).
+func (p *Pack) RulesOn(t Trigger) []*Rule { return p.ruleOn[t] }
 
 // RoleIDs lists the role ids in pack order.
 func (p *Pack) RoleIDs() []string {

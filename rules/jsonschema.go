@@ -3,6 +3,7 @@ package rules
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 )
 
 // JSONSchema describes the pack format as a JSON Schema (draft 2020-12), so
@@ -25,6 +26,7 @@ type schemaGen struct {
 
 var (
 	strMapType   = reflect.TypeFor[StrMap]()
+	triggerType  = reflect.TypeFor[TriggerSpec]()
 	durationRE   = `^(0|[0-9.]+(ms|s|m|h)([0-9.]+(ms|s|m|h))*|[0-9]{1,2}(:[0-9]{1,2}){1,2}(\.[0-9]+)?|[A-Za-z_][A-Za-z0-9_]*)$`
 	identRE      = `^[A-Za-z_][A-Za-z0-9_]*$`
 	scriptRefRE  = `^([A-Za-z0-9_.-]+\.js#)?[A-Za-z_$][A-Za-z0-9_$]*$`
@@ -49,6 +51,8 @@ func (g *schemaGen) of(t reflect.Type) any {
 		return map[string]any{"type": "string", "pattern": scriptRefRE, "description": "file.js#function"}
 	case templateType:
 		return map[string]any{"type": "string", "description": "text with {{SLOT}} placeholders and ${expression} parts"}
+	case triggerType:
+		return map[string]any{"type": "string", "description": "a candidate event type (snake_case) or one of: " + strings.Join(EngineTriggerNames(), ", ")}
 	case strMapType:
 		return map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}
 	}

@@ -189,3 +189,62 @@ func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// A rule's on: is a trigger in one of two namespaces; what no client can
+// send and no engine fires is refused where it is written.
+func TestRuleTriggers(t *testing.T) {
+	src := `name: triggers
+duration: 1m
+roles:
+  qa: {persona: x}
+tools:
+  pass: {description: pass it on}
+rules:
+  - {id: ok1, on: tool_loop, do: [emit: {text: a}]}
+  - {id: ok2, on: "tool:pass", do: [emit: {text: b}]}
+  - {id: ok3, on: slide_changed, do: [emit: {text: c}]}
+  - {id: bad1, on: "tool:pas", do: [emit: {text: d}]}
+  - {id: bad2, on: Slide-Changed, do: [emit: {text: e}]}
+  - {id: bad3, on: "tool:", do: [emit: {text: f}]}
+`
+	_, err := rules.LoadBytes([]byte(src))
+	if err == nil {
+		t.Fatal("loaded a pack with bad triggers")
+	}
+	for _, w := range []string{
+		`pack.yaml:11:20: rule bad1: on: tool:pas names no tool of this pack (did you mean pass?)`,
+		`pack.yaml:12:20: on: event type "Slide-Changed": use snake_case`,
+		`pack.yaml:13:20: on: tool:: a tool trigger names a tool`,
+	} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("missing %q in:\n%s", w, err)
+		}
+	}
+	if strings.Contains(err.Error(), "needs exactly one of on") {
+		t.Errorf("a bad on: also reported as a missing trigger:\n%s", err)
+	}
+	if strings.Contains(err.Error(), "ok1") || strings.Contains(err.Error(), "ok2") || strings.Contains(err.Error(), "ok3") {
+		t.Errorf("a valid trigger was refused:\n%s", err)
+	}
+	p, err := rules.LoadBytes([]byte(strings.Split(src, "  - {id: bad1")[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		t    rules.Trigger
+		want string
+	}{
+		{rules.EngineTrigger(rules.TriggerToolLoop), "ok1"},
+		{rules.ToolTrigger("pass"), "ok2"},
+		{rules.EventTrigger("slide_changed"), "ok3"},
+		{rules.EventTrigger("tool_loop"), ""},
+	} {
+		got := ""
+		if rs := p.RulesOn(c.t); len(rs) > 0 {
+			got = rs[0].ID
+		}
+		if got != c.want {
+			t.Errorf("RulesOn(%v) = %q, want %q", c.t, got, c.want)
+		}
+	}
+}

@@ -59,7 +59,7 @@ type Pack struct {
 	Hash   string `yaml:"-"` // sha256 over every file the pack was read from
 	roles  map[string]int
 	env    *envSpec
-	ruleOn map[string][]*Rule
+	ruleOn map[Trigger][]*Rule
 	// Scripts runs the pack's scripts/*.js; nil when there are none.
 	Scripts     *script.Pool `yaml:"-"`
 	scriptFiles []*script.File
@@ -355,14 +355,14 @@ type Guardrails struct {
 type Rule struct {
 	Pos
 	ID string `yaml:"id"`
-	// On is a candidate event type, "session_start", "agent_message",
-	// "speech_done", or empty with At/Every for time triggers.
-	On       string   `yaml:"on"`
-	At       Duration `yaml:"at"`
-	Every    Duration `yaml:"every"`
-	When     Expr     `yaml:"when"`
-	Priority int      `yaml:"priority"`
-	Do       []Action `yaml:"do"`
+	// On is a candidate event type or one of the engine's triggers
+	// (session_start, tool:NAME...); unset with At/Every for time triggers.
+	On       TriggerSpec `yaml:"on"`
+	At       Duration    `yaml:"at"`
+	Every    Duration    `yaml:"every"`
+	When     Expr        `yaml:"when"`
+	Priority int         `yaml:"priority"`
+	Do       []Action    `yaml:"do"`
 }
 
 // Action is one step of a rule; exactly one field is set.

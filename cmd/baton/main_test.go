@@ -84,18 +84,26 @@ func TestDryrunJSONL(t *testing.T) {
 
 func TestDryrunBadEvents(t *testing.T) {
 	dir := t.TempDir()
-	cases := map[string]string{
-		"malformed": "{\"event_type\":\"speech_end\",\"ts_sec\":1}\n{\"event_type\":\n",
-		"backwards": "{\"event_type\":\"speech_end\",\"ts_sec\":5}\n{\"event_type\":\"speech_end\",\"ts_sec\":4}\n",
+	cases := []struct{ name, pack, content, want string }{
+		{"malformed", "dayone", "{\"event_type\":\"speech_end\",\"ts_sec\":1}\n{\"event_type\":\n", "line 2:"},
+		{"backwards", "dayone", "{\"event_type\":\"speech_end\",\"ts_sec\":5}\n{\"event_type\":\"speech_end\",\"ts_sec\":4}\n", "line 2:"},
+		// A client event spelled like an engine trigger once ended a
+		// Hot Seat panel at 00:31 with an undecided verdict.
+		{"engine trigger", "hotseat", "{\"event_type\":\"speech_end\",\"ts_sec\":5}\n{\"event_type\":\"tool_loop\",\"ts_sec\":30,\"data\":{}}\n", "line 2: unknown event type: \"tool_loop\" is one of the engine's own triggers"},
+		{"typo", "dayone", "\n{\"event_type\":\"candidate_mesage\",\"ts_sec\":5,\"data\":{\"text\":\"hi\"}}\n", "line 2: unknown event type: \"candidate_mesage\" is not handled by pack dayone (did you mean candidate_message?)"},
+		{"missing text", "dayone", "{\"event_type\":\"candidate_message\",\"ts_sec\":5}\n", "line 1: candidate_message needs data.text"},
 	}
-	for name, content := range cases {
-		f := filepath.Join(dir, name+".jsonl")
-		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+	for _, c := range cases {
+		f := filepath.Join(dir, c.name+".jsonl")
+		if err := os.WriteFile(f, []byte(c.content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		code, _, errs := runCLI(t, "dryrun", "-events", f, "dayone")
-		if code == 0 || !strings.Contains(errs, "line 2:") {
-			t.Errorf("%s: exit %d, stderr %q: want non-zero naming line 2", name, code, errs)
+		code, out, errs := runCLI(t, "dryrun", "-events", f, c.pack)
+		if code == 0 || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d, stderr %q: want non-zero with %q", c.name, code, errs, c.want)
+		}
+		if out != "" {
+			t.Errorf("%s: a refused events file still printed a timeline:\n%s", c.name, out)
 		}
 	}
 }

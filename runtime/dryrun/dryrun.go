@@ -100,6 +100,13 @@ func Run(p *rules.Pack, opt Options) (*Result, error) {
 		voice: fake.NewVoice(p),
 		res:   &Result{},
 	}
+	// Every event is checked against the pack before the run starts, with
+	// the one check a live session applies before it logs an input.
+	for i := range opt.Events {
+		if err := engine.CheckEvent(p, &opt.Events[i].Event); err != nil {
+			return nil, fmt.Errorf("%s: %w", opt.Events[i].Where(i), err)
+		}
+	}
 	for i := range opt.Events {
 		ev := opt.Events[i]
 		h.push(engine.Input{T: ev.T, Type: engine.InputCandidate, Candidate: &ev.Event})

@@ -22,6 +22,17 @@ const MaxLine = 1 << 20
 type Timed struct {
 	T     int64                 `json:"t_ms" yaml:"t_ms"`
 	Event engine.CandidateEvent `json:"event" yaml:"event"`
+	// Line is the event's line in the file it was read from, if any.
+	Line int `json:"-" yaml:"-"`
+}
+
+// Where names the event for an error message: its line, or its place in
+// a list (index i) when it was not read from lines.
+func (t *Timed) Where(i int) string {
+	if t.Line > 0 {
+		return fmt.Sprintf("line %d", t.Line)
+	}
+	return fmt.Sprintf("event %d", i+1)
 }
 
 // Wire is the JSON shape of one event.
@@ -85,52 +96,10 @@ func (w *Wire) Timed() (Timed, error) {
 	}
 	ev := engine.CandidateEvent{Type: w.EventType, Text: d.Text, Source: d.Source, STTConfidence: d.STTConfidence,
 		AddressedTo: d.AddressedTo, MicActive: d.MicActive, Typing: d.Typing, Code: d.Code}
-	if err := Check(&ev); err != nil {
-		return Timed{}, err
+	if w.EventType == "" {
+		return Timed{}, errors.New("missing event_type")
 	}
 	return Timed{T: t, Event: ev}, nil
-}
-
-// Check validates an event's type-specific fields.
-func Check(ev *engine.CandidateEvent) error {
-	switch ev.Type {
-	case "":
-		return errors.New("missing event_type")
-	case engine.EventMessage:
-		if ev.Text == "" {
-			return errors.New("candidate_message needs data.text")
-		}
-	case engine.EventMicState:
-		if ev.MicActive == nil {
-			return errors.New("mic_state_changed needs data.mic_active")
-		}
-	case engine.EventTypingState:
-		if ev.Typing == nil {
-			return errors.New("typing_state_changed needs data.typing")
-		}
-	case engine.EventSpeechEnd, engine.EventCodeSubmitted:
-	default:
-		if !validType(ev.Type) {
-			return fmt.Errorf("bad event_type %q", ev.Type)
-		}
-	}
-	if c := ev.STTConfidence; c != nil && (math.IsNaN(*c) || *c < 0 || *c > 1) {
-		return fmt.Errorf("stt_confidence %v must be between 0 and 1", *c)
-	}
-	return nil
-}
-
-// validType accepts pack-defined event types: short snake_case names.
-func validType(s string) bool {
-	if len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		if !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // ReadAll reads JSON-lines events. Blank lines are skipped. Errors name the
@@ -155,6 +124,7 @@ func ReadAll(r io.Reader) ([]Timed, error) {
 			return nil, fmt.Errorf("line %d: time goes backwards (%dms after %dms)", n, ev.T, last)
 		}
 		last = ev.T
+		ev.Line = n
 		out = append(out, ev)
 	}
 	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {

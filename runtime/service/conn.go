@@ -275,9 +275,6 @@ func (c *conn) handle(data []byte, read time.Time) {
 			return
 		}
 		ev, clientT, pe := candidateEvent(f.Event)
-		if pe == nil {
-			pe = checkEventType(s, ev.Type)
-		}
 		if pe != nil {
 			c.sendError(f.ID, pe)
 			return
@@ -400,20 +397,4 @@ func (c *conn) resumeFinished(frameID, id string, last uint64) {
 	c.srv.m.resumes.WithLabelValues("finished").Inc()
 	c.endedID = id
 	c.enqueue(mustJSON(AckFrame{Type: FrameAck, ID: frameID, SessionID: id, State: state, Missed: missed}))
-}
-
-// checkEventType refuses event types the pack gives no meaning to. The
-// names of the engine's own triggers are refused even when a pack has
-// rules on them, so a client cannot impersonate the engine.
-func checkEventType(s *session, typ string) *ProtoError {
-	switch typ {
-	case engine.EventMessage, engine.EventMicState, engine.EventSpeechEnd, engine.EventTypingState, engine.EventCodeSubmitted:
-		return nil
-	case "session_start", "agent_message", "speech_done":
-		return perr(CodeUnknownEventType, "event_type %q is the engine's own trigger, not a candidate event", typ)
-	}
-	if len(s.pack.RulesOn(typ)) > 0 {
-		return nil
-	}
-	return perr(CodeUnknownEventType, "event_type %q is not handled by pack %s (want candidate_message, mic_state_changed, speech_end, typing_state_changed, code_submitted, or a type the pack's rules name)", truncate(typ, 64), s.pack.Name)
 }

@@ -224,9 +224,6 @@ func (srv *Server) handleHTTPEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev, clientT, pe := candidateEvent(wire)
-	if pe == nil {
-		pe = checkEventType(s, ev.Type)
-	}
 	if pe != nil {
 		srv.replyErr(w, pe)
 		return

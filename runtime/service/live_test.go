@@ -55,6 +55,17 @@ func TestWSClientHostedLiveVoice(t *testing.T) {
 	c.expectError("b2", CodeBadFrame)
 	c.send(map[string]any{"id": "b3", "type": "ping", "reason": "x"})
 	c.expectError("b3", CodeBadFrame)
+	// The engine's own triggers cannot be spelled by a client: a tool_loop
+	// event once ended a Hot Seat panel, and a live_start event was logged
+	// and acknowledged, then refused by the engine.
+	for _, typ := range []string{"tool_loop", "live_start", "session_start", "agent_message"} {
+		c.send(eventFrame("r-"+typ, map[string]any{"event_type": typ, "ts_ms": 21000, "data": map[string]any{}}))
+		c.expectError("r-"+typ, CodeUnknownEventType)
+	}
+	c.send(map[string]any{"id": "b4", "type": "agent_transcript", "agent": map[string]any{"role": "nobody", "text": "hi"}})
+	c.expectError("b4", CodeBadEvent)
+	c.send(map[string]any{"id": "b5", "type": "tool_call", "tool": map[string]any{"id": "call-9", "name": "transfer", "role": "nobody"}})
+	c.expectError("b5", CodeBadEvent)
 
 	c.send(map[string]any{"id": "e", "type": "end", "reason": "candidate_left"})
 	c.expectAck("e")

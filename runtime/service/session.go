@@ -617,6 +617,16 @@ func (s *session) onClientInput(m *evMsg) {
 		ev := m.ev
 		in, clamped = engine.Input{T: t, Type: engine.InputCandidate, Candidate: &ev}, c
 	}
+	// The input is checked before anything is logged, so an ack always
+	// means the engine applied it.
+	if err := engine.CheckInput(s.pack, &in); err != nil {
+		code := CodeBadEvent
+		if errors.Is(err, engine.ErrUnknownEventType) {
+			code = CodeUnknownEventType
+		}
+		respondErr(perr(code, "%v", err))
+		return
+	}
 	// Whatever was due before the input happens first.
 	if err := s.catchUp(in.T); err != nil {
 		s.fail(err)

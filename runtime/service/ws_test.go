@@ -237,7 +237,7 @@ func TestWSBadInputs(t *testing.T) {
 	}{
 		{"unknown event type", eventFrame("u1", map[string]any{"event_type": "dance", "ts_ms": 5000}), CodeUnknownEventType},
 		{"engine trigger as event", eventFrame("u2", map[string]any{"event_type": "session_start", "ts_ms": 5000}), CodeUnknownEventType},
-		{"bad event type", eventFrame("u3", map[string]any{"event_type": "Dance!", "ts_ms": 5000}), CodeBadEvent},
+		{"bad event type", eventFrame("u3", map[string]any{"event_type": "Dance!", "ts_ms": 5000}), CodeUnknownEventType},
 		{"message without text", eventFrame("u4", map[string]any{"event_type": "candidate_message", "ts_ms": 5000}), CodeBadEvent},
 		{"both times", eventFrame("u5", map[string]any{"event_type": "speech_end", "ts_ms": 5000, "ts_sec": 5}), CodeBadEvent},
 		{"negative time", eventFrame("u6", map[string]any{"event_type": "speech_end", "ts_sec": -1}), CodeBadEvent},

@@ -1,0 +1,180 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/batonhq/baton/rules"
+)
+
+// MaxReason bounds the reason a host gives for ending a session.
+const MaxReason = 512
+
+// builtinEvents are the candidate event types the engine gives meaning to,
+// with what each must carry. Any other type must be handled by a rule of
+// the pack (on: TYPE), or nobody would notice it arrive.
+var builtinEvents = [...]struct {
+	typ   string
+	check func(*CandidateEvent) error
+}{
+	{EventMessage, func(ev *CandidateEvent) error {
+		if ev.Text == "" {
+			return fmt.Errorf("%s needs data.text", EventMessage)
+		}
+		return nil
+	}},
+	{EventMicState, func(ev *CandidateEvent) error {
+		if ev.MicActive == nil {
+			return fmt.Errorf("%s needs data.mic_active", EventMicState)
+		}
+		return nil
+	}},
+	{EventSpeechEnd, nil},
+	{EventTypingState, func(ev *CandidateEvent) error {
+		if ev.Typing == nil {
+			return fmt.Errorf("%s needs data.typing", EventTypingState)
+		}
+		return nil
+	}},
+	{EventCodeSubmitted, nil},
+}
+
+// BuiltinEventTypes lists the candidate event types the engine itself
+// understands.
+func BuiltinEventTypes() []string {
+	out := make([]string, len(builtinEvents))
+	for i, b := range builtinEvents {
+		out[i] = b.typ
+	}
+	return out
+}
+
+// EventTypes lists every candidate event type a session of p accepts: the
+// built-in ones, then those the pack's rules name, in pack order.
+func EventTypes(p *rules.Pack) []string {
+	out := BuiltinEventTypes()
+	for i := range p.Rules {
+		if on := p.Rules[i].On; on.Set() && on.Kind == rules.TriggerEvent && !contains(out, on.Name) {
+			out = append(out, on.Name)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckInput is the one check of an input against the contract of a
+// session of pack p. Hosts call it before they log an input, so that what
+// is logged and acknowledged is what the engine will apply; Step calls it
+// again. Errors wrap ErrBadInput.
+func CheckInput(p *rules.Pack, in *Input) error {
+	if err := checkInput(p, in); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
+	return nil
+}
+
+func checkInput(p *rules.Pack, in *Input) error {
+	if in.T < 0 {
+		return fmt.Errorf("input at %dms, before the session started", in.T)
+	}
+	payloads := 0
+	for _, set := range []bool{in.Candidate != nil, in.LLM != nil, in.Speech != nil, in.Tool != nil, in.Agent != nil, in.End != nil} {
+		if set {
+			payloads++
+		}
+	}
+	want := 1
+	switch in.Type {
+	case InputAdvance:
+		want = 0
+	case InputCandidate:
+		if in.Candidate == nil {
+			return fmt.Errorf("candidate input without an event")
+		}
+		if err := CheckEvent(p, in.Candidate); err != nil {
+			return err
+		}
+	case InputLLMResult:
+		if in.LLM == nil || in.LLM.ID == "" {
+			return fmt.Errorf("llm_result without an id")
+		}
+	case InputSpeechDone:
+		if in.Speech == nil || in.Speech.ID == "" {
+			return fmt.Errorf("speech_done without an id")
+		}
+	case InputToolCall:
+		if in.Tool == nil || in.Tool.ID == "" || in.Tool.Name == "" {
+			return fmt.Errorf("tool_call needs an id and a name")
+		}
+		if r := in.Tool.Role; r != "" {
+			if _, ok := p.Role(r); !ok {
+				return fmt.Errorf("tool_call from role %q, which pack %s does not have%s", r, p.Name, rules.DidYouMean(r, p.RoleIDs()))
+			}
+		}
+	case InputAgentTranscript:
+		if in.Agent == nil || in.Agent.Role == "" {
+			return fmt.Errorf("agent_transcript needs a role")
+		}
+		if _, ok := p.Role(in.Agent.Role); !ok {
+			return fmt.Errorf("agent_transcript from role %q, which pack %s does not have%s", in.Agent.Role, p.Name, rules.DidYouMean(in.Agent.Role, p.RoleIDs()))
+		}
+	case InputEnd:
+		want = 0 // the reason is optional
+		if in.End != nil {
+			want = 1
+			if len(in.End.Reason) > MaxReason {
+				return fmt.Errorf("end reason is longer than %d bytes", MaxReason)
+			}
+		}
+	default:
+		return fmt.Errorf("unknown input type %q", in.Type)
+	}
+	if payloads != want {
+		return fmt.Errorf("%s input carries %d payloads, want %d", in.Type, payloads, want)
+	}
+	return nil
+}
+
+// CheckEvent checks a candidate event against pack p: its type is a
+// built-in one or one the pack's rules handle, and its data is what the
+// type needs.
+func CheckEvent(p *rules.Pack, ev *CandidateEvent) error {
+	if err := rules.CheckEventType(ev.Type); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnknownEventType, err)
+	}
+	if c := ev.STTConfidence; c != nil && (math.IsNaN(*c) || *c < 0 || *c > 1) {
+		return fmt.Errorf("stt_confidence %v must be between 0 and 1", *c)
+	}
+	for _, b := range builtinEvents {
+		if b.typ == ev.Type {
+			if b.check != nil {
+				return b.check(ev)
+			}
+			return nil
+		}
+	}
+	if len(p.RulesOn(rules.EventTrigger(ev.Type))) > 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %q is not handled by pack %s%s (it takes %s)", ErrUnknownEventType, ev.Type, p.Name,
+		rules.DidYouMean(ev.Type, EventTypes(p)), joinTypes(EventTypes(p)))
+}
+
+func joinTypes(list []string) string {
+	out := ""
+	for i, s := range list {
+		if i > 0 {
+			out += ", "
+		}
+		out += s
+	}
+	return out
+}

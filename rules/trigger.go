@@ -1,0 +1,170 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// A Trigger is what makes a rule run: a candidate event of some type, or a
+// moment of the engine's own (the session starting, a tool being called).
+// The two are different kinds, not two spellings of one string, so an event
+// a client sends can never fire an engine trigger, whatever it is called.
+type Trigger struct {
+	Kind TriggerKind
+	// Name is the event type (TriggerEvent) or the tool (TriggerTool).
+	Name string
+}
+
+// TriggerKind says which namespace a Trigger is in.
+type TriggerKind uint8
+
+// The trigger kinds. TriggerEvent is the candidate's namespace; every other
+// kind is the engine's. Adding a kind means adding it here and to
+// engineTriggers, and firing it from the engine.
+const (
+	TriggerEvent TriggerKind = iota
+	TriggerSessionStart
+	TriggerLiveStart
+	TriggerToolLoop
+	TriggerAgentMessage
+	TriggerAgentTranscript
+	TriggerSpeechDone
+	TriggerTool
+)
+
+// engineTriggers is the one list of the engine's own trigger names, as a
+// rule's on: spells them. TriggerTool is written "tool:NAME".
+var engineTriggers = [...]struct {
+	kind TriggerKind
+	name string
+	doc  string
+}{
+	{TriggerSessionStart, "session_start", "the session's first step"},
+	{TriggerLiveStart, "live_start", "setup phases are done and the panel is live"},
+	{TriggerToolLoop, "tool_loop", "a role had too many tool calls refused in a row"},
+	{TriggerAgentMessage, "agent_message", "an agent line was sent"},
+	{TriggerAgentTranscript, "agent_transcript", "a live speech session finished a line"},
+	{TriggerSpeechDone, "speech_done", "an agent line finished playing"},
+	{TriggerTool, "tool:", "an agent called the named tool"},
+}
+
+// EventTrigger is the trigger of candidate events of type typ.
+func EventTrigger(typ string) Trigger { return Trigger{Kind: TriggerEvent, Name: typ} }
+
+// EngineTrigger is one of the engine's own triggers.
+func EngineTrigger(k TriggerKind) Trigger { return Trigger{Kind: k} }
+
+// ToolTrigger fires when an agent calls tool name.
+func ToolTrigger(name string) Trigger { return Trigger{Kind: TriggerTool, Name: name} }
+
+func (t Trigger) String() string {
+	switch t.Kind {
+	case TriggerEvent:
+		return t.Name
+	case TriggerTool:
+		return "tool:" + t.Name
+	}
+	for _, e := range engineTriggers {
+		if e.kind == t.Kind {
+			return e.name
+		}
+	}
+	return fmt.Sprintf("trigger(%d)", t.Kind)
+}
+
+// ParseTrigger reads a rule's on: value.
+func ParseTrigger(s string) (Trigger, error) {
+	if name, ok := strings.CutPrefix(s, "tool:"); ok {
+		if !isIdent(name) {
+			return Trigger{}, fmt.Errorf("tool:%s: a tool trigger names a tool, as in tool:transfer", name)
+		}
+		return ToolTrigger(name), nil
+	}
+	for _, e := range engineTriggers {
+		if e.kind != TriggerTool && e.name == s {
+			return EngineTrigger(e.kind), nil
+		}
+	}
+	if err := CheckEventType(s); err != nil {
+		return Trigger{}, err
+	}
+	return EventTrigger(s), nil
+}
+
+// MaxEventType bounds the length of a candidate event type.
+const MaxEventType = 64
+
+// CheckEventType says whether typ can name a candidate event: short
+// snake_case, and not one of the engine's own trigger names.
+func CheckEventType(typ string) error {
+	if typ == "" {
+		return fmt.Errorf("missing event type")
+	}
+	if len(typ) > MaxEventType {
+		return fmt.Errorf("event type %.20q... is longer than %d characters", typ, MaxEventType)
+	}
+	for i, r := range typ {
+		if !(r == '_' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return fmt.Errorf("event type %q: use snake_case (a-z, 0-9 and _, starting with a letter)", typ)
+		}
+	}
+	if ReservedEventType(typ) {
+		return fmt.Errorf("%q is one of the engine's own triggers, not a candidate event type", typ)
+	}
+	return nil
+}
+
+// ReservedEventType reports whether typ is spelled like an engine trigger.
+func ReservedEventType(typ string) bool {
+	if strings.HasPrefix(typ, "tool:") {
+		return true
+	}
+	for _, e := range engineTriggers {
+		if e.name == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// EngineTriggerNames lists the engine's trigger names as on: spells them,
+// for documentation and schemas.
+func EngineTriggerNames() []string {
+	out := make([]string, 0, len(engineTriggers))
+	for _, e := range engineTriggers {
+		name := e.name
+		if e.kind == TriggerTool {
+			name = "tool:NAME"
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// TriggerSpec is a rule's on: as written, with its position.
+type TriggerSpec struct {
+	Pos
+	Trigger
+	set bool
+}
+
+// Set reports whether on: was written (a pack with a bad one does not load).
+func (t *TriggerSpec) Set() bool { return t.set }
+
+func (t *TriggerSpec) decodeNode(d *decoder, n *yaml.Node) {
+	// Written, even if wrong: the error below is the one to report, not a
+	// rule without a trigger.
+	t.Pos, t.set = d.pos(n), true
+	if n.Kind != yaml.ScalarNode || n.Value == "" {
+		d.errorf(n, "on: names a candidate event type or one of %s", strings.Join(EngineTriggerNames(), ", "))
+		return
+	}
+	tr, err := ParseTrigger(n.Value)
+	if err != nil {
+		d.errorf(n, "on: %v", err)
+		return
+	}
+	t.Trigger = tr
+}
