@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
@@ -62,7 +64,7 @@ func TestDeterministic(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := jsonl(t, res.Records); !bytes.Equal(got, want) {
-			t.Fatalf("run %d differs from run 0", i+1)
+			t.Fatalf("run %d differs from run 0 (-run 0 +run %d):\n%s", i+1, i+1, cmp.Diff(lines(want), lines(got)))
 		}
 	}
 	if len(first.Records) < 50 {
@@ -86,21 +88,13 @@ func TestStepEqualsJump(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got := jsonl(t, res.Records); !bytes.Equal(got, want) {
-				t.Errorf("events=%d step=%dms: effects differ from jumping\n%s", len(evs), step, firstDiff(want, got))
+				t.Errorf("events=%d step=%dms: effects differ from jumping (-jump +step):\n%s", len(evs), step, cmp.Diff(lines(want), lines(got)))
 			}
 		}
 	}
 }
 
-func firstDiff(a, b []byte) string {
-	al, bl := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
-	for i := range min(len(al), len(bl)) {
-		if al[i] != bl[i] {
-			return "- " + al[i] + "\n+ " + bl[i]
-		}
-	}
-	return "(lengths differ)"
-}
+func lines(b []byte) []string { return strings.Split(string(b), "\n") }
 
 // Folding the recorded inputs through a new session reproduces the effects:
 // recovery, replay and regression tests are the same operation.
@@ -127,14 +121,7 @@ func TestReplayInputs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(got) != len(res.Records) {
-		t.Fatalf("replay gave %d effects, recorded %d", len(got), len(res.Records))
-	}
-	for i := range got {
-		a, _ := json.Marshal(got[i])
-		b, _ := json.Marshal(res.Records[i].Effect)
-		if !bytes.Equal(a, b) {
-			t.Fatalf("effect %d differs:\n%s\n%s", i, a, b)
-		}
+	if diff := cmp.Diff(effectLines(t, recordEffects(res.Records)), effectLines(t, got)); diff != "" {
+		t.Fatalf("replay differs from the recorded run (-recorded +replayed):\n%s", diff)
 	}
 }
