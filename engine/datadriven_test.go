@@ -41,6 +41,7 @@ import (
 //	    llm_request's system text, context and tools). TIME is anything a
 //	    pack accepts as a duration: 1500ms, 50s, 01:30, 01:30.5. KINDs:
 //	      advance
+//	      tick EVERY                advance in steps of EVERY up to TIME
 //	      say TEXT                  candidate_message
 //	      mic on|off, typing on|off, speech_end, code TEXT
 //	      candidate {JSON}          any candidate event, wire shape without ts
@@ -180,24 +181,26 @@ func (tr *transcript) step(t *testing.T, d *datadriven.TestData) string {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		in, err := tr.parseInput(line)
+		ins, err := tr.parseInput(line)
 		if err != nil {
 			d.Fatalf(t, "%q: %v", line, err)
 		}
-		var stepErr error
-		tr.out, stepErr = tr.s.Step(in, tr.out[:0])
-		for i := range tr.out {
-			e := &tr.out[i]
-			switch e.Type {
-			case engine.EffectLLMRequest:
-				tr.lastLLM = e.ID
-			case engine.EffectAgentMessage:
-				tr.lastMsg = e.ID
+		for _, in := range ins {
+			var stepErr error
+			tr.out, stepErr = tr.s.Step(in, tr.out[:0])
+			for i := range tr.out {
+				e := &tr.out[i]
+				switch e.Type {
+				case engine.EffectLLMRequest:
+					tr.lastLLM = e.ID
+				case engine.EffectAgentMessage:
+					tr.lastMsg = e.ID
+				}
+				writeEffect(&b, e, verbose)
 			}
-			writeEffect(&b, e, verbose)
-		}
-		if stepErr != nil {
-			fmt.Fprintf(&b, "error%s: %v\n", sentinel(stepErr), stepErr)
+			if stepErr != nil {
+				fmt.Fprintf(&b, "error%s: %v\n", sentinel(stepErr), stepErr)
+			}
 		}
 	}
 	if b.Len() == 0 {
@@ -224,14 +227,32 @@ func sentinel(err error) string {
 	return ""
 }
 
-func (tr *transcript) parseInput(line string) (engine.Input, error) {
+// parseInput reads one step line. Only tick makes more than one input.
+func (tr *transcript) parseInput(line string) ([]engine.Input, error) {
 	at, rest, _ := strings.Cut(line, " ")
 	ms, err := rules.ParseDuration(at)
 	if err != nil {
-		return engine.Input{}, err
+		return nil, err
 	}
 	kind, rest, _ := strings.Cut(strings.TrimSpace(rest), " ")
 	rest = strings.TrimSpace(rest)
+	if kind == "tick" {
+		every, err := rules.ParseDuration(rest)
+		if err != nil || every <= 0 {
+			return nil, fmt.Errorf("tick takes a positive step: %v", err)
+		}
+		var ins []engine.Input
+		for t := tr.s.Now() + every; t < ms; t += every {
+			ins = append(ins, engine.Input{T: t, Type: engine.InputAdvance})
+		}
+		return append(ins, engine.Input{T: ms, Type: engine.InputAdvance}), nil
+	}
+	in, err := tr.parseOne(ms, kind, rest)
+	return []engine.Input{in}, err
+}
+
+func (tr *transcript) parseOne(ms int64, kind, rest string) (engine.Input, error) {
+	var err error
 	in := engine.Input{T: ms}
 	cand := func(ev engine.CandidateEvent) {
 		in.Type = engine.InputCandidate
