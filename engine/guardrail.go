@@ -3,6 +3,7 @@ package engine
 import (
 	"strings"
 
+	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/rules/text"
 )
 
@@ -28,9 +29,9 @@ func (s *Session) guard(t *turn, line string) (string, []string) {
 		return line, nil
 	}
 	switch g.OnViolation {
-	case "pass":
+	case rules.ViolationPass:
 		return line, v
-	case "fallback":
+	case rules.ViolationFallback:
 		return s.fallback(t), v
 	}
 	if g.Rewrite != nil {

@@ -39,7 +39,60 @@ type Input struct {
 	Tool      *ToolCall       `json:"tool,omitempty"`
 	Agent     *AgentLine      `json:"agent,omitempty"`
 	End       *EndRequest     `json:"end,omitempty"`
+	// Scripts, when set, is what a replay knows of the script calls this
+	// input made when it was first applied; live hosts leave it nil.
+	Scripts *ScriptFacts `json:"scripts,omitempty"`
 }
+
+// ScriptFacts record the script calls of one step that were stopped at
+// their time budget. With facts, those calls are stopped again without
+// running and every other call runs to completion: a replay makes the
+// same effects whatever the machine.
+type ScriptFacts struct {
+	Stopped []ScriptStop `json:"stopped"`
+}
+
+// ScriptStop is one call stopped at its budget: its ordinal among the
+// step's script calls, how long it had run, and where it was.
+type ScriptStop struct {
+	Call   int    `json:"call"`
+	TookUS int64  `json:"took_us"`
+	At     string `json:"at,omitempty"`
+}
+
+func (f *ScriptFacts) stopped(call int) (ScriptStop, bool) {
+	for _, st := range f.Stopped {
+		if st.Call == call {
+			return st, true
+		}
+	}
+	return ScriptStop{}, false
+}
+
+// FactsOf collects, from one step's effects, the facts a replay of that
+// step needs; nil when no script call ran out of time.
+func FactsOf(effects []Effect) *ScriptFacts {
+	var f *ScriptFacts
+	for i := range effects {
+		e := &effects[i]
+		if e.Type != EffectScriptError || e.Kind != ScriptBudget {
+			continue
+		}
+		var st ScriptStop
+		if json.Unmarshal(e.Data, &st) != nil {
+			continue
+		}
+		if f == nil {
+			f = &ScriptFacts{}
+		}
+		f.Stopped = append(f.Stopped, st)
+	}
+	return f
+}
+
+// ScriptBudget is the Kind of a script_error effect for a call stopped at
+// its time budget; its Data is the ScriptStop.
+const ScriptBudget = "budget"
 
 // EndRequest ends a session from outside.
 type EndRequest struct {
@@ -156,6 +209,10 @@ const (
 	EffectLiveSession EffectType = "live_session"
 	// EffectLive reports that setup phases finished and the session is live.
 	EffectLive EffectType = "live"
+	// EffectEngineError reports that the engine stopped doing something
+	// it should not need to stop (a pack whose rules keep making progress
+	// forever); tests and dry runs treat it as a failure.
+	EffectEngineError EffectType = "engine_error"
 	// EffectSessionEnd ends the session; nothing follows it.
 	EffectSessionEnd EffectType = "session_end"
 )

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -17,26 +19,54 @@ import (
 // should stay well inside the budget; the budget is a safety net.
 
 // maxScriptLine bounds a line a script may return for an agent to say.
-const maxScriptLine = 2000
+const maxScriptLine = rules.MaxActionText
 
-func (s *Session) random() float64 {
-	return s.rng.Float64()
+// scriptRuns numbers the script calls of one step and holds what a replay
+// knows of them. A call's time budget is the one input the engine does not
+// get from its caller: whether a call ran past it can depend on the
+// machine. So the outcome is made a recorded fact: a call stopped at its
+// budget is reported in an effect with the time it ran, the host records
+// that with the step, and a replay passes the facts back in
+// (Input.Scripts): a call stopped live is stopped again without running,
+// and every other call runs to completion, unbounded.
+type scriptRuns struct {
+	n     int
+	facts *ScriptFacts
 }
+
+func (r *scriptRuns) begin(f *ScriptFacts) { r.n, r.facts = 0, f }
+
+func (s *Session) random() float64 { return s.rng.Float64() }
 
 // callScript runs a pack function. A failure is reported as a
 // script_error effect naming the rule and the script's file:line:col.
 func (s *Session) callScript(ref *rules.ScriptRef, arg map[string]any, rule string) (any, bool) {
+	call := s.scripts.n
+	s.scripts.n++
 	if s.p.Scripts == nil {
 		s.emit(Effect{Type: EffectScriptError, Rule: rule, Reason: "no scripts loaded for " + ref.String()})
 		return nil, false
 	}
+	budget := time.Duration(s.p.Scripting.Budget.MS) * time.Millisecond
+	if f := s.scripts.facts; f != nil {
+		if stop, ok := f.stopped(call); ok {
+			s.budgetSpent(ref, rule, call, budget, stop)
+			return nil, false
+		}
+	}
 	out, err := s.p.Scripts.Run(script.Call{
-		Func:   ref.Func,
-		Arg:    arg,
-		NowMS:  s.now,
-		Rand:   s.random,
-		Budget: time.Duration(s.p.Scripting.Budget.MS) * time.Millisecond,
+		Func:      ref.Func,
+		Arg:       arg,
+		NowMS:     s.now,
+		Rand:      s.random,
+		Budget:    budget,
+		Unbounded: s.scripts.facts != nil,
 	})
+	var re *script.RunError
+	if errors.As(err, &re) && re.Kind == "timeout" {
+		s.budgetSpent(ref, rule, call, budget, ScriptStop{Call: call, TookUS: re.Took.Microseconds(), At: re.Pos})
+		return nil, false
+	}
 	if err != nil {
 		s.emit(Effect{Type: EffectScriptError, Rule: rule, Reason: ref.String() + ": " + err.Error()})
 		return nil, false
@@ -44,10 +74,23 @@ func (s *Session) callScript(ref *rules.ScriptRef, arg map[string]any, rule stri
 	return out, true
 }
 
+// budgetSpent reports a call stopped at its budget, with the measured
+// facts a replay needs to stop it again.
+func (s *Session) budgetSpent(ref *rules.ScriptRef, rule string, call int, budget time.Duration, stop ScriptStop) {
+	stop.Call = call
+	data, _ := json.Marshal(stop)
+	where := ""
+	if stop.At != "" {
+		where = stop.At + ": "
+	}
+	s.emit(Effect{Type: EffectScriptError, Rule: rule, Kind: ScriptBudget, Data: data,
+		Reason: fmt.Sprintf("%s: %stimeout: %s: stopped after its %s budget (ran %s)", ref, where, ref.Func, budget, time.Duration(stop.TookUS)*time.Microsecond)})
+}
+
 // scriptFailed applies a hook's on_error policy; it reports whether the
 // caller should stop (the session ended).
-func (s *Session) scriptFailed(policy, rule string) bool {
-	if policy == "end" {
+func (s *Session) scriptFailed(policy rules.OnError, rule string) bool {
+	if policy == rules.ErrorEnd {
 		s.end("script_error", rule)
 		return true
 	}
@@ -60,12 +103,9 @@ func (s *Session) badResult(ref *rules.ScriptRef, rule, format string, args ...a
 
 // scriptArg is the facade a script sees: plain data, never engine types.
 func (s *Session) scriptArg(role string) map[string]any {
-	s.syncEnv()
+	envHost{s}.Refresh(s.env)
 	c, m, v := &s.env.Candidate, &s.env.Msg, &s.env.Session
-	tail := s.transcript
-	if n := s.p.LLM.TranscriptTail; len(tail) > n {
-		tail = tail[len(tail)-n:]
-	}
+	tail := s.transcript.tail(s.p.LLM.TranscriptTail)
 	lines := make([]any, len(tail))
 	for i, l := range tail {
 		lines[i] = map[string]any{"t_ms": l.T, "speaker": l.Speaker, "text": l.Text, "unclear": l.Unclear}
@@ -93,7 +133,7 @@ func (s *Session) scriptArg(role string) map[string]any {
 			"last_role": v.LastRole, "turns": v.Turns, "agent_speaking": v.AgentSpeaking,
 			"awaiting_reply": v.AwaitingReply, "turn_pending": v.TurnPending, "hard_turn_pending": v.HardTurnPending,
 		},
-		"last_message": s.lastMsg,
+		"last_message": s.cand.lastMsg,
 		"transcript":   lines,
 		"vars":         vars,
 		"constants":    consts,
@@ -129,7 +169,7 @@ func (s *Session) scriptCondition(x *rules.Expr, role string) bool {
 	}
 	b, isBool := out.(bool)
 	if !isBool {
-		s.badResult(&x.Script, "condition "+x.Pos.String(), "want true or false, got %s", describe(out))
+		s.badResult(&x.Script, "condition "+x.Pos.String(), "want true or false, got %s", rules.Describe(out))
 	}
 	return b
 }
@@ -150,7 +190,7 @@ func (s *Session) scriptRewrite(t *turn, line string, violations []string) (stri
 		str, isStr := out.(string)
 		switch {
 		case !isStr:
-			s.badResult(&h.Script, "guardrails.rewrite", "want the rewritten line as text, got %s", describe(out))
+			s.badResult(&h.Script, "guardrails.rewrite", "want the rewritten line as text, got %s", rules.Describe(out))
 		case str == "" || len(str) > maxScriptLine:
 			s.badResult(&h.Script, "guardrails.rewrite", "want 1 to %d characters, got %d", maxScriptLine, len(str))
 		default:
@@ -158,9 +198,9 @@ func (s *Session) scriptRewrite(t *turn, line string, violations []string) (stri
 		}
 	}
 	switch h.OnError {
-	case "fallback":
+	case rules.ErrorFallback:
 		return s.fallback(t), true
-	case "end":
+	case rules.ErrorEnd:
 		s.end("script_error", "guardrails.rewrite")
 	}
 	return "", false
@@ -187,7 +227,7 @@ func (s *Session) scriptRoute(r *rules.Route) (role, tag, goal string, matched b
 			goal = g
 		}
 	default:
-		s.badResult(&r.Script, r.ID, "want a role id, null or {role, intent_tag, goal}, got %s", describe(out))
+		s.badResult(&r.Script, r.ID, "want a role id, null or {role, intent_tag, goal}, got %s", rules.Describe(out))
 		s.scriptFailed(r.OnError, r.ID)
 		return "", "", "", false
 	}
@@ -199,8 +239,9 @@ func (s *Session) scriptRoute(r *rules.Route) (role, tag, goal string, matched b
 	return role, tag, goal, true
 }
 
-// runActions runs a rule's script and applies the actions it returns.
-func (s *Session) runActions(rule string, h *rules.Hook) {
+// runScript runs a rule's script and does the actions it returns, each
+// decoded and checked as the same action in YAML would be.
+func (s *Session) runScript(rule string, h *rules.Hook) {
 	out, ok := s.callScript(&h.Script, s.scriptArg(""), rule)
 	if !ok {
 		s.scriptFailed(h.OnError, rule)
@@ -209,90 +250,19 @@ func (s *Session) runActions(rule string, h *rules.Hook) {
 	if out == nil {
 		return
 	}
-	list, isList := out.([]any)
-	if !isList {
-		s.badResult(&h.Script, rule, "want a list of actions, got %s", describe(out))
-		s.scriptFailed(h.OnError, rule)
-		return
+	acts, err := s.p.ScriptActions(out)
+	if err != nil {
+		s.badResult(&h.Script, rule, "%v", err)
+		if s.scriptFailed(h.OnError, rule) {
+			return
+		}
 	}
-	for i, item := range list {
+	for _, a := range acts {
 		if s.ended {
 			return
 		}
-		if err := s.applyAction(rule, item); err != nil {
-			s.badResult(&h.Script, rule, "action %d: %v", i, err)
-			if s.scriptFailed(h.OnError, rule) {
-				return
-			}
-		}
+		s.do(a, rule)
 	}
-}
-
-func (s *Session) applyAction(rule string, item any) error {
-	a, ok := item.(map[string]any)
-	if !ok || len(a) != 1 {
-		return fmt.Errorf("want an object with exactly one of say, set, emit, end")
-	}
-	switch {
-	case a["say"] != nil:
-		m, ok := a["say"].(map[string]any)
-		if !ok {
-			return fmt.Errorf("say: want an object")
-		}
-		str := func(k string) string { v, _ := m[k].(string); return v }
-		spec := rules.TurnSpec{Role: str("role"), Kind: str("kind"), Goal: str("goal"), Line: str("line"), IntentTag: str("intent_tag")}
-		if spec.Kind == "" {
-			spec.Kind = "script"
-		}
-		if len(spec.Line) > maxScriptLine {
-			return fmt.Errorf("say: line longer than %d", maxScriptLine)
-		}
-		role := s.resolveRole(spec.Role, "")
-		if _, known := s.p.Role(role); !known {
-			return fmt.Errorf("say: unknown role %q", spec.Role)
-		}
-		if spec.Line == "" && spec.Goal == "" {
-			return fmt.Errorf("say: needs a line or a goal")
-		}
-		s.enqueue(s.newTurn(&spec, rule, false))
-	case a["set"] != nil:
-		m, ok := a["set"].(map[string]any)
-		if !ok {
-			return fmt.Errorf("set: want {var, value}")
-		}
-		name, _ := m["var"].(string)
-		return s.env.SetVar(name, m["value"])
-	case a["emit"] != nil:
-		text, ok := a["emit"].(string)
-		if !ok || len(text) > maxScriptLine {
-			return fmt.Errorf("emit: want text up to %d characters", maxScriptLine)
-		}
-		s.emit(Effect{Type: EffectNote, Rule: rule, Text: text})
-	case a["end"] != nil:
-		reason, _ := a["end"].(string)
-		s.end(reason, rule)
-	default:
-		return fmt.Errorf("unknown action")
-	}
-	return nil
-}
-
-func describe(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "nothing (undefined or null)"
-	case string:
-		return fmt.Sprintf("text (%d characters)", len(x))
-	case bool:
-		return "a boolean"
-	case int64, float64:
-		return fmt.Sprintf("a number (%v)", x)
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // shapeRequest lets the pack's llm.shape script rewrite a turn's request.
@@ -328,7 +298,7 @@ func (s *Session) shapeRequest(h *rules.Hook, t *turn, req *LLMRequest) {
 			}
 		}
 	default:
-		s.badResult(&h.Script, "llm.shape", "want the system text or {system, turn_goal, context}, got %s", describe(out))
+		s.badResult(&h.Script, "llm.shape", "want the system text or {system, turn_goal, context}, got %s", rules.Describe(out))
 		s.scriptFailed(h.OnError, "llm.shape")
 	}
 	if len(req.System) > 64<<10 {

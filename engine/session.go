@@ -1,7 +1,3 @@
-// Package engine is baton's deterministic core: one Session per interview,
-// driven only by the inputs it is given and answering with effects. It does
-// no I/O, starts no goroutines, reads no clock and never ranges over a map,
-// so the same pack and inputs always give byte-identical effects.
 package engine
 
 import (
@@ -29,103 +25,6 @@ var (
 	ErrUnknownEventType = errors.New("unknown event type")
 )
 
-type turnState uint8
-
-const (
-	tsQueued turnState = iota
-	tsGenerating
-	tsReady
-	tsSpeaking
-)
-
-// turn is one agent utterance on its way out.
-type turn struct {
-	id         string
-	role       string
-	kind       string
-	goal       string
-	line       string
-	intentTag  string
-	rule       string
-	hard       bool
-	deferrable bool
-	window     int // index of the window that created it, or -1
-	silence    int // silence step that created it, or -1
-	deferredAt int64
-	state      turnState
-	reqID      string
-	msgID      string
-	text       string
-	await      bool
-	fallback   bool
-	violations []string
-	original   string
-	toolSteps  []ToolStep
-	toolRounds int
-}
-
-type windowState uint8
-
-const (
-	wPending windowState = iota
-	wOpen
-	wDone
-)
-
-// awaiting is the silence ladder: the agents wait for an answer.
-type awaiting struct {
-	step   int
-	role   string
-	paused bool
-}
-
-// Session is one interview. It is not safe for concurrent use.
-type Session struct {
-	p   *rules.Pack
-	env *rules.Env
-	out []Effect
-
-	now     int64
-	started bool
-	ended   bool
-	seq     uint64
-	timers  timerTable
-
-	micActive     bool
-	lastKeystroke int64
-	typing        bool
-	lastSpeechEnd int64
-	lowSTT        int
-	lastMsg       string
-	messages      int
-	lastMsgAt     int64
-
-	queue    []*turn
-	active   *turn
-	await    *awaiting
-	lastRole string
-	turns    int
-	windows  []windowState
-
-	transcript []TranscriptLine
-	context    []KV // scenario context, built once and shared by requests
-
-	seed uint64
-	rng  *rand.Rand
-
-	// Panel state (panel.go).
-	roleStates   []roleState
-	sessionSlots map[string]string
-	records      map[string][]any
-	floor        string
-	live         bool
-	phases       []phaseItem
-	jobs         []jobEntry
-	tool         *toolCtx
-	liveVoice    bool
-	pendingLive  bool
-}
-
 // Options are everything about a session that is not in its pack or its
 // inputs. A host stores them verbatim in the session's log header, so a
 // replay builds the same session.
@@ -137,45 +36,56 @@ type Options struct {
 	VoiceMode string `json:"voice_mode,omitempty"`
 }
 
+// maxSettle bounds the passes settle makes after one event. A pack whose
+// rules keep making progress for longer is looping; the engine stops and
+// says so rather than spin.
+const maxSettle = 64
+
+// Session is one interview. It is not safe for concurrent use.
+//
+// Its state is split by feature, each in its own file with its own type;
+// the Session holds one of each and the clock, the timer table and the
+// effect buffer they share.
+type Session struct {
+	p    *rules.Pack
+	env  *rules.Env
+	out  []Effect
+	opts Options
+
+	now     int64
+	started bool
+	ended   bool
+	seq     uint64
+	timers  timerTable
+	rng     *rand.Rand
+	scripts scriptRuns
+
+	cand       candidate  // candidate.go
+	conf       confidence // confidence.go
+	timeline   timeline   // timeline.go
+	floor      floor      // turns.go
+	silence    silence    // silence.go
+	tickets    tickets    // tickets.go
+	tools      tools      // tools.go
+	jobs       jobs       // jobs.go
+	memory     memory     // memory.go
+	handoff    handoff    // handoff.go
+	transcript transcript // transcript.go
+}
+
 // New starts a session of pack p at time 0. The first Step runs the
 // session-start rules and whatever is due at its time.
 func New(p *rules.Pack, opts Options) *Session {
-	s := &Session{
-		p:             p,
-		env:           p.NewEnv(),
-		lastKeystroke: -1,
-		lastSpeechEnd: -1,
-		lastMsgAt:     -1,
-		windows:       make([]windowState, len(p.Timeline.Windows)),
-		roleStates:    make([]roleState, len(p.Roles)),
-		sessionSlots:  map[string]string{},
-		records:       map[string][]any{},
-		liveVoice:     p.Voice.Mode == "live",
-	}
-	for _, kv := range p.Scenario.Context {
-		s.context = append(s.context, KV{Key: kv.Key, Value: kv.Value})
-	}
-	for i, a := range p.Timeline.Anchors {
-		s.addTimer(timer{at: a.At.MS, kind: tAnchor, ref: i, rule: a.ID})
-	}
-	s.addTimer(timer{at: p.Duration.MS, kind: tDuration})
-	for i, w := range p.Timeline.Windows {
-		s.addTimer(timer{at: w.Open.MS, kind: tWindowOpen, ref: i, rule: w.ID})
-		s.addTimer(timer{at: w.Close.MS, kind: tWindowClose, ref: i, rule: w.ID})
-	}
-	for i, r := range p.Rules {
-		switch {
-		case r.At.IsSet():
-			s.addTimer(timer{at: r.At.MS, kind: tRule, ref: i, rule: r.ID, prio: r.Priority})
-		case r.Every.IsSet():
-			s.addTimer(timer{at: r.Every.MS, kind: tRule, ref: i, rule: r.ID, prio: r.Priority})
-		}
-	}
-	s.seed = opts.Seed
-	if opts.VoiceMode == "live" || opts.VoiceMode == "tts" {
-		s.liveVoice = opts.VoiceMode == "live"
-	}
+	s := &Session{p: p, env: p.NewEnv(), opts: opts}
 	s.rng = rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
+	s.env.SetHost(envHost{s})
+	s.cand.init()
+	s.timeline.init(s)
+	s.tickets.init(p)
+	s.tools.init(p)
+	s.memory.init(p)
+	s.handoff.init(p, opts)
+	s.transcript.init(p)
 	return s
 }
 
@@ -201,7 +111,7 @@ func (s *Session) NextDeadline() (int64, bool) {
 }
 
 // Transcript returns the session's transcript so far (shared; do not modify).
-func (s *Session) Transcript() []TranscriptLine { return s.transcript }
+func (s *Session) Transcript() []TranscriptLine { return s.transcript.lines }
 
 func (s *Session) quantUp(t int64) int64 {
 	tick := s.p.Tick.MS
@@ -230,6 +140,12 @@ func (s *Session) emit(e Effect) {
 	s.out = append(s.out, e)
 }
 
+// note reports a problem a pack caused at runtime (an expression that
+// failed, a template that did not render) without stopping the session.
+func (s *Session) note(rule, reason string) {
+	s.emit(Effect{Type: EffectNote, Rule: rule, Reason: reason})
+}
+
 // Step applies one input and appends the resulting effects to out. Timers
 // due at or before the input's time fire first, in timer order. The input
 // time is quantized down to the pack's tick.
@@ -248,12 +164,14 @@ func (s *Session) Step(in Input, out []Effect) ([]Effect, error) {
 	if err := CheckInput(s.p, &in); err != nil {
 		return out, err
 	}
+	s.scripts.begin(in.Scripts)
 	t := s.quantDown(in.T)
 	if !s.started {
 		s.started = true
-		s.startPanel()
+		s.tickets.distribute(s)
+		s.jobs.start(s)
 		s.fireRules(rules.EngineTrigger(rules.TriggerSessionStart))
-		if s.live && !s.ended {
+		if s.jobs.live && !s.ended {
 			s.fireRules(rules.EngineTrigger(rules.TriggerLiveStart))
 		}
 		s.settle()
@@ -282,14 +200,13 @@ func (s *Session) Step(in Input, out []Effect) ([]Effect, error) {
 		return s.out, nil
 	}
 	s.settle()
-	if s.pendingLive {
-		s.emitLiveSession()
-	}
+	s.handoff.flush(s)
 	return s.out, nil
 }
 
-// advanceTo fires every timer due by t, each at its own deadline, so that
-// stepping tick by tick and jumping straight to t give the same effects.
+// advanceTo fires every timer due by t, each at its own deadline and each
+// followed by all the progress it allows, so that stepping tick by tick
+// and jumping straight to t give the same effects.
 func (s *Session) advanceTo(t int64) {
 	for !s.ended {
 		tm, ok := s.timers.popDue(t)
@@ -305,62 +222,70 @@ func (s *Session) advanceTo(t int64) {
 	}
 }
 
+// fire hands a due timer to the feature that set it.
 func (s *Session) fire(tm timer) {
-	p := s.p
 	switch tm.kind {
 	case tAnchor:
-		a := &p.Timeline.Anchors[tm.ref]
-		if a.Action == "end" {
-			s.emit(Effect{Type: EffectAnchor, Rule: a.ID, Reason: "end"})
-			s.end(a.Reason, a.ID)
-			return
-		}
-		s.emit(Effect{Type: EffectAnchor, Rule: a.ID, Agent: a.Turn.Role})
-		s.enqueue(s.newTurn(&a.Turn, a.ID, true))
+		s.timeline.anchor(s, tm.ref)
 	case tDuration:
 		s.end("duration", "")
 	case tWindowOpen:
-		if s.windows[tm.ref] == wPending {
-			s.windows[tm.ref] = wOpen
-		}
+		s.timeline.open(tm.ref)
 	case tWindowClose:
-		if s.windows[tm.ref] != wOpen {
-			return
-		}
-		w := &p.Timeline.Windows[tm.ref]
-		s.windows[tm.ref] = wDone
-		if w.OnClose == "skip" {
-			s.emit(Effect{Type: EffectWindowSkipped, Rule: w.ID, Agent: w.Turn.Role})
-			return
-		}
-		t := s.newTurn(&w.Turn, w.ID, false)
-		t.window = tm.ref
-		s.enqueue(t)
+		s.timeline.close(s, tm.ref)
 	case tDeferCap:
 		s.deferCap(tm.key)
 	case tLLMTimeout:
-		if a := s.active; a != nil && a.reqID == tm.key && a.state == tsGenerating {
-			s.emit(Effect{Type: EffectAdapterError, ID: a.reqID, Agent: a.role, Kind: a.kind, Rule: a.rule, Reason: "timeout: no result within " + strconv.FormatInt(p.LLM.Timeout.MS, 10) + "ms"})
-			s.deliver(a, s.fallback(a), true)
-			return
+		if !s.turnTimedOut(tm.key) {
+			s.jobs.result(s, &LLMResult{ID: tm.key}, true)
 		}
-		s.onJobResult(&LLMResult{ID: tm.key}, true)
 	case tTyping:
-		if s.typing && s.now >= s.lastKeystroke+p.TurnTaking.TypingDebounce.MS {
-			s.typing = false
-			s.candidateIdle()
-		}
+		s.cand.typingLapsed(s)
 	case tSpeechResume:
 		s.candidateIdle()
 	case tSilence:
-		s.silenceStep()
+		s.silence.step(s)
 	case tRule:
-		r := &p.Rules[tm.ref]
+		r := &s.p.Rules[tm.ref]
 		if r.Every.IsSet() {
 			s.addTimer(timer{at: s.now + r.Every.MS, kind: tRule, ref: tm.ref, rule: r.ID, prio: r.Priority})
 		}
 		s.runRule(r)
 	}
+}
+
+// settle makes all the progress the current state allows: end the session
+// if an end rule holds, start or release the next turn, or let an open
+// window take the free floor.
+func (s *Session) settle() {
+	for range maxSettle {
+		if s.ended || !s.settleOnce() {
+			return
+		}
+	}
+	s.emit(Effect{Type: EffectEngineError, Reason: fmt.Sprintf("settle: still making progress after %d passes; a pack rule is looping", maxSettle)})
+}
+
+// settleOnce makes one step of progress and reports whether another may
+// be possible.
+func (s *Session) settleOnce() bool {
+	s.checkEnd()
+	if s.ended {
+		return false
+	}
+	if s.floor.active != nil {
+		return s.settleActive()
+	}
+	if len(s.floor.queue) > 0 {
+		t := s.floor.queue[0]
+		if s.holdTurn(t) {
+			return false
+		}
+		s.floor.queue = s.floor.queue[1:]
+		s.start(t)
+		return true
+	}
+	return s.timeline.takeFreeFloor(s)
 }
 
 func (s *Session) end(reason, rule string) {
@@ -373,65 +298,17 @@ func (s *Session) end(reason, rule string) {
 	s.emit(Effect{Type: EffectSessionEnd, Reason: reason, Rule: rule})
 	s.ended = true
 	s.timers.ts = s.timers.ts[:0]
-	s.queue = nil
-	s.active = nil
-	s.await = nil
+	s.floor = floor{lastRole: s.floor.lastRole, turns: s.floor.turns}
+	s.silence.await = nil
 }
 
-// syncEnv copies session state into the expression environment.
-func (s *Session) syncEnv() {
-	e := s.env
-	e.Now = s.now
-	c := &e.Candidate
-	c.MicActive = s.micActive
-	c.Typing = s.typing
-	c.Speaking = s.speaking()
-	c.LastKeystrokeMS = s.lastKeystroke
-	c.LastSpeechEndMS = s.lastSpeechEnd
-	c.LowSTTCount = s.lowSTT
-	c.Messages = s.messages
-	c.LastMessageMS = s.lastMsgAt
-	v := &e.Session
-	v.LastRole = s.lastRole
-	v.Turns = s.turns
-	v.AgentSpeaking = s.active != nil && s.active.state == tsSpeaking
-	v.AwaitingReply = s.await != nil
-	v.HardTurnPending = s.hardPending()
-	v.TurnPending = s.active != nil || len(s.queue) > 0
-	v.LiveVoice = s.liveVoice
-}
-
-func (s *Session) speaking() bool {
-	return s.micActive || (s.lastSpeechEnd >= 0 && s.now < s.lastSpeechEnd+s.p.TurnTaking.SpeechResume.MS)
-}
-
-func (s *Session) hardPending() bool {
-	if s.active != nil && s.active.hard && s.active.state != tsSpeaking {
-		return true
-	}
-	for _, t := range s.queue {
-		if t.hard {
-			return true
+// checkEnd runs the pack's end rules.
+func (s *Session) checkEnd() {
+	for i := range s.p.End {
+		e := &s.p.End[i]
+		if s.evalBool(&e.When, "") {
+			s.end(e.Reason, e.ID)
+			return
 		}
 	}
-	return false
-}
-
-// evalBool evaluates a pack condition; an evaluation error is reported and
-// counts as false so one bad expression cannot stall a session.
-func (s *Session) evalBool(x *rules.Expr, role string) bool {
-	if !x.Set() {
-		return true
-	}
-	if x.Script.Set() {
-		return s.scriptCondition(x, role)
-	}
-	s.syncEnv()
-	s.env.SetRole(role)
-	ok, err := s.env.EvalBool(x)
-	if err != nil {
-		s.emit(Effect{Type: EffectNote, Reason: "expression error: " + err.Error()})
-		return false
-	}
-	return ok
 }

@@ -1,6 +1,9 @@
 package engine
 
-import "cmp"
+import (
+	"cmp"
+	"strconv"
+)
 
 // timerKind orders timers that share a deadline: hard things first, so an
 // anchor due at 03:00 always wins over a window closing at 03:00.
@@ -98,3 +101,5 @@ func (tt *timerTable) next() (int64, bool) {
 	}
 	return tt.ts[0].at, true
 }
+
+func formatMS(ms int64) string { return strconv.FormatInt(ms, 10) + "ms" }

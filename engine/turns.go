@@ -1,43 +1,87 @@
 package engine
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/batonhq/baton/rules"
 )
 
-// resolveRole turns a TurnSpec role (an id, or last, same, addressed or
-// active) into a role id; same is the role "same" stands for.
-func (s *Session) resolveRole(spec, same string) string {
-	switch spec {
-	case rules.RoleSame:
+// floor is who speaks: the turn holding the floor (being generated, ready
+// or speaking) and the turns queued behind it. Hard turns (anchors) go
+// first and cut off anything that is not hard.
+type floor struct {
+	queue    []*turn
+	active   *turn
+	lastRole string
+	turns    int
+}
+
+type turnState uint8
+
+const (
+	tsQueued turnState = iota
+	tsGenerating
+	tsReady
+	tsSpeaking
+)
+
+// turn is one agent utterance on its way out.
+type turn struct {
+	id         string
+	role       string
+	kind       string
+	goal       string
+	line       string
+	intentTag  string
+	rule       string
+	hard       bool
+	deferrable bool
+	window     int // index of the window that created it, or -1
+	silence    int // silence step that created it, or -1
+	deferredAt int64
+	state      turnState
+	reqID      string
+	msgID      string
+	text       string
+	await      bool
+	fallback   bool
+	violations []string
+	original   string
+	toolSteps  []ToolStep
+	toolRounds int
+}
+
+// resolveRole turns a turn's role reference into a role id; same is the
+// role "same" stands for.
+func (s *Session) resolveRole(ref rules.RoleRef, same string) string {
+	switch ref.Kind {
+	case rules.RoleRefSame:
 		if same != "" {
 			return same
 		}
-		return s.resolveRole(rules.RoleLast, "")
-	case rules.RoleAddressed:
-		if s.env.Msg.AddressedTo != "" {
-			if _, ok := s.p.Role(s.env.Msg.AddressedTo); ok {
-				return s.env.Msg.AddressedTo
+		return s.resolveRole(rules.RoleRef{Kind: rules.RoleRefLast}, "")
+	case rules.RoleRefAddressed:
+		if to := s.env.Msg.AddressedTo; to != "" {
+			if _, ok := s.p.Role(to); ok {
+				return to
 			}
 		}
-		return s.resolveRole(rules.RoleLast, "")
-	case rules.RoleLast:
-		if s.lastRole != "" {
-			return s.lastRole
+		return s.resolveRole(rules.RoleRef{Kind: rules.RoleRefLast}, "")
+	case rules.RoleRefLast:
+		if s.floor.lastRole != "" {
+			return s.floor.lastRole
 		}
 		return s.p.Roles[0].ID
-	case rules.RoleActive:
-		if s.floor != "" {
-			return s.floor
+	case rules.RoleRefActive:
+		if h := s.handoff.holder; h != "" {
+			return h
 		}
 		if t := s.p.Tickets; t != nil && len(t.Roles) > 0 {
 			return t.Roles[0]
 		}
-		return s.resolveRole(rules.RoleLast, "")
+		return s.resolveRole(rules.RoleRef{Kind: rules.RoleRefLast}, "")
 	}
-	return spec
+	return ref.Role
 }
 
 func (s *Session) newTurn(spec *rules.TurnSpec, rule string, hard bool) *turn {
@@ -51,7 +95,7 @@ func (s *Session) newTurnFor(spec *rules.TurnSpec, rule string, hard bool, same 
 	}
 	return &turn{
 		id:         s.nextID('t'),
-		role:       s.resolveRole(spec.Role, same),
+		role:       s.resolveRole(spec.Who, same),
 		kind:       spec.Kind,
 		goal:       spec.Goal,
 		line:       spec.Line,
@@ -68,21 +112,22 @@ func (s *Session) newTurnFor(spec *rules.TurnSpec, rule string, hard bool, same 
 // enqueue adds a turn. Hard turns go first and preempt any non-hard turn
 // that has not started speaking.
 func (s *Session) enqueue(t *turn) {
+	f := &s.floor
 	if !t.hard {
-		s.queue = append(s.queue, t)
+		f.queue = append(f.queue, t)
 		return
 	}
-	if a := s.active; a != nil && !a.hard && a.state != tsSpeaking {
+	if a := f.active; a != nil && !a.hard && a.state != tsSpeaking {
 		s.preempt(a, t.rule)
-		s.active = nil
+		f.active = nil
 	}
 	i := 0
-	for i < len(s.queue) && s.queue[i].hard {
+	for i < len(f.queue) && f.queue[i].hard {
 		i++
 	}
-	s.queue = append(s.queue, nil)
-	copy(s.queue[i+1:], s.queue[i:])
-	s.queue[i] = t
+	f.queue = append(f.queue, nil)
+	copy(f.queue[i+1:], f.queue[i:])
+	f.queue[i] = t
 }
 
 // preempt drops a non-hard turn in favour of by. A window turn goes back to
@@ -93,27 +138,58 @@ func (s *Session) preempt(t *turn, by string) {
 		s.timers.cancel(tLLMTimeout, 0, t.reqID)
 	}
 	s.emit(Effect{Type: EffectPreempted, Agent: t.role, Kind: t.kind, Rule: t.rule, Reason: "preempted by " + by})
-	if t.window >= 0 && s.windows[t.window] == wDone && s.now < s.p.Timeline.Windows[t.window].Close.MS {
-		s.windows[t.window] = wOpen
+	if t.window >= 0 {
+		s.timeline.reopen(s, t.window)
 	}
 }
 
 // preemptScheduled clears every non-hard turn not yet spoken: a routed reply
 // answers the candidate now, and scheduled turns give way to it.
 func (s *Session) preemptScheduled(by string) {
-	if a := s.active; a != nil && !a.hard && a.state != tsSpeaking {
+	f := &s.floor
+	if a := f.active; a != nil && !a.hard && a.state != tsSpeaking {
 		s.preempt(a, by)
-		s.active = nil
+		f.active = nil
 	}
-	kept := s.queue[:0]
-	for _, t := range s.queue {
+	kept := f.queue[:0]
+	for _, t := range f.queue {
 		if t.hard {
 			kept = append(kept, t)
 			continue
 		}
 		s.preempt(t, by)
 	}
-	s.queue = kept
+	f.queue = kept
+}
+
+// hardTurn is the hard turn due but not yet speaking, if any.
+func (s *Session) hardTurn() *turn {
+	f := &s.floor
+	if !s.hardPending() {
+		return nil
+	}
+	if a := f.active; a != nil && a.hard {
+		return a
+	}
+	for _, q := range f.queue {
+		if q.hard {
+			return q
+		}
+	}
+	return nil
+}
+
+func (s *Session) hardPending() bool {
+	f := &s.floor
+	if f.active != nil && f.active.hard && f.active.state != tsSpeaking {
+		return true
+	}
+	for _, t := range f.queue {
+		if t.hard {
+			return true
+		}
+	}
+	return false
 }
 
 // floorFree reports whether the agents may start a window turn: no agent
@@ -121,128 +197,35 @@ func (s *Session) preemptScheduled(by string) {
 // A candidate who is talking or typing does not block a window; the turn is
 // created and the defer rule holds it, so the defer cap bounds the wait.
 func (s *Session) floorFree() bool {
-	return s.active == nil && len(s.queue) == 0 && (s.await == nil || s.await.paused)
+	return s.floor.active == nil && len(s.floor.queue) == 0 && s.silence.quiet()
 }
 
-func (s *Session) shouldDefer(t *turn) bool {
-	if !t.deferrable || !s.p.TurnTaking.Defer.When.Set() {
-		return false
+// settleActive moves the turn holding the floor on; it reports whether
+// more progress may be possible.
+func (s *Session) settleActive() bool {
+	f := &s.floor
+	a := f.active
+	if a.state == tsReady {
+		if s.holdTurn(a) {
+			return false
+		}
+		s.speak(a)
 	}
-	return s.evalBool(&s.p.TurnTaking.Defer.When, t.role)
-}
-
-// settle makes all the progress the current state allows: start or release
-// the next turn, or let an open window take the free floor.
-func (s *Session) settle() {
-	for guard := 0; guard < 64 && !s.ended; guard++ {
-		s.checkEnd()
-		if s.ended {
-			return
-		}
-		if a := s.active; a != nil {
-			if a.state == tsReady {
-				if s.holdTurn(a) {
-					return
-				}
-				s.speak(a)
-			}
-			if a.state == tsSpeaking && len(s.queue) > 0 && s.queue[0].hard && !a.hard {
-				// A hard anchor does not wait for an agent to finish: the
-				// speaker is cut off (the host stops its playback) and the
-				// anchor's turn starts now.
-				s.emit(Effect{Type: EffectPreempted, ID: a.msgID, Agent: a.role, Kind: a.kind, Rule: a.rule, Reason: "interrupted by " + s.queue[0].rule})
-				s.active = nil
-				continue
-			}
-			return
-		}
-		if len(s.queue) > 0 {
-			t := s.queue[0]
-			if s.holdTurn(t) {
-				return
-			}
-			s.queue = s.queue[1:]
-			s.start(t)
-			continue
-		}
-		if !s.openWindowTurn() {
-			return
-		}
-	}
-}
-
-// holdTurn defers t if the defer rule says so, starting its cap.
-func (s *Session) holdTurn(t *turn) bool {
-	if !s.shouldDefer(t) {
-		return false
-	}
-	if t.deferredAt < 0 {
-		t.deferredAt = s.now
-		s.emit(Effect{Type: EffectDeferred, Agent: t.role, Kind: t.kind, Rule: t.rule})
-		s.addTimer(timer{at: s.now + s.p.TurnTaking.Defer.Max.MS, kind: tDeferCap, key: t.id, rule: t.rule})
-	}
-	return true
-}
-
-func (s *Session) openWindowTurn() bool {
-	if !s.floorFree() {
-		return false
-	}
-	for i := range s.p.Timeline.Windows {
-		if s.windows[i] != wOpen {
-			continue
-		}
-		w := &s.p.Timeline.Windows[i]
-		if !s.evalBool(&w.When, w.Turn.Role) {
-			continue
-		}
-		s.windows[i] = wDone
-		t := s.newTurn(&w.Turn, w.ID, false)
-		t.window = i
-		s.enqueue(t)
+	if a.state == tsSpeaking && len(f.queue) > 0 && f.queue[0].hard && !a.hard {
+		// A hard anchor does not wait for an agent to finish: the
+		// speaker is cut off (the host stops its playback) and the
+		// anchor's turn starts now.
+		s.emit(Effect{Type: EffectPreempted, ID: a.msgID, Agent: a.role, Kind: a.kind, Rule: a.rule, Reason: "interrupted by " + f.queue[0].rule})
+		f.active = nil
 		return true
 	}
 	return false
 }
 
-// deferCap fires when a turn has waited the longest the pack allows: it
-// becomes the pack's on_cap turn (an assumption-based follow-up) and goes
-// out without further deferral.
-func (s *Session) deferCap(id string) {
-	var t *turn
-	inQueue := -1
-	if s.active != nil && s.active.id == id {
-		t = s.active
-	}
-	for i, q := range s.queue {
-		if q.id == id {
-			t, inQueue = q, i
-		}
-	}
-	if t == nil {
-		return
-	}
-	s.emit(Effect{Type: EffectDeferCap, Agent: t.role, Kind: t.kind, Rule: t.rule})
-	repl := t
-	if spec := &s.p.TurnTaking.Defer.OnCap; spec.Kind != "" {
-		repl = s.newTurnFor(spec, t.rule, false, t.role)
-		repl.window = t.window
-	}
-	repl.deferrable = false
-	if inQueue >= 0 {
-		s.queue[inQueue] = repl
-		return
-	}
-	if repl != t {
-		s.active = nil
-		s.queue = append([]*turn{repl}, s.queue...)
-	}
-}
-
 // start begins producing a turn's text: a fixed line is ready at once,
 // anything else is asked of the LLM.
 func (s *Session) start(t *turn) {
-	s.active = t
+	s.floor.active = t
 	s.timers.cancel(tDeferCap, 0, t.id)
 	if t.line != "" {
 		s.deliver(t, t.line, false)
@@ -258,23 +241,16 @@ func (s *Session) start(t *turn) {
 func (s *Session) buildRequest(t *turn) *LLMRequest {
 	p := s.p
 	role, _ := p.Role(t.role)
-	system := s.persona(t.role)
-	if rs := s.rs(t.role); rs != nil && len(rs.inject) > 0 {
-		// Instructions queued for this role (a handoff notice, a roster)
-		// go first, once.
-		system = strings.Join(rs.inject, "\n\n") + "\n\n" + system
-		rs.inject = nil
-	}
 	req := &LLMRequest{
 		Role:                 t.role,
 		Kind:                 t.kind,
 		TurnGoal:             t.goal,
 		Model:                p.LLM.Model,
-		System:               system,
+		System:               s.injected(t.role, s.persona(t.role)),
 		Tools:                s.offeredTools(t.role),
-		Assembly:             p.LLM.Assembly,
+		Assembly:             assembly(p.LLM.Assembly),
 		ToolSteps:            t.toolSteps,
-		CandidateLastMessage: s.lastMsg,
+		CandidateLastMessage: s.cand.lastMsg,
 		Constraints: Constraints{
 			MaxSentences:     p.Guardrails.MaxSentences,
 			MaxQuestionCount: p.Guardrails.MaxQuestions,
@@ -284,28 +260,43 @@ func (s *Session) buildRequest(t *turn) *LLMRequest {
 	if role.Model != "" {
 		req.Model = role.Model
 	}
-	req.TranscriptTail = s.tail()
-	req.ScenarioContext = s.context // read-only for hosts
+	req.TranscriptTail = append([]TranscriptLine(nil), s.transcript.tail(p.LLM.TranscriptTail)...)
+	req.ScenarioContext = s.transcript.context
 	if h := p.LLM.Shape; h != nil {
 		s.shapeRequest(h, t, req)
 	}
 	return req
 }
 
-// tail copies the transcript lines a request carries.
-func (s *Session) tail() []TranscriptLine {
-	tail := s.transcript
-	if n := s.p.LLM.TranscriptTail; len(tail) > n {
-		tail = tail[len(tail)-n:]
+func assembly(parts []rules.PromptPart) []string {
+	if len(parts) == 0 {
+		return nil
 	}
-	return append([]TranscriptLine(nil), tail...)
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = p.String()
+	}
+	return out
+}
+
+// turnTimedOut handles an llm timeout for the turn holding the floor; it
+// reports whether the request was that turn's.
+func (s *Session) turnTimedOut(reqID string) bool {
+	a := s.floor.active
+	if a == nil || a.reqID != reqID || a.state != tsGenerating {
+		return false
+	}
+	s.emit(Effect{Type: EffectAdapterError, ID: a.reqID, Agent: a.role, Kind: a.kind, Rule: a.rule,
+		Reason: "timeout: no result within " + formatMS(s.p.LLM.Timeout.MS)})
+	s.deliver(a, s.fallback(a), true)
+	return true
 }
 
 func (s *Session) onLLMResult(r *LLMResult) {
-	if s.onJobResult(r, false) {
+	if s.jobs.result(s, r, false) {
 		return
 	}
-	a := s.active
+	a := s.floor.active
 	if a == nil || a.reqID != r.ID || a.state != tsGenerating {
 		return // superseded or timed out: ignored, deterministically
 	}
@@ -330,56 +321,6 @@ func (s *Session) onLLMResult(r *LLMResult) {
 		a.intentTag = r.IntentTag
 	}
 	s.deliver(a, r.Text, false)
-}
-
-// turnTools handles a reply that calls tools: any text is said first, then
-// each call runs; a refused call goes back to the model (the tool loop),
-// at most maxToolRounds times per turn.
-func (s *Session) turnTools(a *turn, r *LLMResult) {
-	if r.IntentTag != "" {
-		a.intentTag = r.IntentTag
-	}
-	spoke := strings.TrimSpace(r.Text) != ""
-	if spoke {
-		s.deliver(a, r.Text, false)
-	}
-	refused := false
-	var steps []ToolStep
-	for _, c := range r.ToolCalls {
-		if s.ended {
-			return
-		}
-		st := s.handleTool(a.role, c)
-		steps = append(steps, st)
-		refused = refused || st.IsError
-	}
-	if s.ended {
-		return
-	}
-	if !refused {
-		if !spoke && s.active == a {
-			s.active = nil // the turn was only a tool call
-		}
-		return
-	}
-	if a.toolRounds+1 >= maxToolRounds {
-		if !spoke {
-			s.emit(Effect{Type: EffectAdapterError, ID: a.reqID, Agent: a.role, Kind: a.kind, Rule: a.rule, Reason: "tool calls refused " + strconv.Itoa(maxToolRounds) + " times"})
-			s.deliver(a, s.fallback(a), true)
-		}
-		return
-	}
-	again := *a
-	again.id = s.nextID('t')
-	again.toolSteps = append(append([]ToolStep(nil), a.toolSteps...), steps...)
-	again.toolRounds = a.toolRounds + 1
-	again.state = tsQueued
-	again.reqID, again.msgID, again.text = "", "", ""
-	again.deferrable = false
-	if !spoke && s.active == a {
-		s.active = nil
-	}
-	s.queue = append([]*turn{&again}, s.queue...)
 }
 
 func (s *Session) fallback(t *turn) string {
@@ -408,21 +349,11 @@ func (s *Session) deliver(t *turn, text string, fallback bool) {
 	}
 	t.text = text
 	t.state = tsReady
-	t.await = s.awaitsReply(text)
+	t.await = s.silence.awaits(s, text)
 	t.fallback, t.violations, t.original = fallback, violations, original
 	if t.hard || !s.holdTurn(t) {
 		s.speak(t)
 	}
-}
-
-func (s *Session) awaitsReply(text string) bool {
-	switch s.p.Silence.StartAfter {
-	case "any":
-		return true
-	case "question":
-		return strings.Contains(text, "?")
-	}
-	return false
 }
 
 // speak emits the agent message; the turn holds the floor until the host
@@ -437,67 +368,21 @@ func (s *Session) speak(t *turn) {
 		Voice: role.Voice, IntentTag: t.intentTag, Rule: t.rule,
 		Fallback: t.fallback, Guardrail: t.violations, Original: t.original,
 	})
-	s.lastRole = t.role
-	s.turns++
-	s.transcript = append(s.transcript, TranscriptLine{T: s.now, Speaker: t.role, Text: t.text})
-	s.stopSilence()
+	s.floor.lastRole = t.role
+	s.floor.turns++
+	s.transcript.add(s.now, t.role, t.text, false)
+	s.silence.stop(s)
 	s.fireRules(rules.EngineTrigger(rules.TriggerAgentMessage))
 }
 
 func (s *Session) onSpeechDone(d *SpeechDone) {
-	a := s.active
+	a := s.floor.active
 	if a == nil || a.msgID != d.ID || a.state != tsSpeaking {
 		return
 	}
-	s.active = nil
+	s.floor.active = nil
 	s.fireRules(rules.EngineTrigger(rules.TriggerSpeechDone))
-	if !a.await {
-		return
-	}
-	step := 0
-	if a.silence >= 0 {
-		step = a.silence + 1
-	}
-	s.startSilence(step, a.role)
-}
-
-func (s *Session) startSilence(step int, role string) {
-	s.stopSilence()
-	if step >= len(s.p.Silence.Steps) {
-		return
-	}
-	s.await = &awaiting{step: step, role: role}
-	if s.speaking() || s.typing {
-		s.await.paused = true
-		return
-	}
-	s.addTimer(timer{at: s.now + s.p.Silence.Steps[step].After.MS, kind: tSilence, ref: step})
-}
-
-func (s *Session) stopSilence() {
-	s.await = nil
-	s.timers.cancelKind(tSilence)
-}
-
-func (s *Session) silenceStep() {
-	w := s.await
-	if w == nil {
-		return
-	}
-	st := &s.p.Silence.Steps[w.step]
-	switch st.Action {
-	case "say":
-		t := s.newTurnFor(&st.Turn, "silence", false, w.role)
-		if st.Turn.Role == rules.RoleLast {
-			t.role = w.role
-		}
-		t.silence = w.step
-		s.await = nil
-		s.enqueue(t)
-	case "auto_advance":
-		s.await = nil
-		s.emit(Effect{Type: EffectAutoAdvance, Agent: w.role, Rule: "silence"})
-	case "end":
-		s.end("silence", "silence")
+	if a.await {
+		s.silence.start(s, a)
 	}
 }

@@ -3,9 +3,7 @@ package rules
 import (
 	"path"
 
-	"cmp"
 	"errors"
-	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -37,15 +35,6 @@ const (
 	RoleActive = "active"
 )
 
-// Route types.
-const (
-	RouteAnchor    = "anchor"
-	RouteAddressed = "addressed"
-	RouteIntent    = "intent"
-	RouteRole      = "role"
-	RouteScript    = "script"
-)
-
 type compiler struct {
 	p        *Pack
 	errs     *ErrorList
@@ -59,7 +48,7 @@ func compile(p *Pack, errs *ErrorList) {
 	c.constants()
 	p.buildEnvSpec()
 	c.scripts()
-	c.walk(reflect.ValueOf(p).Elem(), "")
+	c.walk(reflect.ValueOf(p).Elem())
 	c.check()
 }
 
@@ -103,21 +92,6 @@ func (c *compiler) scriptRef(r *ScriptRef) {
 	}
 }
 
-func (c *compiler) hook(h *Hook, what string, policies ...string) {
-	if h == nil {
-		return
-	}
-	if !h.Script.Set() {
-		c.errorf(h.Script.Pos, "%s needs a script", what)
-	}
-	if h.OnError == "" {
-		h.OnError = policies[0]
-	}
-	if !oneOf(h.OnError, policies...) {
-		c.errorf(h.Script.Pos, "%s: on_error must be one of %s, not %q", what, strings.Join(policies, ", "), h.OnError)
-	}
-}
-
 func (c *compiler) errorf(pos Pos, format string, args ...any) {
 	if pos.File == "" {
 		pos = c.p.Pos // a value that was never written (null): blame the pack
@@ -155,28 +129,19 @@ func (c *compiler) defaults() {
 	if !p.DryRun.LLMLatency.IsSet() {
 		p.DryRun.LLMLatency = Duration{MS: DefaultLLMLatencyMS, set: true}
 	}
-	if p.Silence.StartAfter == "" {
-		p.Silence.StartAfter = "question"
-	}
-	if p.Guardrails.OnViolation == "" {
-		p.Guardrails.OnViolation = "rewrite"
-	}
 	for i := range p.Timeline.Anchors {
-		a := &p.Timeline.Anchors[i]
-		if a.Action == "" {
-			a.Action = "say"
-		}
-		if a.Turn.Kind == "" {
+		if a := &p.Timeline.Anchors[i]; a.Turn.Kind == "" {
 			a.Turn.Kind = "anchor"
 		}
 	}
 	for i := range p.Timeline.Windows {
-		w := &p.Timeline.Windows[i]
-		if w.OnClose == "" {
-			w.OnClose = "fire"
-		}
-		if w.Turn.Kind == "" {
+		if w := &p.Timeline.Windows[i]; w.Turn.Kind == "" {
 			w.Turn.Kind = "window"
+		}
+	}
+	for i := range p.Jobs {
+		if j := &p.Jobs[i]; !j.Timeout.IsSet() {
+			j.Timeout = p.LLM.Timeout
 		}
 	}
 	for i := range p.Routing {
@@ -186,12 +151,6 @@ func (c *compiler) defaults() {
 		}
 		if r.Goal == "" {
 			r.Goal = "respond_to_candidate"
-		}
-	}
-	for i := range p.Silence.Steps {
-		s := &p.Silence.Steps[i]
-		if s.Action == "" {
-			s.Action = "say"
 		}
 	}
 }
@@ -262,14 +221,16 @@ var (
 	durationType = reflect.TypeFor[Duration]()
 	numberType   = reflect.TypeFor[Number]()
 	exprType     = reflect.TypeFor[Expr]()
+	valueType    = reflect.TypeFor[Value]()
 	scriptType   = reflect.TypeFor[ScriptRef]()
 	templateType = reflect.TypeFor[Template]()
 )
 
-// walk visits every Duration, Number and Expr in the pack, resolving
-// constant references and compiling expressions, so no field can be
-// forgotten by a hand-written list.
-func (c *compiler) walk(v reflect.Value, tag string) {
+// walk visits every Duration, Number, Expr, Value, script reference and
+// Template in the pack, actions included, resolving constant references
+// and compiling expressions, so no field can be forgotten by a
+// hand-written list.
+func (c *compiler) walk(v reflect.Value) {
 	switch v.Type() {
 	case durationType:
 		c.resolveDuration(v.Addr().Interface().(*Duration))
@@ -280,7 +241,12 @@ func (c *compiler) walk(v reflect.Value, tag string) {
 	case exprType:
 		x := v.Addr().Interface().(*Expr)
 		c.scriptRef(&x.Script)
-		c.compileExpr(x, !strings.Contains(tag, ",any"))
+		c.compileExpr(x, true)
+		return
+	case valueType:
+		x := &v.Addr().Interface().(*Value).Expr
+		c.scriptRef(&x.Script)
+		c.compileExpr(x, false)
 		return
 	case scriptType:
 		c.scriptRef(v.Addr().Interface().(*ScriptRef))
@@ -298,20 +264,20 @@ func (c *compiler) walk(v reflect.Value, tag string) {
 		return
 	}
 	switch v.Kind() {
-	case reflect.Pointer:
+	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
-			c.walk(v.Elem(), tag)
+			c.walk(v.Elem())
 		}
 	case reflect.Struct:
 		t := v.Type()
 		for i := range t.NumField() {
 			if t.Field(i).IsExported() && t.Field(i).Tag.Get("yaml") != "-" {
-				c.walk(v.Field(i), t.Field(i).Tag.Get("yaml"))
+				c.walk(v.Field(i))
 			}
 		}
 	case reflect.Slice:
 		for i := range v.Len() {
-			c.walk(v.Index(i), tag)
+			c.walk(v.Index(i))
 		}
 	}
 }
@@ -378,270 +344,6 @@ func (c *compiler) compileExpr(x *Expr, asBool bool) {
 		return
 	}
 	x.prog = prog
-}
-
-func (c *compiler) id(pos Pos, kind, id string) {
-	if id == "" {
-		c.errorf(pos, "%s needs an id", kind)
-		return
-	}
-	if first, dup := c.ids[id]; dup {
-		c.errorf(pos, "%s id %q is already used at %s", kind, id, first)
-		return
-	}
-	c.ids[id] = pos
-}
-
-func (c *compiler) roleRef(pos Pos, what, role string, specifiers ...string) {
-	if role == "" {
-		c.errorf(pos, "%s needs a role", what)
-		return
-	}
-	if slices.Contains(specifiers, role) {
-		return
-	}
-	if _, ok := c.p.roles[role]; !ok {
-		c.errorf(pos, "%s: unknown role %q (roles: %s)", what, role, strings.Join(c.p.RoleIDs(), ", "))
-	}
-}
-
-func (c *compiler) turn(parent Pos, t *TurnSpec, what string, specifiers ...string) {
-	if t.Pos.Line == 0 {
-		t.Pos = parent // the turn was left out: point at its owner
-	}
-	c.roleRef(t.Pos, what, t.Role, specifiers...)
-	if t.Kind == "" {
-		c.errorf(t.Pos, "%s needs a kind", what)
-	}
-}
-
-func (c *compiler) within(d Duration, what string) {
-	if d.MS > c.p.Duration.MS {
-		c.errorf(d.Pos, "%s %s is after the end of the session (%s)", what, FormatClock(d.MS), FormatClock(c.p.Duration.MS))
-	}
-}
-
-func oneOf(v string, allowed ...string) bool { return slices.Contains(allowed, v) }
-
-func (c *compiler) check() {
-	p := c.p
-	if p.Name == "" {
-		c.errorf(p.Pos, "the pack needs a name")
-	}
-	if p.Schema != 1 {
-		c.errorf(p.Pos, "schema %d is not supported (only 1)", p.Schema)
-	}
-	if b := p.Scripting.Budget.MS; b <= 0 || b > 1000 {
-		c.errorf(p.Scripting.Budget.Pos, "scripting.budget must be between 1ms and 1s")
-	}
-	if p.Tick.MS <= 0 {
-		c.errorf(p.Tick.Pos, "tick must be positive")
-	}
-	if p.Duration.MS <= 0 {
-		c.errorf(p.Pos, "the pack needs a positive duration (the longest a session runs)")
-	}
-	if p.LLM.Timeout.MS <= 0 || p.LLM.AttemptTimeout.MS <= 0 || p.LLM.AttemptTimeout.MS > p.LLM.Timeout.MS {
-		c.errorf(p.LLM.Timeout.Pos, "llm: timeout must be positive and attempt_timeout within it")
-	}
-	if *p.LLM.Retries < 0 || *p.LLM.Retries > 10 {
-		c.errorf(p.Pos, "llm.retries must be between 0 and 10")
-	}
-	if p.Voice.Mode == "" {
-		p.Voice.Mode = "tts"
-	}
-	if !oneOf(p.Voice.Mode, "tts", "live") {
-		c.errorf(p.Pos, "voice.mode must be tts or live, not %q", p.Voice.Mode)
-	}
-	if p.Voice.WordsPerMinute < 0 {
-		c.errorf(p.Pos, "voice.words_per_minute must be positive")
-	}
-
-	p.roles = map[string]int{}
-	if len(p.Roles) == 0 {
-		c.errorf(p.Pos, "the pack needs at least one role")
-	}
-	for i, r := range p.Roles {
-		if !isIdent(r.ID) || oneOf(r.ID, RoleLast, RoleSame, RoleAddressed, RoleActive) {
-			c.errorf(r.Pos, "role %q: ids are letters, digits and _, and not last/same/addressed/active", r.ID)
-		}
-		if _, dup := p.roles[r.ID]; dup {
-			c.errorf(r.Pos, "role %q is defined twice", r.ID)
-		}
-		p.roles[r.ID] = i
-		p.Roles[i].focus = c.keywords(r.Pos, "focus", r.Focus)
-		if r.WordsPerMinute < 0 {
-			c.errorf(r.Pos, "role %q: words_per_minute must be positive", r.ID)
-		}
-	}
-
-	for i := range p.Timeline.Anchors {
-		a := &p.Timeline.Anchors[i]
-		c.id(a.Pos, "anchor", a.ID)
-		c.within(a.At, "anchor "+a.ID)
-		switch a.Action {
-		case "say":
-			c.turn(a.Pos, &a.Turn, "anchor "+a.ID)
-		case "end":
-		default:
-			c.errorf(a.Pos, "anchor %s: action must be say or end, not %q", a.ID, a.Action)
-		}
-	}
-	for i := range p.Timeline.Windows {
-		w := &p.Timeline.Windows[i]
-		c.id(w.Pos, "window", w.ID)
-		if !w.Close.IsSet() || w.Close.MS <= w.Open.MS {
-			c.errorf(w.Pos, "window %s: close must be after open", w.ID)
-		}
-		c.within(w.Close, "window "+w.ID+" close")
-		c.turn(w.Pos, &w.Turn, "window "+w.ID)
-		if !oneOf(w.OnClose, "fire", "skip") {
-			c.errorf(w.Pos, "window %s: on_close must be fire or skip, not %q", w.ID, w.OnClose)
-		}
-	}
-
-	for i := range p.Routing {
-		r := &p.Routing[i]
-		c.id(r.Pos, "route", r.ID)
-		switch r.Type {
-		case RouteAnchor:
-		case RouteAddressed:
-			if r.Field == "" && len(r.Mentions) == 0 {
-				c.errorf(r.Pos, "route %s: addressed routes need a field or mentions", r.ID)
-			}
-			if r.Field != "" && r.Field != "addressed_to" {
-				c.errorf(r.Pos, "route %s: field must be addressed_to", r.ID)
-			}
-			for _, m := range r.Mentions {
-				c.roleRef(m.Pos, "mention "+m.Key, m.Value)
-			}
-		case RouteIntent:
-			if len(r.Intents) == 0 {
-				c.errorf(r.Pos, "route %s: intent routes need intents", r.ID)
-			}
-			for j := range r.Intents {
-				in := &r.Intents[j]
-				in.words = c.keywords(in.Pos, "keywords", in.Keywords)
-				c.roleRef(in.Pos, "intent "+in.Tag, in.Role)
-				if len(in.Keywords) == 0 {
-					c.errorf(in.Pos, "intent %s needs keywords", in.Tag)
-				}
-			}
-		case RouteRole:
-			c.roleRef(r.Pos, "route "+r.ID, r.Role, RoleLast, RoleActive)
-		case RouteScript:
-			h := Hook{Script: r.Script, OnError: r.OnError}
-			c.hook(&h, "route "+r.ID, "skip", "end")
-			r.OnError = h.OnError
-		default:
-			c.errorf(r.Pos, "route %s: type must be anchor, addressed, intent, role or script, not %q", r.ID, r.Type)
-		}
-	}
-
-	d := &p.TurnTaking.Defer
-	if d.When.Set() {
-		if d.Max.MS <= 0 {
-			c.errorf(d.When.Pos, "turn_taking.defer needs a positive max")
-		}
-		if d.OnCap.Kind != "" || d.OnCap.Role != "" {
-			c.turn(d.When.Pos, &d.OnCap, "turn_taking.defer.on_cap", RoleSame, RoleLast)
-		}
-	}
-
-	if !oneOf(p.Silence.StartAfter, "question", "any", "none") {
-		c.errorf(p.Pos, "silence.start_after must be question, any or none, not %q", p.Silence.StartAfter)
-	}
-	for i := range p.Silence.Steps {
-		s := &p.Silence.Steps[i]
-		if s.After.MS <= 0 {
-			c.errorf(s.Pos, "silence step %d needs a positive after", i+1)
-		}
-		switch s.Action {
-		case "say":
-			c.turn(s.Pos, &s.Turn, fmt.Sprintf("silence step %d", i+1), RoleLast, RoleActive)
-		case "auto_advance", "end":
-		default:
-			c.errorf(s.Pos, "silence step %d: action must be say, auto_advance or end, not %q", i+1, s.Action)
-		}
-	}
-
-	sc := &p.SpeechConfidence
-	if len(sc.Steps) > 0 && !sc.Threshold.IsSet() {
-		c.errorf(p.Pos, "speech_confidence needs a threshold")
-	}
-	for i := range sc.Steps {
-		s := &sc.Steps[i]
-		if s.Count.Value < 1 || s.Count.Value != float64(int(s.Count.Value)) || (i > 0 && s.Count.Value <= sc.Steps[i-1].Count.Value) {
-			c.errorf(s.Pos, "speech_confidence step counts must start at 1 or more and increase")
-		}
-		c.turn(s.Pos, &s.Turn, fmt.Sprintf("speech_confidence step %d", i+1), RoleLast, RoleAddressed)
-	}
-
-	g := &p.Guardrails
-	if g.MaxSentences > 0 && g.MinSentences > g.MaxSentences {
-		c.errorf(p.Pos, "guardrails: min_sentences is above max_sentences")
-	}
-	c.hook(g.Rewrite, "guardrails.rewrite", "skip", "fallback", "end")
-	c.hook(p.LLM.Shape, "llm.shape", "skip", "end")
-	seenPart := map[string]bool{}
-	for _, part := range p.LLM.Assembly {
-		if !oneOf(part, "persona", "role", "goal", "context", "constraints") || seenPart[part] {
-			c.errorf(p.LLM.Timeout.Pos, "llm.assembly: %q is not one of persona, role, goal, context, constraints, or is listed twice", part)
-		}
-		seenPart[part] = true
-	}
-	if !oneOf(g.OnViolation, "rewrite", "fallback", "pass") {
-		c.errorf(p.Pos, "guardrails.on_violation must be rewrite, fallback or pass, not %q", g.OnViolation)
-	}
-
-	for i := range p.Rules {
-		r := &p.Rules[i]
-		c.id(r.Pos, "rule", r.ID)
-		triggers := 0
-		for _, set := range []bool{r.On.Set(), r.At.IsSet(), r.Every.IsSet()} {
-			if set {
-				triggers++
-			}
-		}
-		if triggers != 1 {
-			c.errorf(r.Pos, "rule %s needs exactly one of on, at, every", r.ID)
-		}
-		if r.Every.IsSet() && r.Every.MS < p.Tick.MS {
-			c.errorf(r.Every.Pos, "rule %s: every must be at least one tick", r.ID)
-		}
-		c.within(r.At, "rule "+r.ID)
-		if len(r.Do) == 0 {
-			c.errorf(r.Pos, "rule %s does nothing (add do:)", r.ID)
-		}
-		for j := range r.Do {
-			c.action(&r.Do[j], "rule "+r.ID)
-		}
-	}
-	c.checkPanel()
-	p.ruleOn = map[Trigger][]*Rule{}
-	for i := range p.Rules {
-		r := &p.Rules[i]
-		if !r.On.Set() {
-			continue
-		}
-		if r.On.Kind == TriggerTool {
-			if _, ok := p.Tool(r.On.Name); !ok {
-				c.errorf(r.On.Pos, "rule %s: on: %s names no tool of this pack%s", r.ID, r.On.Trigger, c.suggest(r.On.Name, p.toolNames()))
-			}
-		}
-		p.ruleOn[r.On.Trigger] = append(p.ruleOn[r.On.Trigger], r)
-	}
-	for _, rs := range p.ruleOn {
-		slices.SortStableFunc(rs, func(a, b *Rule) int {
-			return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.ID, b.ID))
-		})
-	}
-	for i := range p.End {
-		e := &p.End[i]
-		c.id(e.Pos, "end rule", e.ID)
-		if !e.When.Set() {
-			c.errorf(e.Pos, "end rule %s needs when", e.ID)
-		}
-	}
 }
 
 func (c *compiler) keywords(pos Pos, what string, list []string) *text.Keywords {

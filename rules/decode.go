@@ -17,6 +17,9 @@ import (
 type decoder struct {
 	file string
 	errs *ErrorList
+	// literal decodes what a script returned: expressions and templates
+	// are values and text, not source.
+	literal bool
 }
 
 // nodeDecoder is implemented by model types with their own YAML syntax

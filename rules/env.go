@@ -57,9 +57,13 @@ type ToolView struct {
 	Args   map[string]any `expr:"args"`
 }
 
-// Host gives expressions the session state that lives in the engine
-// (tickets, the floor, memories, slots, records).
+// Host gives expressions the session state that lives in the engine. An
+// Env pulls it: before every evaluation it asks the host to Refresh the
+// views (candidate, session, now), so no expression can see stale state
+// because a caller forgot to copy it; the functions (tickets, the floor,
+// memories, slots, records) read the engine when called.
 type Host interface {
+	Refresh(e *Env)
 	Tickets(role string) int
 	TicketsTotal() int
 	Finished(role string) bool
@@ -164,6 +168,7 @@ func (e *Env) hostOr() Host {
 
 type noHost struct{}
 
+func (noHost) Refresh(*Env)               {}
 func (noHost) Tickets(string) int         { return 0 }
 func (noHost) TicketsTotal() int          { return 0 }
 func (noHost) Finished(string) bool       { return false }
@@ -188,9 +193,14 @@ func (e *Env) SetRole(r string) {
 
 // EvalBool runs a boolean expression; an unset expression is true.
 func (e *Env) EvalBool(x *Expr) (bool, error) {
+	if x.isLit {
+		b, _ := x.lit.(bool)
+		return b, nil
+	}
 	if x.prog == nil {
 		return true, nil
 	}
+	e.hostOr().Refresh(e)
 	out, err := e.vm.Run(x.prog, e.m)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", x.Pos, err)
@@ -201,6 +211,10 @@ func (e *Env) EvalBool(x *Expr) (bool, error) {
 
 // Eval runs an expression and returns its value.
 func (e *Env) Eval(x *Expr) (any, error) {
+	if x.isLit {
+		return x.lit, nil
+	}
+	e.hostOr().Refresh(e)
 	out, err := e.vm.Run(x.prog, e.m)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", x.Pos, err)

@@ -27,6 +27,8 @@ type schemaGen struct {
 var (
 	strMapType   = reflect.TypeFor[StrMap]()
 	triggerType  = reflect.TypeFor[TriggerSpec]()
+	actionsType  = reflect.TypeFor[Actions]()
+	enumType     = reflect.TypeFor[enum]()
 	durationRE   = `^(0|[0-9.]+(ms|s|m|h)([0-9.]+(ms|s|m|h))*|[0-9]{1,2}(:[0-9]{1,2}){1,2}(\.[0-9]+)?|[A-Za-z_][A-Za-z0-9_]*)$`
 	identRE      = `^[A-Za-z_][A-Za-z0-9_]*$`
 	scriptRefRE  = `^([A-Za-z0-9_.-]+\.js#)?[A-Za-z_$][A-Za-z0-9_$]*$`
@@ -51,10 +53,23 @@ func (g *schemaGen) of(t reflect.Type) any {
 		return map[string]any{"type": "string", "pattern": scriptRefRE, "description": "file.js#function"}
 	case templateType:
 		return map[string]any{"type": "string", "description": "text with {{SLOT}} placeholders and ${expression} parts"}
+	case valueType:
+		return map[string]any{"description": "an expr expression of any type"}
+	case actionsType:
+		return g.actions()
 	case triggerType:
 		return map[string]any{"type": "string", "description": "a candidate event type (snake_case) or one of: " + strings.Join(EngineTriggerNames(), ", ")}
 	case strMapType:
 		return map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}
+	}
+	if t.Implements(enumType) {
+		var words []string
+		for _, w := range reflect.Zero(t).Interface().(enum).enumWords() {
+			if w != "" {
+				words = append(words, w)
+			}
+		}
+		return map[string]any{"type": "string", "enum": words}
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
@@ -113,4 +128,30 @@ func (g *schemaGen) object(t reflect.Type) map[string]any {
 		props[name] = g.of(t.Field(idx[name]).Type)
 	}
 	return map[string]any{"type": "object", "additionalProperties": false, "properties": props}
+}
+
+// actions is a list of one-key objects, one alternative per action kind,
+// built from the one list of kinds.
+func (g *schemaGen) actions() any {
+	var alts []any
+	for _, k := range actionKinds {
+		t := reflect.TypeOf(k.new()).Elem()
+		var body any
+		switch t {
+		case reflect.TypeFor[SayAction]():
+			body = g.of(reflect.TypeFor[TurnSpec]())
+		case reflect.TypeFor[RunAction]():
+			body = g.of(reflect.TypeFor[Hook]())
+		default:
+			body = g.object(t)
+		}
+		if reflect.PointerTo(t).Implements(shorthandType) && t != reflect.TypeFor[SayAction]() {
+			body = map[string]any{"anyOf": []any{body, map[string]any{"type": []string{"string", "number", "boolean"}}}}
+		}
+		alts = append(alts, map[string]any{
+			"type": "object", "additionalProperties": false, "minProperties": 1, "maxProperties": 1,
+			"description": k.doc, "properties": map[string]any{k.key: body},
+		})
+	}
+	return map[string]any{"type": "array", "items": map[string]any{"oneOf": alts}}
 }

@@ -74,11 +74,14 @@ end:
 		`pack.yaml:13:31: anchor A2: unknown role "ghost"`,
 		`pack.yaml:15:7: window W1: close must be after open`,
 		`pack.yaml:17:39: expression "msg.txt == 'x'": msg has no field txt`,
-		`pack.yaml:18:5: route R2: type must be`,
+		`pack.yaml:18:20: "magic" is not one of anchor, addressed, intent, role, script`,
 		`pack.yaml:21:15: constant "LIMIT" is not a duration`,
 		`pack.yaml:23:35: expression "now() >= WAIT +": unexpected token EOF`,
 	}
 	msg := err.Error()
+	if strings.Contains(msg, "route R2 needs a type") {
+		t.Errorf("a wrong route type is also reported as a missing one:\n%s", msg)
+	}
 	for _, w := range want {
 		if !strings.Contains(msg, w) {
 			t.Errorf("missing %q in:\n%s", w, msg)

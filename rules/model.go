@@ -128,7 +128,7 @@ type LLMConfig struct {
 	// Assembly orders the parts of each turn's system prompt: persona,
 	// role, goal, context, constraints (the default, in that order). Parts
 	// left out are not sent.
-	Assembly []string `yaml:"assembly"`
+	Assembly []PromptPart `yaml:"assembly"`
 	// Shape, if set, is a script that may reshape each turn's request: it
 	// returns the system instruction as text, or {system, turn_goal,
 	// context: {key: value}} to replace or add parts.
@@ -138,12 +138,8 @@ type LLMConfig struct {
 // VoiceConfig sets defaults for simulated speech.
 type VoiceConfig struct {
 	WordsPerMinute int `yaml:"words_per_minute"`
-	// Mode is "tts" (default: agent lines are generated turns, then spoken)
-	// or "live" (the floor holder talks through a live speech-to-speech
-	// session; the engine emits live_session effects when the floor moves
-	// and takes transcripts and tool calls as inputs). A host may override
-	// it per session.
-	Mode string `yaml:"mode"`
+	// Mode is tts (default) or live; a host may override it per session.
+	Mode VoiceMode `yaml:"mode"`
 }
 
 // Role is one agent on the panel. Its persona is immutable; what it knows
@@ -207,10 +203,10 @@ type Anchor struct {
 	Pos
 	ID string   `yaml:"id"`
 	At Duration `yaml:"at"`
-	// Action is "say" (default) or "end".
-	Action string   `yaml:"action"`
-	Turn   TurnSpec `yaml:"turn"`
-	Reason string   `yaml:"reason"`
+	// Action is say (default) or end.
+	Action AnchorAction `yaml:"action"`
+	Turn   TurnSpec     `yaml:"turn"`
+	Reason string       `yaml:"reason"`
 }
 
 // Window is an adaptive slot: its turn fires at the first moment in
@@ -223,9 +219,9 @@ type Window struct {
 	Turn  TurnSpec `yaml:"turn"`
 	// When is an extra condition for the window to fire.
 	When Expr `yaml:"when"`
-	// OnClose is "fire" (default: take the turn even if the floor is busy)
-	// or "skip".
-	OnClose string `yaml:"on_close"`
+	// OnClose is fire (default: take the turn even if the floor is busy)
+	// or skip.
+	OnClose WindowClose `yaml:"on_close"`
 }
 
 // TurnSpec describes an agent turn. Text comes from Line if set, otherwise
@@ -240,15 +236,39 @@ type TurnSpec struct {
 	Goal      string `yaml:"goal"`
 	Line      string `yaml:"line"`
 	IntentTag string `yaml:"intent_tag"`
+
+	// Who is Role as the checker resolved it.
+	Who RoleRef `yaml:"-"`
 }
+
+// RoleRef is a turn's role: a fixed role, or one resolved when the turn is
+// made.
+type RoleRef struct {
+	Kind RoleRefKind
+	// Role is the role id of a RoleFixed reference.
+	Role string
+}
+
+// RoleRefKind says how a RoleRef is resolved.
+type RoleRefKind uint8
+
+// Role reference kinds, spelled in packs as a role id or as RoleLast,
+// RoleSame, RoleAddressed and RoleActive.
+const (
+	RoleFixed RoleRefKind = iota
+	RoleRefLast
+	RoleRefSame
+	RoleRefAddressed
+	RoleRefActive
+)
 
 // Route is one step of message routing. Routes are tried in order; the
 // first that matches decides who replies.
 type Route struct {
 	Pos
 	ID string `yaml:"id"`
-	// Type is anchor | addressed | intent | role.
-	Type string `yaml:"type"`
+	// Type is anchor, addressed, intent, role or script.
+	Type RouteType `yaml:"type"`
 	// When guards the route.
 	When Expr `yaml:"when"`
 	// Field (addressed) is the event data field naming a role.
@@ -262,10 +282,13 @@ type Route struct {
 	// Script (script) returns a role id, null for no match, or
 	// {role, intent_tag, goal}.
 	Script  ScriptRef `yaml:"script"`
-	OnError string    `yaml:"on_error"`
+	OnError OnError   `yaml:"on_error"`
 	// Kind and Goal of the reply turn.
 	Kind string `yaml:"kind"`
 	Goal string `yaml:"goal"`
+
+	// Who is Role (type role) as the checker resolved it.
+	Who RoleRef `yaml:"-"`
 }
 
 // Intent is a keyword class. The class with the most keyword hits wins;
@@ -303,9 +326,9 @@ type Defer struct {
 
 // Silence is the ladder that runs while an agent waits for an answer.
 type Silence struct {
-	// StartAfter is "question" (default: agent lines containing '?'),
-	// "any" (every agent line) or "none".
-	StartAfter string        `yaml:"start_after"`
+	// StartAfter is question (default: agent lines containing '?'), any
+	// (every agent line) or none.
+	StartAfter StartAfter    `yaml:"start_after"`
 	Steps      []SilenceStep `yaml:"steps"`
 }
 
@@ -314,9 +337,9 @@ type Silence struct {
 type SilenceStep struct {
 	Pos
 	After Duration `yaml:"after"`
-	// Action is "say" (default when Turn is set), "auto_advance" or "end".
-	Action string   `yaml:"action"`
-	Turn   TurnSpec `yaml:"turn"`
+	// Action is say (default), auto_advance or end.
+	Action SilenceAction `yaml:"action"`
+	Turn   TurnSpec      `yaml:"turn"`
 }
 
 // SpeechConfidence handles low speech-to-text confidence.
@@ -342,8 +365,8 @@ type Guardrails struct {
 	MaxSentences int `yaml:"max_sentences"`
 	// RoleFidelity requires a line to use at least one of its role's focus words.
 	RoleFidelity bool `yaml:"role_fidelity"`
-	// OnViolation is "rewrite" (default), "fallback" or "pass".
-	OnViolation string `yaml:"on_violation"`
+	// OnViolation is rewrite (default), fallback or pass.
+	OnViolation OnViolation `yaml:"on_violation"`
 	// Rewrite, if set, is a script that rewrites a violating line; its
 	// answer is checked again and replaced by the fallback line if it
 	// still violates.
@@ -362,47 +385,7 @@ type Rule struct {
 	Every    Duration    `yaml:"every"`
 	When     Expr        `yaml:"when"`
 	Priority int         `yaml:"priority"`
-	Do       []Action    `yaml:"do"`
-}
-
-// Action is one step of a rule; exactly one field is set.
-type Action struct {
-	Pos
-	// Run calls a script that returns a list of actions (objects with one
-	// of say, set, emit, end).
-	Run  *Hook       `yaml:"run"`
-	Say  *TurnSpec   `yaml:"say"`
-	Set  *SetAction  `yaml:"set"`
-	Emit *EmitAction `yaml:"emit"`
-	End  *EndAction  `yaml:"end"`
-
-	// Panel actions (see panel.go).
-	ToolResult *Expr         `yaml:"tool_result,any"`
-	ToolError  *Template     `yaml:"tool_error"`
-	Ticket     *TicketAction `yaml:"ticket"`
-	Floor      *Expr         `yaml:"floor,any"`
-	Inject     *InjectAction `yaml:"inject"`
-	Job        *JobAction    `yaml:"job"`
-	Memory     *MemoryAction `yaml:"memory"`
-	Slot       *SlotAction   `yaml:"slot"`
-	Record     *RecordAction `yaml:"record"`
-	Report     *ReportAction `yaml:"report"`
-}
-
-// SetAction assigns an expression's value to a session variable.
-type SetAction struct {
-	Var   string `yaml:"var"`
-	Value Expr   `yaml:"value,any"`
-}
-
-// EmitAction reports a note effect.
-type EmitAction struct {
-	Text string `yaml:"text"`
-}
-
-// EndAction ends the session.
-type EndAction struct {
-	Reason string `yaml:"reason"`
+	Do       Actions     `yaml:"do"`
 }
 
 // EndRule ends the session as soon as When holds.
@@ -432,10 +415,20 @@ type Expr struct {
 	Src    string
 	Script ScriptRef
 	prog   *vm.Program
+	// lit is the value of an expression a script returned: scripts compute
+	// values, they do not write expressions.
+	lit   any
+	isLit bool
 }
 
 // Set reports whether the condition was written.
-func (e *Expr) Set() bool { return e.Src != "" || e.Script.Set() }
+func (e *Expr) Set() bool { return e.Src != "" || e.Script.Set() || e.isLit }
+
+// Value is an expression of any type (what set, record and report store,
+// a job's arguments), where an Expr is a condition and must be boolean.
+type Value struct{ Expr }
+
+func (v *Value) decodeNode(d *decoder, n *yaml.Node) { v.Expr.decodeNode(d, n) }
 
 // ScriptRef names a function in the pack's scripts/ folder, written
 // "file.js#function" (or just "function": names are unique pack-wide).
@@ -478,7 +471,7 @@ func (r *ScriptRef) decodeNode(d *decoder, n *yaml.Node) {
 // being made) or "end" (end the session).
 type Hook struct {
 	Script  ScriptRef `yaml:"script"`
-	OnError string    `yaml:"on_error"`
+	OnError OnError   `yaml:"on_error"`
 }
 
 // Scripting configures the pack's scripts.
@@ -492,6 +485,13 @@ func (e *Expr) Program() *vm.Program { return e.prog }
 
 func (e *Expr) decodeNode(d *decoder, n *yaml.Node) {
 	e.Pos = d.pos(n)
+	if d.literal {
+		if err := n.Decode(&e.lit); err != nil {
+			d.errorf(n, "%v", err)
+		}
+		e.isLit = true
+		return
+	}
 	if n.Kind == yaml.MappingNode {
 		// {script: file.js#fn}: the condition is a script returning a boolean.
 		var h struct {

@@ -36,6 +36,10 @@ func (t *Template) decodeNode(d *decoder, n *yaml.Node) {
 		return
 	}
 	t.Src = n.Value
+	if d.literal {
+		// Text a script made is said as it is: no slots, no expressions.
+		t.parts = []tplPart{{lit: n.Value}}
+	}
 }
 
 // Set reports whether the template was written.
@@ -194,9 +198,9 @@ type Job struct {
 	Attachments bool     `yaml:"attachments"`
 	Timeout     Duration `yaml:"timeout"`
 	// OnResult runs with `result` (the parsed JSON, or the text) and `args`.
-	OnResult []Action `yaml:"on_result"`
+	OnResult Actions `yaml:"on_result"`
 	// OnError runs when the call fails or the result is invalid.
-	OnError []Action `yaml:"on_error"`
+	OnError Actions `yaml:"on_error"`
 
 	schema *schema.Schema
 }
@@ -209,7 +213,7 @@ func (j *Job) OutputSchema() *schema.Schema { return j.schema }
 type Phase struct {
 	Pos
 	Job     string `yaml:"job"`
-	ForEach Expr   `yaml:"for_each,any"`
+	ForEach Value  `yaml:"for_each"`
 	Args    []Arg  `yaml:"args"`
 }
 
@@ -217,53 +221,10 @@ type Phase struct {
 type Arg struct {
 	Pos
 	ID    string `yaml:"id"`
-	Value Expr   `yaml:"value,any"`
+	Value Value  `yaml:"value"`
 }
 
 func (a *Arg) setShorthand(d *decoder, n *yaml.Node) { a.Value.decodeNode(d, n) }
-
-// TicketAction adds to a role's tickets (negative to spend).
-type TicketAction struct {
-	Role Expr `yaml:"role,any"`
-	Add  int  `yaml:"add"`
-}
-
-// InjectAction queues an instruction prepended to a role's next prompt.
-type InjectAction struct {
-	Role Expr     `yaml:"role,any"`
-	Text Template `yaml:"text"`
-}
-
-// JobAction starts a job.
-type JobAction struct {
-	ID   string `yaml:"id"`
-	Args []Arg  `yaml:"args"`
-}
-
-// MemoryAction appends to a role's memory.
-type MemoryAction struct {
-	Role Expr     `yaml:"role,any"`
-	Text Template `yaml:"text"`
-}
-
-// SlotAction sets a slot of a role, or of the session when Role is unset.
-type SlotAction struct {
-	Role  Expr     `yaml:"role,any"`
-	Name  string   `yaml:"name"`
-	Value Template `yaml:"value"`
-}
-
-// RecordAction appends a value to a named session record list.
-type RecordAction struct {
-	Name  string `yaml:"name"`
-	Value Expr   `yaml:"value,any"`
-}
-
-// ReportAction emits a report effect (a verdict, a score) with a value.
-type ReportAction struct {
-	Kind  string `yaml:"kind"`
-	Value Expr   `yaml:"value,any"`
-}
 
 // Template returns the named template.
 func (p *Pack) Template(id string) (*Template, bool) {
@@ -293,147 +254,4 @@ func (p *Pack) Job(id string) (*Job, bool) {
 		}
 	}
 	return nil, false
-}
-
-// checkPanel validates the panel sections.
-func (c *compiler) checkPanel() {
-	p := c.p
-	for i := range p.Templates {
-		t := &p.Templates[i]
-		c.id(t.Pos, "template", "template:"+t.ID)
-	}
-	for i := range p.Roles {
-		r := &p.Roles[i]
-		if r.Template != "" {
-			if _, ok := p.Template(r.Template); !ok {
-				c.errorf(r.Pos, "role %s: unknown template %q", r.ID, r.Template)
-			}
-		}
-	}
-	if t := p.Tickets; t != nil {
-		if len(t.Roles) == 0 {
-			c.errorf(p.Pos, "tickets: list the roles that hold tickets")
-		}
-		for _, r := range t.Roles {
-			c.roleRef(t.Total.Pos, "tickets", r)
-		}
-		if !t.Total.IsSet() || t.Total.Value < 0 || t.Total.Value != float64(int(t.Total.Value)) {
-			c.errorf(t.Total.Pos, "tickets: total must be a whole number")
-		}
-		for _, w := range t.Weights {
-			c.roleRef(w.Pos, "tickets.weights", w.ID)
-			if w.Weight.Value < 0 {
-				c.errorf(w.Pos, "tickets.weights: %s is negative", w.ID)
-			}
-		}
-		c.hook(t.Distribute, "tickets.distribute", "skip", "end")
-	}
-	for i := range p.Tools {
-		t := &p.Tools[i]
-		c.id(t.Pos, "tool", "tool:"+t.Name)
-		if !isIdent(t.Name) {
-			c.errorf(t.Pos, "tool %q: names are letters, digits and _", t.Name)
-		}
-		params := t.Parameters
-		if params == nil {
-			params = map[string]any{"type": "object", "properties": map[string]any{}}
-		}
-		sc, err := schema.Compile(params)
-		if err != nil {
-			c.errorf(t.Pos, "tool %s: %v", t.Name, err)
-		}
-		t.params = sc
-	}
-	for i := range p.Jobs {
-		j := &p.Jobs[i]
-		c.id(j.Pos, "job", "job:"+j.ID)
-		c.roleRef(j.Pos, "job "+j.ID, j.Role)
-		if !j.Prompt.Set() {
-			c.errorf(j.Pos, "job %s needs a prompt", j.ID)
-		}
-		if j.Schema != nil {
-			sc, err := schema.Compile(j.Schema)
-			if err != nil {
-				c.errorf(j.Pos, "job %s: %v", j.ID, err)
-			}
-			j.schema = sc
-		}
-		if !j.Timeout.IsSet() {
-			j.Timeout = p.LLM.Timeout
-		}
-		c.actions(j.OnResult, "job "+j.ID+" on_result")
-		c.actions(j.OnError, "job "+j.ID+" on_error")
-	}
-	for i := range p.Phases {
-		ph := &p.Phases[i]
-		if _, ok := p.Job(ph.Job); !ok {
-			c.errorf(ph.Pos, "phase %d: unknown job %q", i+1, ph.Job)
-		}
-	}
-}
-
-// actions checks a list of actions outside a rule (job handlers).
-func (c *compiler) actions(list []Action, what string) {
-	for j := range list {
-		c.action(&list[j], what)
-	}
-}
-
-func (c *compiler) action(a *Action, what string) {
-	p := c.p
-	n := 0
-	count := func(set bool) {
-		if set {
-			n++
-		}
-	}
-	count(a.Run != nil)
-	count(a.Say != nil)
-	count(a.Set != nil)
-	count(a.Emit != nil)
-	count(a.End != nil)
-	count(a.ToolResult != nil)
-	count(a.ToolError != nil)
-	count(a.Ticket != nil)
-	count(a.Floor != nil)
-	count(a.Inject != nil)
-	count(a.Job != nil)
-	count(a.Memory != nil)
-	count(a.Slot != nil)
-	count(a.Record != nil)
-	count(a.Report != nil)
-	if n != 1 {
-		c.errorf(a.Pos, "%s: each action is exactly one of run, say, set, emit, end, tool_result, tool_error, ticket, floor, inject, job, memory, slot, record, report", what)
-	}
-	if a.Run != nil {
-		c.hook(a.Run, what+" run", "skip", "end")
-	}
-	if a.Say != nil {
-		c.turn(a.Pos, a.Say, what+" say", RoleLast, RoleAddressed, RoleActive)
-	}
-	if a.Set != nil {
-		if p.env.names[a.Set.Var] != "variable" {
-			c.errorf(a.Pos, "%s: set: %q is not a declared variable", what, a.Set.Var)
-		}
-		if !a.Set.Value.Set() {
-			c.errorf(a.Pos, "%s: set needs a value", what)
-		}
-	}
-	if a.Job != nil {
-		if _, ok := p.Job(a.Job.ID); !ok {
-			c.errorf(a.Pos, "%s: unknown job %q", what, a.Job.ID)
-		}
-	}
-	if a.Slot != nil && !isIdent(a.Slot.Name) {
-		c.errorf(a.Pos, "%s: slot needs a name", what)
-	}
-	if a.Record != nil && !isIdent(a.Record.Name) {
-		c.errorf(a.Pos, "%s: record needs a name", what)
-	}
-	if a.Report != nil && a.Report.Kind == "" {
-		c.errorf(a.Pos, "%s: report needs a kind", what)
-	}
-	if a.Ticket != nil && !a.Ticket.Role.Set() {
-		c.errorf(a.Pos, "%s: ticket needs a role", what)
-	}
 }

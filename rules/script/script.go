@@ -399,6 +399,9 @@ type Call struct {
 	NowMS  int64
 	Rand   func() float64
 	Budget time.Duration
+	// Unbounded runs the call without its budget: a replay of a call that
+	// is known to have finished when it first ran.
+	Unbounded bool
 }
 
 // RunError is a script that threw, ran out of time or stack, or returned
@@ -407,6 +410,8 @@ type RunError struct {
 	Kind string // throw | timeout | stack | panic | result
 	Pos  string // file:line:col where known
 	Msg  string
+	// Took is how long a call that ran out of time ran (Kind timeout).
+	Took time.Duration
 }
 
 func (e *RunError) Error() string {
@@ -431,9 +436,13 @@ func (p *Pool) Run(c Call) (out any, err error) {
 	if budget <= 0 {
 		budget = DefaultBudget
 	}
+	start := time.Now()
 	timer := time.AfterFunc(budget, func() { v.rt.Interrupt("time budget") })
+	if c.Unbounded {
+		timer.Stop()
+	}
 	defer func() {
-		if !timer.Stop() {
+		if !timer.Stop() && !c.Unbounded {
 			// The budget ran out just as the call returned: the interrupt
 			// is sticky and would hit the next caller, so drop the runtime.
 			v.spent = true
@@ -458,7 +467,7 @@ func (p *Pool) Run(c Call) (out any, err error) {
 		if errors.As(err, &ie) {
 			// Interrupted mid-call: drop the runtime rather than trust it.
 			v.spent = true
-			return nil, &RunError{Kind: "timeout", Pos: stackPos(ie.Stack()), Msg: fmt.Sprintf("%s: stopped after its %s budget", c.Func, budget)}
+			return nil, &RunError{Kind: "timeout", Pos: stackPos(ie.Stack()), Msg: fmt.Sprintf("%s: stopped after its %s budget", c.Func, budget), Took: time.Since(start)}
 		}
 		return nil, describe(err)
 	}

@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"encoding/json"
+
+	"github.com/batonhq/baton/rules"
+)
+
+// Rules and actions. Every action a pack (or a script) can take is
+// executed here and nowhere else: one case per action type of rules.
+
+func (s *Session) fireRules(t rules.Trigger) {
+	for _, r := range s.p.RulesOn(t) {
+		if s.ended {
+			return
+		}
+		s.runRule(r)
+	}
+}
+
+func (s *Session) runRule(r *rules.Rule) {
+	if !s.evalBool(&r.When, "") {
+		return
+	}
+	for _, a := range r.Do {
+		if s.ended {
+			return
+		}
+		s.do(a, r.ID)
+	}
+}
+
+// runHandler runs a job's handler actions with its args and result in
+// scope.
+func (s *Session) runHandler(list rules.Actions, rule string, args map[string]any, result any) {
+	for _, a := range list {
+		if s.ended {
+			return
+		}
+		s.env.SetArgs(args, result)
+		s.do(a, rule)
+	}
+	s.env.SetArgs(nil, nil)
+}
+
+// do performs one action on behalf of rule.
+func (s *Session) do(a rules.Action, rule string) {
+	switch a := a.(type) {
+	case *rules.SayAction:
+		s.enqueue(s.newTurn(&a.Turn, rule, false))
+	case *rules.SetAction:
+		v, err := s.env.Eval(&a.Value.Expr)
+		if err == nil {
+			err = s.env.SetVar(a.Var, v)
+		}
+		if err != nil {
+			s.note(rule, "set "+a.Var+": "+err.Error())
+		}
+	case *rules.EmitAction:
+		s.emit(Effect{Type: EffectNote, Rule: rule, Text: a.Text})
+	case *rules.EndAction:
+		s.end(a.Reason, rule)
+	case *rules.RunAction:
+		s.runScript(rule, &a.Hook)
+	case *rules.ToolResultAction:
+		v, err := s.env.Eval(&a.Value.Expr)
+		if err != nil {
+			s.note(rule, err.Error())
+			return
+		}
+		if s.tools.call != nil {
+			s.tools.call.result, _ = json.Marshal(v)
+		}
+	case *rules.ToolErrorAction:
+		if s.tools.call != nil {
+			s.tools.call.errText = s.render(&a.Text, s.env.Tool.Caller)
+		}
+	case *rules.TicketAction:
+		if role, ok := s.evalString(&a.Role, rule); ok {
+			s.tickets.add(s, role, a.Add)
+		}
+	case *rules.FloorAction:
+		if role, ok := s.evalString(&a.Role, rule); ok {
+			s.handoff.give(s, role, rule)
+		}
+	case *rules.InjectAction:
+		if role, ok := s.evalString(&a.Role, rule); ok && s.roleIdx(role) >= 0 {
+			s.queueInstruction(role, s.render(&a.Text, role))
+		}
+	case *rules.JobAction:
+		job, _ := s.p.Job(a.ID)
+		s.jobs.run(s, job, s.evalArgs(a.Args, nil), false)
+	case *rules.MemoryAction:
+		if role, ok := s.evalString(&a.Role, rule); ok && s.roleIdx(role) >= 0 {
+			s.remember(role, s.render(&a.Text, role))
+		}
+	case *rules.SlotAction:
+		role := ""
+		if a.Role.Set() {
+			role, _ = s.evalString(&a.Role, rule)
+		}
+		s.setSlot(role, a.Name, s.render(&a.Value, role))
+	case *rules.RecordAction:
+		if v, err := s.env.Eval(&a.Value.Expr); err == nil {
+			s.record(a.Name, v)
+		}
+	case *rules.ReportAction:
+		v, err := s.env.Eval(&a.Value.Expr)
+		if err != nil {
+			s.note(rule, err.Error())
+			return
+		}
+		raw, _ := json.Marshal(v)
+		s.emit(Effect{Type: EffectReport, Kind: a.Kind, Rule: rule, Data: raw})
+	default:
+		s.emit(Effect{Type: EffectEngineError, Rule: rule, Reason: "no executor for action " + describeAction(a)})
+	}
+}
+
+func describeAction(a rules.Action) string {
+	b, _ := json.Marshal(a)
+	return string(b)
+}

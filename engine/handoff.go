@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/batonhq/baton/rules"
+)
+
+// handoff is who holds the floor on a panel (the floor action moves it),
+// and, in live voice mode, the live speech session that speaks for the
+// holder: when the floor moves, the host is asked to reconnect it with the
+// new holder's instructions, and what it says comes back as transcripts.
+type handoff struct {
+	holder    string
+	liveVoice bool
+	// pending is set when the floor moved in live voice mode; the
+	// live_session effect goes out after the actions that moved it, so the
+	// instructions they queued for the new holder are in it.
+	pending bool
+}
+
+func (h *handoff) init(p *rules.Pack, opts Options) {
+	h.liveVoice = p.Voice.Mode == rules.VoiceLive
+	if m, ok := rules.ParseVoiceMode(opts.VoiceMode); ok {
+		h.liveVoice = m == rules.VoiceLive
+	}
+}
+
+// give moves the floor to role.
+func (h *handoff) give(s *Session, role, rule string) {
+	if _, known := s.p.Role(role); !known || role == h.holder {
+		return
+	}
+	reason := ""
+	if h.holder != "" {
+		reason = "from " + h.holder
+	}
+	h.holder = role
+	s.emit(Effect{Type: EffectHandoff, Agent: role, Rule: rule, Reason: reason})
+	if h.liveVoice {
+		h.pending = true
+	}
+}
+
+// flush asks the host to connect the floor holder's live speech session.
+func (h *handoff) flush(s *Session) {
+	if !h.pending {
+		return
+	}
+	h.pending = false
+	role := h.holder
+	if role == "" || s.ended {
+		return
+	}
+	system := s.injected(role, s.persona(role))
+	tools, _ := json.Marshal(s.offeredTools(role))
+	voice := s.slot(role, "VOICE")
+	s.emit(Effect{Type: EffectLiveSession, Agent: role, Voice: voice, Text: system, Data: tools})
+}
+
+// onAgentLine records what a live session said as a role.
+func (s *Session) onAgentLine(a *AgentLine) {
+	if _, ok := s.p.Role(a.Role); !ok || strings.TrimSpace(a.Text) == "" {
+		return
+	}
+	s.floor.lastRole = a.Role
+	s.floor.turns++
+	s.transcript.add(s.now, a.Role, a.Text, false)
+	s.fireRules(rules.EngineTrigger(rules.TriggerAgentTranscript))
+}

@@ -1,0 +1,197 @@
+package engine
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/batonhq/baton/rules"
+)
+
+// jobs are model calls outside the live turn: setup phases, which run one
+// after another before the panel goes live, and background work (grading
+// an answer, say), which never holds the floor. A job's result runs its
+// on_result actions with `result` and `args` in scope.
+type jobs struct {
+	running []jobEntry
+	phases  []phaseItem
+	// live is set once the setup phases are done.
+	live bool
+}
+
+type jobEntry struct {
+	id    string
+	job   *rules.Job
+	args  map[string]any
+	phase bool
+}
+
+type phaseItem struct {
+	job  *rules.Job
+	args map[string]any
+}
+
+// start expands the pack's phases and runs the first.
+func (j *jobs) start(s *Session) {
+	p := s.p
+	if len(p.Phases) == 0 {
+		j.live = true
+		return
+	}
+	for i := range p.Phases {
+		ph := &p.Phases[i]
+		job, _ := p.Job(ph.Job)
+		if !ph.ForEach.Set() {
+			j.phases = append(j.phases, phaseItem{job: job, args: s.evalArgs(ph.Args, nil)})
+			continue
+		}
+		v, err := s.env.Eval(&ph.ForEach.Expr)
+		if err != nil {
+			s.note("", "phase for_each: "+err.Error())
+			continue
+		}
+		for _, item := range asList(v) {
+			j.phases = append(j.phases, phaseItem{job: job, args: s.evalArgs(ph.Args, map[string]any{"item": item})})
+		}
+	}
+	j.next(s)
+}
+
+func (j *jobs) next(s *Session) {
+	if len(j.phases) == 0 {
+		j.live = true
+		s.emit(Effect{Type: EffectLive})
+		s.fireRules(rules.EngineTrigger(rules.TriggerLiveStart))
+		return
+	}
+	item := j.phases[0]
+	j.phases = j.phases[1:]
+	j.run(s, item.job, item.args, true)
+}
+
+// run asks the model for a job.
+func (j *jobs) run(s *Session, job *rules.Job, args map[string]any, phase bool) {
+	s.env.SetArgs(args, nil)
+	prompt := s.render(&job.Prompt, job.Role)
+	s.env.SetArgs(nil, nil)
+	id := s.nextID('j')
+	req := &LLMRequest{
+		Role: job.Role, Kind: "job", TurnGoal: job.ID, Job: job.ID, Model: s.p.LLM.Model,
+		System: s.persona(job.Role), Prompt: prompt, Background: !phase,
+		TranscriptTail:  append([]TranscriptLine(nil), s.transcript.tail(s.p.LLM.TranscriptTail)...),
+		ScenarioContext: s.transcript.context, TimeoutMS: job.Timeout.MS,
+	}
+	if pr, _ := s.p.Role(job.Role); pr.Model != "" {
+		req.Model = pr.Model
+	}
+	if sc := job.OutputSchema(); sc != nil {
+		req.Schema = sc.JSON()
+	}
+	if job.Attachments {
+		for _, a := range s.p.Scenario.Attachments {
+			req.Attachments = append(req.Attachments, Attachment{Name: a.ID, MIME: a.MIME, Data: a.Data})
+		}
+	}
+	j.running = append(j.running, jobEntry{id: id, job: job, args: args, phase: phase})
+	s.emit(Effect{Type: EffectLLMRequest, ID: id, Agent: job.Role, Kind: "job", Rule: job.ID, Request: req})
+	s.addTimer(timer{at: s.now + job.Timeout.MS, kind: tLLMTimeout, key: id})
+}
+
+func (j *jobs) take(id string) (jobEntry, bool) {
+	for i, e := range j.running {
+		if e.id == id {
+			j.running = append(j.running[:i], j.running[i+1:]...)
+			return e, true
+		}
+	}
+	return jobEntry{}, false
+}
+
+// result handles a job's answer; it reports whether id was a job.
+func (j *jobs) result(s *Session, r *LLMResult, timedOut bool) bool {
+	run, ok := j.take(r.ID)
+	if !ok {
+		return false
+	}
+	s.timers.cancel(tLLMTimeout, 0, r.ID)
+	job := run.job
+	failed := func(reason string) {
+		s.emit(Effect{Type: EffectJobError, ID: r.ID, Agent: job.Role, Rule: job.ID, Reason: reason})
+		s.runHandler(job.OnError, job.ID, run.args, nil)
+	}
+	switch {
+	case timedOut:
+		failed("timeout: no result within " + formatMS(job.Timeout.MS))
+	case r.Err != nil:
+		failed(r.Err.Kind + ": " + r.Err.Message)
+	default:
+		result, problem := parseJobResult(job, r.Text)
+		if problem != "" {
+			failed(problem)
+			break
+		}
+		raw, _ := json.Marshal(result)
+		s.emit(Effect{Type: EffectJobResult, ID: r.ID, Agent: job.Role, Rule: job.ID, Data: raw})
+		s.runHandler(job.OnResult, job.ID, run.args, result)
+	}
+	if run.phase && !s.ended {
+		j.next(s)
+	}
+	return true
+}
+
+func parseJobResult(job *rules.Job, text string) (any, string) {
+	sc := job.OutputSchema()
+	if sc == nil {
+		return strings.TrimSpace(text), ""
+	}
+	body := strings.TrimSpace(text)
+	if strings.HasPrefix(body, "```") {
+		body = strings.TrimPrefix(body, "```json")
+		body = strings.TrimPrefix(body, "```")
+		body = strings.TrimSuffix(strings.TrimSpace(body), "```")
+	}
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, "invalid JSON: " + err.Error()
+	}
+	v = normalizeJSON(v)
+	if problems := sc.Validate(v); len(problems) > 0 {
+		return nil, "result does not match the schema: " + strings.Join(problems, "; ")
+	}
+	return v, ""
+}
+
+func (s *Session) evalArgs(defs []rules.Arg, base map[string]any) map[string]any {
+	args := map[string]any{}
+	for k, v := range base {
+		args[k] = v
+	}
+	for i := range defs {
+		s.env.SetArgs(args, nil)
+		v, err := s.env.Eval(&defs[i].Value.Expr)
+		if err != nil {
+			s.note("", "args "+defs[i].ID+": "+err.Error())
+			continue
+		}
+		args[defs[i].ID] = v
+	}
+	return args
+}
+
+func asList(v any) []any {
+	switch x := v.(type) {
+	case []any:
+		return x
+	case []string:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = e
+		}
+		return out
+	case nil:
+		return nil
+	}
+	return []any{v}
+}

@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"strings"
+
+	"github.com/batonhq/baton/rules"
+)
+
+// memory is what roles know beyond their persona: template slots (per role
+// and for the session), memories appended during the session,
+// instructions queued for a role's next prompt, and named records. A
+// role's persona never changes; what it knows grows here.
+type memory struct {
+	slots   []map[string]string // by pack role index; nil until set
+	notes   [][]string          // memories, by pack role index
+	inject  [][]string          // for the next prompt, by pack role index
+	session map[string]string   // session slots
+	records map[string][]any
+}
+
+func (m *memory) init(p *rules.Pack) {
+	m.slots = make([]map[string]string, len(p.Roles))
+	m.notes = make([][]string, len(p.Roles))
+	m.inject = make([][]string, len(p.Roles))
+	m.session = map[string]string{}
+	m.records = map[string][]any{}
+}
+
+// injected prepends the instructions queued for role (a handoff notice, a
+// roster) to system, once.
+func (s *Session) injected(role, system string) string {
+	i := s.roleIdx(role)
+	if i < 0 || len(s.memory.inject[i]) == 0 {
+		return system
+	}
+	system = strings.Join(s.memory.inject[i], "\n\n") + "\n\n" + system
+	s.memory.inject[i] = nil
+	return system
+}
+
+func (s *Session) setSlot(role, name, value string) {
+	if i := s.roleIdx(role); i >= 0 {
+		if s.memory.slots[i] == nil {
+			s.memory.slots[i] = map[string]string{}
+		}
+		s.memory.slots[i][name] = value
+		return
+	}
+	s.memory.session[name] = value
+}
+
+func (s *Session) remember(role, text string) {
+	if i := s.roleIdx(role); i >= 0 && text != "" {
+		s.memory.notes[i] = append(s.memory.notes[i], text)
+	}
+}
+
+func (s *Session) queueInstruction(role, text string) {
+	if i := s.roleIdx(role); i >= 0 {
+		s.memory.inject[i] = append(s.memory.inject[i], text)
+	}
+}
+
+func (s *Session) record(name string, v any) {
+	s.memory.records[name] = append(s.memory.records[name], v)
+}
+
+// slot resolves {{NAME}} for a role: the role's slots as set during the
+// session, then as written in the pack, then the session's, then NAME,
+// VOICE and MEMORY from the role itself.
+func (s *Session) slot(role, name string) string {
+	i := s.roleIdx(role)
+	if i >= 0 {
+		if v, ok := s.memory.slots[i][name]; ok {
+			return v
+		}
+	}
+	pr, ok := s.p.Role(role)
+	if !ok {
+		return s.memory.session[name]
+	}
+	if v, ok := pr.Slots.Get(name); ok {
+		return v
+	}
+	if v, ok := s.memory.session[name]; ok {
+		return v
+	}
+	switch name {
+	case "NAME":
+		return pr.Name
+	case "VOICE":
+		return pr.Voice
+	case "MEMORY":
+		return strings.Join(s.memory.notes[i], "\n")
+	}
+	return ""
+}
+
+func (s *Session) render(t *rules.Template, role string) string {
+	out, err := t.Render(func(name string) string { return s.slot(role, name) }, func(x *rules.Expr) (any, error) {
+		s.env.SetRole(role)
+		return s.env.Eval(x)
+	})
+	if err != nil {
+		s.emit(Effect{Type: EffectNote, Agent: role, Reason: "template: " + err.Error()})
+	}
+	return out
+}
+
+// persona is a role's system instruction: its template rendered with its
+// slots, or its persona text.
+func (s *Session) persona(role string) string {
+	pr, ok := s.p.Role(role)
+	if !ok {
+		return ""
+	}
+	if pr.Template != "" {
+		if t, ok := s.p.Template(pr.Template); ok {
+			return s.render(t, role)
+		}
+	}
+	return pr.Persona
+}
+
+func (s *Session) roleIdx(id string) int {
+	for i := range s.p.Roles {
+		if s.p.Roles[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}

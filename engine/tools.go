@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/batonhq/baton/rules"
+)
+
+// maxToolRounds bounds the tool loop inside one turn.
+const maxToolRounds = 3
+
+// ToolLoopLimit is how many refused tool calls in a row from one role
+// count as a loop: an adapter_error is reported and rules on: tool_loop
+// run (a live model keeps calling by itself, so the engine must notice).
+const ToolLoopLimit = 5
+
+// tools are functions agents call. A call is checked (offered now, valid
+// arguments) and handed to the pack's rules on: tool:NAME, whose
+// tool_result and tool_error actions answer it; a refused call goes back
+// to the model so it can correct itself.
+type tools struct {
+	refused []int // refused calls in a row, by pack role index
+	call    *toolCall
+}
+
+// toolCall is the call whose handler rules are running.
+type toolCall struct {
+	result  json.RawMessage
+	errText string
+}
+
+func (tl *tools) init(p *rules.Pack) { tl.refused = make([]int, len(p.Roles)) }
+
+// offeredTools lists the tools offered to role now.
+func (s *Session) offeredTools(role string) []ToolDecl {
+	var out []ToolDecl
+	for i := range s.p.Tools {
+		t := &s.p.Tools[i]
+		if s.evalBool(&t.Offered, role) {
+			out = append(out, ToolDecl{Name: t.Name, Description: t.Description, Parameters: t.Params().JSON()})
+		}
+	}
+	return out
+}
+
+// handleTool validates a call and runs its handler rules. The result is
+// reported as a tool_result effect and returned.
+func (s *Session) handleTool(role string, call ToolCall) ToolStep {
+	step := ToolStep{Call: call}
+	ri := s.roleIdx(role)
+	fail := func(msg string) ToolStep {
+		step.IsError = true
+		step.Result, _ = json.Marshal(map[string]string{"error": msg})
+		s.emit(Effect{Type: EffectToolResult, ID: call.ID, Agent: role, Kind: call.Name, Data: step.Result, IsError: true, Reason: msg})
+		if ri >= 0 {
+			s.tools.refused[ri]++
+			if s.tools.refused[ri] == ToolLoopLimit {
+				s.emit(Effect{Type: EffectAdapterError, Agent: role, Kind: call.Name, Reason: fmt.Sprintf("tool loop: %d refused calls in a row", ToolLoopLimit)})
+				s.env.Tool = rules.ToolView{ID: call.ID, Name: call.Name, Caller: role}
+				s.fireRules(rules.EngineTrigger(rules.TriggerToolLoop))
+			}
+		}
+		return step
+	}
+	tool, ok := s.p.Tool(call.Name)
+	offered := false
+	var names []string
+	for _, d := range s.offeredTools(role) {
+		names = append(names, d.Name)
+		offered = offered || d.Name == call.Name
+	}
+	if !ok || !offered {
+		return fail(fmt.Sprintf("tool %s is not available now (available: %s)", call.Name, strings.Join(names, ", ")))
+	}
+	var args map[string]any
+	raw := call.Args
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&args); err != nil {
+		return fail("arguments are not a JSON object: " + err.Error())
+	}
+	args = normalizeJSON(args).(map[string]any)
+	if problems := tool.Params().Validate(args); len(problems) > 0 {
+		return fail("invalid arguments: " + strings.Join(problems, "; "))
+	}
+	s.env.Tool = rules.ToolView{ID: call.ID, Name: call.Name, Caller: role, Args: args}
+	s.tools.call = &toolCall{}
+	s.fireRules(rules.ToolTrigger(call.Name))
+	tc := s.tools.call
+	s.tools.call = nil
+	if tc.errText != "" {
+		return fail(tc.errText)
+	}
+	if ri >= 0 {
+		s.tools.refused[ri] = 0
+	}
+	step.Result = tc.result
+	if step.Result == nil {
+		step.Result = json.RawMessage(`{"ok":true}`)
+	}
+	s.emit(Effect{Type: EffectToolResult, ID: call.ID, Agent: role, Kind: call.Name, Data: step.Result})
+	return step
+}
+
+// turnTools handles a reply that calls tools: any text is said first, then
+// each call runs; a refused call goes back to the model (the tool loop),
+// at most maxToolRounds times per turn.
+func (s *Session) turnTools(a *turn, r *LLMResult) {
+	if r.IntentTag != "" {
+		a.intentTag = r.IntentTag
+	}
+	spoke := strings.TrimSpace(r.Text) != ""
+	if spoke {
+		s.deliver(a, r.Text, false)
+	}
+	refused := false
+	var steps []ToolStep
+	for _, c := range r.ToolCalls {
+		if s.ended {
+			return
+		}
+		st := s.handleTool(a.role, c)
+		steps = append(steps, st)
+		refused = refused || st.IsError
+	}
+	if s.ended {
+		return
+	}
+	f := &s.floor
+	if !refused {
+		if !spoke && f.active == a {
+			f.active = nil // the turn was only a tool call
+		}
+		return
+	}
+	if a.toolRounds+1 >= maxToolRounds {
+		if !spoke {
+			s.emit(Effect{Type: EffectAdapterError, ID: a.reqID, Agent: a.role, Kind: a.kind, Rule: a.rule, Reason: "tool calls refused " + strconv.Itoa(maxToolRounds) + " times"})
+			s.deliver(a, s.fallback(a), true)
+		}
+		return
+	}
+	again := *a
+	again.id = s.nextID('t')
+	again.toolSteps = append(append([]ToolStep(nil), a.toolSteps...), steps...)
+	again.toolRounds = a.toolRounds + 1
+	again.state = tsQueued
+	again.reqID, again.msgID, again.text = "", "", ""
+	again.deferrable = false
+	if !spoke && f.active == a {
+		f.active = nil
+	}
+	f.queue = append([]*turn{&again}, f.queue...)
+}
+
+// onToolCall handles a tool_call input from a live session speaking as a
+// role: the floor holder by default.
+func (s *Session) onToolCall(c *ToolCall) {
+	role := c.Role
+	if role == "" {
+		role = s.resolveRole(rules.RoleRef{Kind: rules.RoleRefActive}, "")
+	}
+	s.handleTool(role, *c)
+}
+
+// normalizeJSON turns json.Number into int64 or float64, as expressions
+// and schema checks expect.
+func normalizeJSON(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = normalizeJSON(e)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = normalizeJSON(e)
+		}
+		return x
+	}
+	return v
+}

@@ -1,0 +1,396 @@
+package rules
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// An Action is one step of a rule, a job handler or a script's answer.
+// Each kind is its own type, listed once in actionKinds; YAML and scripts
+// produce the same values, checked by the same method, and the engine
+// executes them in one place (engine/actions.go). Adding a kind is a new
+// type here, a line in actionKinds and a case in that executor.
+type Action interface {
+	// Position is where the action was written.
+	Position() Pos
+	// check validates the action; where names its owner for messages.
+	check(c *compiler, where string)
+}
+
+// actionKinds is the one list of action kinds: the key a pack writes, and
+// what the action does, for docs and the JSON Schema.
+var actionKinds = [...]struct {
+	key string
+	new func() Action
+	doc string
+}{
+	{"say", func() Action { return new(SayAction) }, "queue an agent turn"},
+	{"set", func() Action { return new(SetAction) }, "assign a session variable"},
+	{"emit", func() Action { return new(EmitAction) }, "report a note effect"},
+	{"end", func() Action { return new(EndAction) }, "end the session"},
+	{"run", func() Action { return new(RunAction) }, "call a script that returns actions"},
+	{"tool_result", func() Action { return new(ToolResultAction) }, "answer the tool call being handled"},
+	{"tool_error", func() Action { return new(ToolErrorAction) }, "refuse the tool call being handled"},
+	{"ticket", func() Action { return new(TicketAction) }, "add to a role's tickets"},
+	{"floor", func() Action { return new(FloorAction) }, "give a role the floor"},
+	{"inject", func() Action { return new(InjectAction) }, "prepend an instruction to a role's next prompt"},
+	{"job", func() Action { return new(JobAction) }, "start a background job"},
+	{"memory", func() Action { return new(MemoryAction) }, "append to a role's memory"},
+	{"slot", func() Action { return new(SlotAction) }, "set a template slot of a role or the session"},
+	{"record", func() Action { return new(RecordAction) }, "append a value to a session record"},
+	{"report", func() Action { return new(ReportAction) }, "report a result such as a verdict"},
+}
+
+// ActionKeys lists the action kinds as packs write them.
+func ActionKeys() []string {
+	out := make([]string, len(actionKinds))
+	for i, k := range actionKinds {
+		out[i] = k.key
+	}
+	return out
+}
+
+// Actions is a list of actions, each written as a mapping with one key.
+type Actions []Action
+
+func (l *Actions) decodeNode(d *decoder, n *yaml.Node) {
+	if n.Kind != yaml.SequenceNode {
+		d.errorf(n, "expected a list of actions, found %s", kindName(n))
+		return
+	}
+	for _, item := range n.Content {
+		if a := decodeAction(d, resolve(item)); a != nil {
+			*l = append(*l, a)
+		}
+	}
+}
+
+func decodeAction(d *decoder, n *yaml.Node) Action {
+	if n == nil || n.Kind != yaml.MappingNode || len(n.Content) != 2 {
+		d.errorf(n, "each action is a mapping with exactly one of %s", strings.Join(ActionKeys(), ", "))
+		return nil
+	}
+	key, val := n.Content[0], resolve(n.Content[1])
+	for _, k := range actionKinds {
+		if k.key != key.Value {
+			continue
+		}
+		a := k.new()
+		v := reflect.ValueOf(a).Elem()
+		setPos(v, d.pos(key))
+		if sh, ok := a.(shorthand); ok && val != nil && val.Kind != yaml.MappingNode {
+			sh.setShorthand(d, val)
+		} else {
+			d.decode(val, v)
+			setPos(v, d.pos(key))
+		}
+		return a
+	}
+	d.errorf(key, "unknown action %q%s (actions: %s)", key.Value, DidYouMean(key.Value, ActionKeys()), strings.Join(ActionKeys(), ", "))
+	return nil
+}
+
+// SayAction queues an agent turn.
+type SayAction struct {
+	Pos
+	Turn TurnSpec
+}
+
+func (a *SayAction) setShorthand(d *decoder, n *yaml.Node) {
+	d.errorf(n, "say takes a turn such as {role: qa, kind: nudge, line: ...}")
+}
+
+func (a *SayAction) decodeNode(d *decoder, n *yaml.Node) {
+	a.Pos = d.pos(n)
+	d.decode(n, refValue(&a.Turn))
+}
+
+// SetAction assigns a value to a session variable.
+type SetAction struct {
+	Pos
+	Var   string `yaml:"var"`
+	Value Value  `yaml:"value"`
+}
+
+// EmitAction reports a note effect with Text.
+type EmitAction struct {
+	Pos
+	Text string `yaml:"text"`
+}
+
+func (a *EmitAction) setShorthand(d *decoder, n *yaml.Node) { d.decode(n, refValue(&a.Text)) }
+
+// EndAction ends the session.
+type EndAction struct {
+	Pos
+	Reason string `yaml:"reason"`
+}
+
+func (a *EndAction) setShorthand(d *decoder, n *yaml.Node) { d.decode(n, refValue(&a.Reason)) }
+
+// RunAction calls a script that returns a list of actions.
+type RunAction struct {
+	Pos
+	Hook Hook
+}
+
+func (a *RunAction) decodeNode(d *decoder, n *yaml.Node) {
+	a.Pos = d.pos(n)
+	d.decode(n, refValue(&a.Hook))
+}
+
+// ToolResultAction answers the tool call being handled with a value.
+type ToolResultAction struct {
+	Pos
+	Value Value
+}
+
+func (a *ToolResultAction) setShorthand(d *decoder, n *yaml.Node) { a.Value.decodeNode(d, n) }
+
+// ToolErrorAction refuses the tool call being handled; the text tells the
+// model why, so it can act on it.
+type ToolErrorAction struct {
+	Pos
+	Text Template
+}
+
+func (a *ToolErrorAction) setShorthand(d *decoder, n *yaml.Node) { a.Text.decodeNode(d, n) }
+
+// TicketAction adds to a role's tickets (negative to spend).
+type TicketAction struct {
+	Pos
+	Role Value `yaml:"role"`
+	Add  int   `yaml:"add"`
+}
+
+// FloorAction gives the floor to a role.
+type FloorAction struct {
+	Pos
+	Role Value
+}
+
+func (a *FloorAction) setShorthand(d *decoder, n *yaml.Node) { a.Role.decodeNode(d, n) }
+
+// InjectAction queues an instruction prepended to a role's next prompt.
+type InjectAction struct {
+	Pos
+	Role Value    `yaml:"role"`
+	Text Template `yaml:"text"`
+}
+
+// JobAction starts a job.
+type JobAction struct {
+	Pos
+	ID   string `yaml:"id"`
+	Args []Arg  `yaml:"args"`
+}
+
+func (a *JobAction) setShorthand(d *decoder, n *yaml.Node) { d.decode(n, refValue(&a.ID)) }
+
+// MemoryAction appends to a role's memory.
+type MemoryAction struct {
+	Pos
+	Role Value    `yaml:"role"`
+	Text Template `yaml:"text"`
+}
+
+// SlotAction sets a slot of a role, or of the session when Role is unset.
+type SlotAction struct {
+	Pos
+	Role  Value    `yaml:"role"`
+	Name  string   `yaml:"name"`
+	Value Template `yaml:"value"`
+}
+
+// RecordAction appends a value to a named session record list.
+type RecordAction struct {
+	Pos
+	Name  string `yaml:"name"`
+	Value Value  `yaml:"value"`
+}
+
+// ReportAction emits a report effect (a verdict, a score) with a value.
+type ReportAction struct {
+	Pos
+	Kind  string `yaml:"kind"`
+	Value Value  `yaml:"value"`
+}
+
+// Position implementations: every action records where it was written.
+func (a *SayAction) Position() Pos        { return a.Pos }
+func (a *SetAction) Position() Pos        { return a.Pos }
+func (a *EmitAction) Position() Pos       { return a.Pos }
+func (a *EndAction) Position() Pos        { return a.Pos }
+func (a *RunAction) Position() Pos        { return a.Pos }
+func (a *ToolResultAction) Position() Pos { return a.Pos }
+func (a *ToolErrorAction) Position() Pos  { return a.Pos }
+func (a *TicketAction) Position() Pos     { return a.Pos }
+func (a *FloorAction) Position() Pos      { return a.Pos }
+func (a *InjectAction) Position() Pos     { return a.Pos }
+func (a *JobAction) Position() Pos        { return a.Pos }
+func (a *MemoryAction) Position() Pos     { return a.Pos }
+func (a *SlotAction) Position() Pos       { return a.Pos }
+func (a *RecordAction) Position() Pos     { return a.Pos }
+func (a *ReportAction) Position() Pos     { return a.Pos }
+
+func (a *SayAction) check(c *compiler, where string) {
+	c.turn(a.Pos, &a.Turn, where+" say", RoleLast, RoleAddressed, RoleActive)
+	if a.Turn.Line == "" && a.Turn.Goal == "" {
+		c.errorf(a.Pos, "%s: say needs a line or a goal", where)
+	}
+}
+
+func (a *SetAction) check(c *compiler, where string) {
+	if c.p.env.names[a.Var] != "variable" {
+		c.errorf(a.Pos, "%s: set: %q is not a declared variable%s", where, a.Var, c.suggest(a.Var, c.p.varNames()))
+	}
+	if !a.Value.Set() {
+		c.errorf(a.Pos, "%s: set needs a value", where)
+	}
+}
+
+func (a *EmitAction) check(c *compiler, where string) {
+	if len(a.Text) > MaxActionText {
+		c.errorf(a.Pos, "%s: emit text is longer than %d characters", where, MaxActionText)
+	}
+}
+
+func (a *EndAction) check(c *compiler, where string) {
+	if len(a.Reason) > MaxActionText {
+		c.errorf(a.Pos, "%s: end reason is longer than %d characters", where, MaxActionText)
+	}
+}
+
+func (a *RunAction) check(c *compiler, where string) {
+	c.hook(&a.Hook, a.Pos, where+" run", ErrorSkip, ErrorEnd)
+}
+
+func (a *ToolResultAction) check(c *compiler, where string) {
+	if !a.Value.Set() {
+		c.errorf(a.Pos, "%s: tool_result needs a value", where)
+	}
+}
+
+func (a *ToolErrorAction) check(c *compiler, where string) {
+	if !a.Text.Set() {
+		c.errorf(a.Pos, "%s: tool_error needs the text the model is told", where)
+	}
+}
+
+func (a *TicketAction) check(c *compiler, where string) {
+	if !a.Role.Set() {
+		c.errorf(a.Pos, "%s: ticket needs a role", where)
+	}
+}
+
+func (a *FloorAction) check(c *compiler, where string) {
+	if !a.Role.Set() {
+		c.errorf(a.Pos, "%s: floor needs a role", where)
+	}
+}
+
+func (a *InjectAction) check(c *compiler, where string) {
+	if !a.Role.Set() {
+		c.errorf(a.Pos, "%s: inject needs a role", where)
+	}
+}
+
+func (a *JobAction) check(c *compiler, where string) {
+	if _, ok := c.p.Job(a.ID); !ok {
+		c.errorf(a.Pos, "%s: unknown job %q%s", where, a.ID, c.suggest(a.ID, c.p.jobNames()))
+	}
+}
+
+func (a *MemoryAction) check(c *compiler, where string) {
+	if !a.Role.Set() {
+		c.errorf(a.Pos, "%s: memory needs a role", where)
+	}
+}
+
+func (a *SlotAction) check(c *compiler, where string) {
+	if !isIdent(a.Name) {
+		c.errorf(a.Pos, "%s: slot needs a name (letters, digits and _)", where)
+	}
+}
+
+func (a *RecordAction) check(c *compiler, where string) {
+	if !isIdent(a.Name) {
+		c.errorf(a.Pos, "%s: record needs a name (letters, digits and _)", where)
+	}
+}
+
+func (a *ReportAction) check(c *compiler, where string) {
+	if a.Kind == "" {
+		c.errorf(a.Pos, "%s: report needs a kind", where)
+	}
+}
+
+// MaxActionText bounds text an action carries (a note, an end reason, a
+// line a script makes).
+const MaxActionText = 2000
+
+// ScriptActions turns what a script returned into actions of p, decoded
+// and checked exactly as the same actions written in YAML would be, except
+// that values are values, not expressions. A say without a kind is of kind
+// "script".
+func (p *Pack) ScriptActions(out any) (Actions, error) {
+	list, ok := out.([]any)
+	if !ok {
+		return nil, fmt.Errorf("want a list of actions, got %s", Describe(out))
+	}
+	var n yaml.Node
+	if err := n.Encode(list); err != nil {
+		return nil, fmt.Errorf("actions: %w", err)
+	}
+	var errs ErrorList
+	d := &decoder{file: "script", errs: &errs, literal: true}
+	c := &compiler{p: p, errs: &errs, ids: map[string]Pos{}}
+	var acts Actions
+	for i, item := range n.Content {
+		before := len(errs)
+		a := decodeAction(d, item)
+		if a == nil {
+			continue
+		}
+		if say, ok := a.(*SayAction); ok && say.Turn.Kind == "" {
+			say.Turn.Kind = "script"
+		}
+		if say, ok := a.(*SayAction); ok && len(say.Turn.Line) > MaxActionText {
+			errs.add(say.Pos, "say: line longer than %d characters", MaxActionText)
+		}
+		a.check(c, fmt.Sprintf("action %d", i))
+		if len(errs) == before {
+			acts = append(acts, a)
+		}
+	}
+	if len(errs) > 0 {
+		msgs := make([]string, len(errs))
+		for i, e := range errs {
+			msgs[i] = e.Msg
+		}
+		return acts, fmt.Errorf("%s", strings.Join(msgs, "; "))
+	}
+	return acts, nil
+}
+
+// Describe names the shape of a value a script returned, for messages.
+func Describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "nothing (undefined or null)"
+	case string:
+		return fmt.Sprintf("text (%d characters)", len(x))
+	case bool:
+		return "a boolean"
+	case int64, float64, int:
+		return fmt.Sprintf("a number (%v)", x)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}

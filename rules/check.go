@@ -1,0 +1,453 @@
+package rules
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/batonhq/baton/rules/schema"
+)
+
+// The checker is a method per section of the model, in the manner of
+// expr's checker visiting each node kind: check runs them in file order,
+// each validates its own section, resolves what it refers to (roles,
+// jobs, templates) and builds the indexes the engine reads. Defaults are
+// not set here: an enum's zero value is its default, and the few numeric
+// defaults are set once, in compiler.defaults.
+
+func (c *compiler) check() {
+	p := c.p
+	p.checkHeader(c)
+	p.LLM.check(c)
+	p.Voice.check(c)
+	c.roles()
+	for i := range p.Templates {
+		p.Templates[i].check(c)
+	}
+	for i := range p.Roles {
+		p.Roles[i].check(c)
+	}
+	for i := range p.Timeline.Anchors {
+		p.Timeline.Anchors[i].check(c)
+	}
+	for i := range p.Timeline.Windows {
+		p.Timeline.Windows[i].check(c)
+	}
+	for i := range p.Routing {
+		p.Routing[i].check(c)
+	}
+	p.TurnTaking.check(c)
+	p.Silence.check(c)
+	p.SpeechConfidence.check(c)
+	p.Guardrails.check(c)
+	if p.Tickets != nil {
+		p.Tickets.check(c)
+	}
+	for i := range p.Tools {
+		p.Tools[i].check(c)
+	}
+	for i := range p.Jobs {
+		p.Jobs[i].check(c)
+	}
+	for i := range p.Phases {
+		p.Phases[i].check(c, i)
+	}
+	for i := range p.Rules {
+		p.Rules[i].check(c)
+	}
+	for i := range p.End {
+		p.End[i].check(c)
+	}
+	c.indexRules()
+}
+
+func (p *Pack) checkHeader(c *compiler) {
+	if p.Name == "" {
+		c.errorf(p.Pos, "the pack needs a name")
+	}
+	if p.Schema != 1 {
+		c.errorf(p.Pos, "schema %d is not supported (only 1)", p.Schema)
+	}
+	if b := p.Scripting.Budget.MS; b <= 0 || b > 1000 {
+		c.errorf(p.Scripting.Budget.Pos, "scripting.budget must be between 1ms and 1s")
+	}
+	if p.Tick.MS <= 0 {
+		c.errorf(p.Tick.Pos, "tick must be positive")
+	}
+	if p.Duration.MS <= 0 {
+		c.errorf(p.Pos, "the pack needs a positive duration (the longest a session runs)")
+	}
+}
+
+func (l *LLMConfig) check(c *compiler) {
+	if l.Timeout.MS <= 0 || l.AttemptTimeout.MS <= 0 || l.AttemptTimeout.MS > l.Timeout.MS {
+		c.errorf(l.Timeout.Pos, "llm: timeout must be positive and attempt_timeout within it")
+	}
+	if *l.Retries < 0 || *l.Retries > 10 {
+		c.errorf(c.p.Pos, "llm.retries must be between 0 and 10")
+	}
+	c.hook(l.Shape, l.Timeout.Pos, "llm.shape", ErrorSkip, ErrorEnd)
+	var seen []PromptPart
+	for _, part := range l.Assembly {
+		if slices.Contains(seen, part) {
+			c.errorf(l.Timeout.Pos, "llm.assembly: %s is listed twice", part)
+		}
+		seen = append(seen, part)
+	}
+}
+
+func (v *VoiceConfig) check(c *compiler) {
+	if v.WordsPerMinute < 0 {
+		c.errorf(c.p.Pos, "voice.words_per_minute must be positive")
+	}
+}
+
+// roles indexes the roles before anything refers to them.
+func (c *compiler) roles() {
+	p := c.p
+	p.roles = map[string]int{}
+	if len(p.Roles) == 0 {
+		c.errorf(p.Pos, "the pack needs at least one role")
+	}
+	for i, r := range p.Roles {
+		if _, dup := p.roles[r.ID]; dup {
+			c.errorf(r.Pos, "role %q is defined twice", r.ID)
+			continue
+		}
+		p.roles[r.ID] = i
+	}
+}
+
+func (r *Role) check(c *compiler) {
+	if !isIdent(r.ID) || oneOf(r.ID, RoleLast, RoleSame, RoleAddressed, RoleActive) {
+		c.errorf(r.Pos, "role %q: ids are letters, digits and _, and not last/same/addressed/active", r.ID)
+	}
+	r.focus = c.keywords(r.Pos, "focus", r.Focus)
+	if r.WordsPerMinute < 0 {
+		c.errorf(r.Pos, "role %q: words_per_minute must be positive", r.ID)
+	}
+	if r.Template != "" {
+		if _, ok := c.p.Template(r.Template); !ok {
+			c.errorf(r.Pos, "role %s: unknown template %q%s", r.ID, r.Template, c.suggest(r.Template, c.p.templateNames()))
+		}
+	}
+}
+
+func (t *TemplateDef) check(c *compiler) { c.id(t.Pos, "template", "template:"+t.ID) }
+
+func (a *Anchor) check(c *compiler) {
+	c.id(a.Pos, "anchor", a.ID)
+	c.within(a.At, "anchor "+a.ID)
+	if a.Action == AnchorSay {
+		c.turn(a.Pos, &a.Turn, "anchor "+a.ID)
+	}
+}
+
+func (w *Window) check(c *compiler) {
+	c.id(w.Pos, "window", w.ID)
+	if !w.Close.IsSet() || w.Close.MS <= w.Open.MS {
+		c.errorf(w.Pos, "window %s: close must be after open", w.ID)
+	}
+	c.within(w.Close, "window "+w.ID+" close")
+	c.turn(w.Pos, &w.Turn, "window "+w.ID)
+}
+
+func (r *Route) check(c *compiler) {
+	c.id(r.Pos, "route", r.ID)
+	switch r.Type {
+	case routeUnset:
+		c.errorf(r.Pos, "route %s needs a type: %s", r.ID, listWords(routeTypeWords))
+	case RouteAddressed:
+		if r.Field == "" && len(r.Mentions) == 0 {
+			c.errorf(r.Pos, "route %s: addressed routes need a field or mentions", r.ID)
+		}
+		if r.Field != "" && r.Field != "addressed_to" {
+			c.errorf(r.Pos, "route %s: field must be addressed_to", r.ID)
+		}
+		for _, m := range r.Mentions {
+			c.roleRef(m.Pos, "mention "+m.Key, m.Value)
+		}
+	case RouteIntent:
+		if len(r.Intents) == 0 {
+			c.errorf(r.Pos, "route %s: intent routes need intents", r.ID)
+		}
+		for j := range r.Intents {
+			in := &r.Intents[j]
+			in.words = c.keywords(in.Pos, "keywords", in.Keywords)
+			c.roleRef(in.Pos, "intent "+in.Tag, in.Role)
+			if len(in.Keywords) == 0 {
+				c.errorf(in.Pos, "intent %s needs keywords", in.Tag)
+			}
+		}
+	case RouteRole:
+		c.roleRef(r.Pos, "route "+r.ID, r.Role, RoleLast, RoleActive)
+		r.Who = c.ref(r.Role)
+	case RouteScript:
+		h := Hook{Script: r.Script, OnError: r.OnError}
+		c.hook(&h, r.Pos, "route "+r.ID, ErrorSkip, ErrorEnd)
+	}
+}
+
+func (t *TurnTaking) check(c *compiler) {
+	d := &t.Defer
+	if !d.When.Set() {
+		return
+	}
+	if d.Max.MS <= 0 {
+		c.errorf(d.When.Pos, "turn_taking.defer needs a positive max")
+	}
+	if d.OnCap.Kind != "" || d.OnCap.Role != "" {
+		c.turn(d.When.Pos, &d.OnCap, "turn_taking.defer.on_cap", RoleSame, RoleLast)
+	}
+}
+
+func (s *Silence) check(c *compiler) {
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		if st.After.MS <= 0 {
+			c.errorf(st.Pos, "silence step %d needs a positive after", i+1)
+		}
+		if st.Action == SilenceSay {
+			c.turn(st.Pos, &st.Turn, fmt.Sprintf("silence step %d", i+1), RoleLast, RoleActive)
+		}
+	}
+}
+
+func (sc *SpeechConfidence) check(c *compiler) {
+	if len(sc.Steps) > 0 && !sc.Threshold.IsSet() {
+		c.errorf(c.p.Pos, "speech_confidence needs a threshold")
+	}
+	for i := range sc.Steps {
+		s := &sc.Steps[i]
+		if s.Count.Value < 1 || s.Count.Value != float64(int(s.Count.Value)) || (i > 0 && s.Count.Value <= sc.Steps[i-1].Count.Value) {
+			c.errorf(s.Pos, "speech_confidence step counts must start at 1 or more and increase")
+		}
+		c.turn(s.Pos, &s.Turn, fmt.Sprintf("speech_confidence step %d", i+1), RoleLast, RoleAddressed)
+	}
+}
+
+func (g *Guardrails) check(c *compiler) {
+	if g.MaxSentences > 0 && g.MinSentences > g.MaxSentences {
+		c.errorf(c.p.Pos, "guardrails: min_sentences is above max_sentences")
+	}
+	c.hook(g.Rewrite, c.p.Pos, "guardrails.rewrite", ErrorSkip, ErrorFallback, ErrorEnd)
+}
+
+func (t *Tickets) check(c *compiler) {
+	if len(t.Roles) == 0 {
+		c.errorf(c.p.Pos, "tickets: list the roles that hold tickets")
+	}
+	for _, r := range t.Roles {
+		c.roleRef(t.Total.Pos, "tickets", r)
+	}
+	if !t.Total.IsSet() || t.Total.Value < 0 || t.Total.Value != float64(int(t.Total.Value)) {
+		c.errorf(t.Total.Pos, "tickets: total must be a whole number")
+	}
+	for _, w := range t.Weights {
+		c.roleRef(w.Pos, "tickets.weights", w.ID)
+		if w.Weight.Value < 0 {
+			c.errorf(w.Pos, "tickets.weights: %s is negative", w.ID)
+		}
+	}
+	c.hook(t.Distribute, t.Total.Pos, "tickets.distribute", ErrorSkip, ErrorEnd)
+}
+
+func (t *Tool) check(c *compiler) {
+	c.id(t.Pos, "tool", "tool:"+t.Name)
+	if !isIdent(t.Name) {
+		c.errorf(t.Pos, "tool %q: names are letters, digits and _", t.Name)
+	}
+	params := t.Parameters
+	if params == nil {
+		params = map[string]any{"type": "object", "properties": map[string]any{}}
+	}
+	sc, err := schema.Compile(params)
+	if err != nil {
+		c.errorf(t.Pos, "tool %s: %v", t.Name, err)
+	}
+	t.params = sc
+}
+
+func (j *Job) check(c *compiler) {
+	c.id(j.Pos, "job", "job:"+j.ID)
+	c.roleRef(j.Pos, "job "+j.ID, j.Role)
+	if !j.Prompt.Set() {
+		c.errorf(j.Pos, "job %s needs a prompt", j.ID)
+	}
+	if j.Schema != nil {
+		sc, err := schema.Compile(j.Schema)
+		if err != nil {
+			c.errorf(j.Pos, "job %s: %v", j.ID, err)
+		}
+		j.schema = sc
+	}
+	c.actions(j.OnResult, "job "+j.ID+" on_result")
+	c.actions(j.OnError, "job "+j.ID+" on_error")
+}
+
+func (ph *Phase) check(c *compiler, i int) {
+	if _, ok := c.p.Job(ph.Job); !ok {
+		c.errorf(ph.Pos, "phase %d: unknown job %q%s", i+1, ph.Job, c.suggest(ph.Job, c.p.jobNames()))
+	}
+}
+
+func (r *Rule) check(c *compiler) {
+	c.id(r.Pos, "rule", r.ID)
+	triggers := 0
+	for _, set := range []bool{r.On.Set(), r.At.IsSet(), r.Every.IsSet()} {
+		if set {
+			triggers++
+		}
+	}
+	if triggers != 1 {
+		c.errorf(r.Pos, "rule %s needs exactly one of on, at, every", r.ID)
+	}
+	if r.Every.IsSet() && r.Every.MS < c.p.Tick.MS {
+		c.errorf(r.Every.Pos, "rule %s: every must be at least one tick", r.ID)
+	}
+	c.within(r.At, "rule "+r.ID)
+	if r.On.Set() && r.On.Kind == TriggerTool {
+		if _, ok := c.p.Tool(r.On.Name); !ok {
+			c.errorf(r.On.Pos, "rule %s: on: %s names no tool of this pack%s", r.ID, r.On.Trigger, c.suggest(r.On.Name, c.p.toolNames()))
+		}
+	}
+	if len(r.Do) == 0 {
+		c.errorf(r.Pos, "rule %s does nothing (add do:)", r.ID)
+	}
+	c.actions(r.Do, "rule "+r.ID)
+}
+
+func (e *EndRule) check(c *compiler) {
+	c.id(e.Pos, "end rule", e.ID)
+	if !e.When.Set() {
+		c.errorf(e.Pos, "end rule %s needs when", e.ID)
+	}
+}
+
+func (c *compiler) actions(list Actions, where string) {
+	for _, a := range list {
+		a.check(c, where)
+	}
+}
+
+// indexRules builds the trigger index the engine looks rules up in.
+func (c *compiler) indexRules() {
+	p := c.p
+	p.ruleOn = map[Trigger][]*Rule{}
+	for i := range p.Rules {
+		if r := &p.Rules[i]; r.On.Set() {
+			p.ruleOn[r.On.Trigger] = append(p.ruleOn[r.On.Trigger], r)
+		}
+	}
+	for _, rs := range p.ruleOn {
+		slices.SortStableFunc(rs, func(a, b *Rule) int {
+			return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.ID, b.ID))
+		})
+	}
+}
+
+// hook checks a script hook and its on_error policy against those the
+// hook allows.
+func (c *compiler) hook(h *Hook, owner Pos, what string, allowed ...OnError) {
+	if h == nil {
+		return
+	}
+	pos := h.Script.Pos
+	if pos.File == "" {
+		pos = owner
+	}
+	if !h.Script.Set() {
+		c.errorf(pos, "%s needs a script", what)
+	}
+	if !slices.Contains(allowed, h.OnError) {
+		words := make([]string, len(allowed))
+		for i, a := range allowed {
+			words[i] = a.String()
+		}
+		c.errorf(pos, "%s: on_error must be one of %s, not %s", what, strings.Join(words, ", "), h.OnError)
+	}
+}
+
+// ref resolves a turn's role as written into a RoleRef.
+func (c *compiler) ref(role string) RoleRef {
+	switch role {
+	case RoleLast:
+		return RoleRef{Kind: RoleRefLast}
+	case RoleSame:
+		return RoleRef{Kind: RoleRefSame}
+	case RoleAddressed:
+		return RoleRef{Kind: RoleRefAddressed}
+	case RoleActive:
+		return RoleRef{Kind: RoleRefActive}
+	}
+	return RoleRef{Kind: RoleFixed, Role: role}
+}
+
+func (c *compiler) turn(parent Pos, t *TurnSpec, what string, specifiers ...string) {
+	if t.Pos.Line == 0 {
+		t.Pos = parent // the turn was left out: point at its owner
+	}
+	c.roleRef(t.Pos, what, t.Role, specifiers...)
+	t.Who = c.ref(t.Role)
+	if t.Kind == "" {
+		c.errorf(t.Pos, "%s needs a kind", what)
+	}
+}
+
+func (c *compiler) roleRef(pos Pos, what, role string, specifiers ...string) {
+	if role == "" {
+		c.errorf(pos, "%s needs a role", what)
+		return
+	}
+	if slices.Contains(specifiers, role) {
+		return
+	}
+	if _, ok := c.p.roles[role]; !ok {
+		c.errorf(pos, "%s: unknown role %q%s (roles: %s)", what, role, c.suggest(role, c.p.RoleIDs()), strings.Join(c.p.RoleIDs(), ", "))
+	}
+}
+
+func (c *compiler) within(d Duration, what string) {
+	if d.MS > c.p.Duration.MS {
+		c.errorf(d.Pos, "%s %s is after the end of the session (%s)", what, FormatClock(d.MS), FormatClock(c.p.Duration.MS))
+	}
+}
+
+func (c *compiler) id(pos Pos, kind, id string) {
+	if id == "" {
+		c.errorf(pos, "%s needs an id", kind)
+		return
+	}
+	if first, dup := c.ids[id]; dup {
+		c.errorf(pos, "%s id %q is already used at %s", kind, id, first)
+		return
+	}
+	c.ids[id] = pos
+}
+
+func oneOf(v string, allowed ...string) bool { return slices.Contains(allowed, v) }
+
+func (p *Pack) jobNames() []string {
+	out := make([]string, len(p.Jobs))
+	for i := range p.Jobs {
+		out[i] = p.Jobs[i].ID
+	}
+	return out
+}
+
+func (p *Pack) templateNames() []string {
+	out := make([]string, len(p.Templates))
+	for i := range p.Templates {
+		out[i] = p.Templates[i].ID
+	}
+	return out
+}
+
+func (p *Pack) varNames() []string {
+	out := make([]string, len(p.Vars))
+	for i := range p.Vars {
+		out[i] = p.Vars[i].ID
+	}
+	return out
+}
