@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rogpeppe/go-internal/diff"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/batonhq/baton/engine"
@@ -260,25 +261,11 @@ func (c *Case) golden(p *rules.Pack, recs []dryrun.Record, opt Options) (bool, e
 	if err != nil {
 		return false, fmt.Errorf("golden %s missing (run with -update to create it)", name)
 	}
-	return false, fmt.Errorf("golden %s differs (run with -update and review the diff):\n%s", name, diff(string(want), b.String()))
-}
-
-// diff shows the first differing lines; enough to see what moved.
-func diff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < max(len(wl), len(gl)); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			return fmt.Sprintf("line %d:\n- %s\n+ %s", i+1, w, g)
-		}
-	}
-	return "(no line differs; check line endings)"
+	// A unified diff with context shows every change and where it sits in
+	// the timeline, not only the first; the anchored diff matches on lines
+	// that occur once, which keeps hunks readable, in O(n log n).
+	d := diff.Diff(name, want, "got", b.Bytes())
+	return false, fmt.Errorf("golden %s differs (run with -update and review the diff):\n%s", name, bytes.TrimSuffix(d, []byte("\n")))
 }
 
 func visible(t engine.EffectType) bool {
