@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -43,7 +44,8 @@ type Case struct {
 	// Golden compares the whole printed timeline with tests/NAME.golden.
 	Golden bool `yaml:"golden"`
 
-	file string
+	file  string
+	timed []events.Timed // Events, checked and converted when read
 }
 
 // Match selects effects. Every field that is set must hold.
@@ -123,24 +125,49 @@ func readCase(fsys fs.FS, name string) (*Case, error) {
 	if err != nil {
 		return nil, err
 	}
-	var c Case
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		// yaml.v3 numbers the line of a parser error one too low, so its
+		// message is passed on as it is rather than as a file:line:col.
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	c.file = name
-	for i := range c.Expect {
-		if err := c.Expect[i].compile(); err != nil {
-			return nil, fmt.Errorf("%s: expect[%d]: %w", name, i, err)
-		}
+	root := resolve(&doc)
+	if root == nil || root.Kind == 0 {
+		return nil, fmt.Errorf("%s: empty test case", name)
 	}
-	for i := range c.Forbid {
-		if err := c.Forbid[i].compile(); err != nil {
-			return nil, fmt.Errorf("%s: forbid[%d]: %w", name, i, err)
-		}
+	c := Case{file: name}
+	p := newProblems(name)
+	p.decode(root, reflect.ValueOf(&c).Elem())
+	if err := p.err(); err != nil {
+		return nil, err
 	}
 	return &c, nil
+}
+
+// checkNode converts the inline events now, so a bad event is reported at
+// its line like any other mistake in the file rather than when the case runs.
+func (c *Case) checkNode(p *problems, n *yaml.Node) {
+	evKey, evs := value(n, "events")
+	if c.EventsFile != "" && len(c.Events) > 0 {
+		p.add(evKey, "give events or events_file, not both")
+	}
+	last := int64(-1)
+	for i := range c.Events {
+		en := resolve(evs.Content[i])
+		if p.failed[en] {
+			continue
+		}
+		ev, err := c.Events[i].Timed()
+		if err != nil {
+			p.add(en, "%v", err)
+			continue
+		}
+		if ev.T < last {
+			p.add(en, "time goes backwards (%s after %s)", rules.FormatClock(ev.T), rules.FormatClock(last))
+		}
+		last = ev.T
+		c.timed = append(c.timed, ev)
+	}
 }
 
 func parseTime(s string) (int64, error) {
@@ -150,42 +177,34 @@ func parseTime(s string) (int64, error) {
 	return rules.ParseDuration(s)
 }
 
-func (m *Match) compile() error {
-	var err error
+// checkNode parses the match's times, reporting each bad one at its value.
+func (m *Match) checkNode(p *problems, n *yaml.Node) {
 	for _, f := range []struct {
-		src string
-		dst *int64
-	}{{m.At, &m.at}, {m.After, &m.after}, {m.Before, &m.before}, {m.ThenNothingUntil, &m.until}} {
-		if *f.dst, err = parseTime(f.src); err != nil {
-			return err
+		key, src string
+		dst      *int64
+	}{
+		{"at", m.At, &m.at}, {"after", m.After, &m.after}, {"before", m.Before, &m.before},
+		{"then_nothing_until", m.ThenNothingUntil, &m.until},
+	} {
+		t, err := parseTime(f.src)
+		if err != nil {
+			_, v := value(n, f.key)
+			p.add(v, "%s: %v", f.key, err)
 		}
+		*f.dst = t
 	}
-	return nil
 }
 
 func (c *Case) events(p *rules.Pack) ([]events.Timed, error) {
-	if c.EventsFile != "" {
-		f, err := p.FS.Open(c.EventsFile)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		return events.ReadAll(f)
+	if c.EventsFile == "" {
+		return c.timed, nil
 	}
-	out := make([]events.Timed, 0, len(c.Events))
-	last := int64(-1)
-	for i := range c.Events {
-		ev, err := c.Events[i].Timed()
-		if err != nil {
-			return nil, fmt.Errorf("events[%d]: %w", i, err)
-		}
-		if ev.T < last {
-			return nil, fmt.Errorf("events[%d]: time goes backwards", i)
-		}
-		last = ev.T
-		out = append(out, ev)
+	f, err := p.FS.Open(c.EventsFile)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	defer f.Close()
+	return events.ReadAll(f)
 }
 
 func (c *Case) run(p *rules.Pack, opt Options) (updated bool, err error) {
@@ -327,6 +346,9 @@ func (m *Match) String() string {
 	add("data_contains", m.DataContains)
 	if m.Fallback != nil {
 		add("fallback", fmt.Sprint(*m.Fallback))
+	}
+	if m.IsError != nil {
+		add("is_error", fmt.Sprint(*m.IsError))
 	}
 	return "{" + strings.Join(parts, " ") + "}"
 }
