@@ -2,8 +2,11 @@ package scenarios_test
 
 import (
 	"flag"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -45,22 +48,93 @@ func TestPacks(t *testing.T) {
 	}
 }
 
-// TestEmbeddedMatchesDisk guards against a binary whose bundled pack
-// differs from the folder its tests ran on.
-func TestEmbeddedMatchesDisk(t *testing.T) {
-	for _, name := range scenarios.Names() {
-		disk, err := rules.Load(os.DirFS(name), ".")
-		if err != nil {
-			t.Fatal(err)
+// TestEveryPackIsBundled: TestPacks tests the folders on disk, but the
+// binary only has what embed.go embeds and Names lists, so a pack folder
+// added here and forgotten there would pass its tests and be missing from
+// `baton dryrun NAME`.
+func TestEveryPackIsBundled(t *testing.T) {
+	for _, p := range unbundled(os.DirFS("."), scenarios.FS, scenarios.Names()) {
+		t.Error(p)
+	}
+}
+
+// The check above can fail: a forgotten folder, a name with no embedded
+// pack, and an embedded pack with no name are each reported.
+func TestUnbundledReportsEachGap(t *testing.T) {
+	pack := &fstest.MapFile{Data: []byte("name: x\n")}
+	disk := fstest.MapFS{
+		"dayone/pack.yaml":  pack,
+		"hotseat/pack.yaml": pack,
+		"newpack/pack.yaml": pack,
+		// A pack's own subfolders and testdata are not bundled packs.
+		"hotseat/files/pack.yaml":    pack,
+		"testdata/fixture/pack.yaml": pack,
+	}
+	bundled := fstest.MapFS{
+		"dayone/pack.yaml":  pack,
+		"hotseat/pack.yaml": pack,
+		"spare/pack.yaml":   pack,
+	}
+	got := unbundled(disk, bundled, []string{"dayone", "hotseat", "ghost"})
+	want := []string{
+		"newpack has a pack.yaml but is not embedded (add it to the go:embed line in embed.go)",
+		"newpack has a pack.yaml but Names does not list it",
+		"Names lists ghost, which is not an embedded pack",
+		"spare is embedded but Names does not list it",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := unbundled(disk, scenarios.FS, scenarios.Names()); len(got) != 2 {
+		t.Errorf("against the real bundle, newpack should give two problems: %q", got)
+	}
+}
+
+// unbundled lists what keeps the packs on disk, the embedded files and
+// Names from agreeing.
+func unbundled(disk, bundled fs.FS, names []string) []string {
+	isPack := func(fsys fs.FS, dir string) bool {
+		_, err := fs.Stat(fsys, path.Join(dir, "pack.yaml"))
+		return err == nil
+	}
+	var out []string
+	err := fs.WalkDir(disk, ".", func(dir string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || dir == "." {
+			return err
 		}
-		emb, err := rules.Load(scenarios.FS, name)
-		if err != nil {
-			t.Fatal(err)
+		// Folders the go tool ignores hold fixtures, not packs to ship.
+		if n := d.Name(); n == "testdata" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_") {
+			return fs.SkipDir
 		}
-		if disk.Hash != emb.Hash {
-			t.Errorf("%s: embedded hash %s, disk %s", name, emb.Hash, disk.Hash)
+		if !isPack(disk, dir) {
+			return nil
+		}
+		if !isPack(bundled, dir) {
+			out = append(out, dir+" has a pack.yaml but is not embedded (add it to the go:embed line in embed.go)")
+		}
+		if !slices.Contains(names, dir) {
+			out = append(out, dir+" has a pack.yaml but Names does not list it")
+		}
+		return fs.SkipDir
+	})
+	if err != nil {
+		out = append(out, err.Error())
+	}
+	for _, n := range names {
+		if !isPack(bundled, n) {
+			out = append(out, "Names lists "+n+", which is not an embedded pack")
 		}
 	}
+	top, err := fs.ReadDir(bundled, ".")
+	if err != nil {
+		out = append(out, err.Error())
+	}
+	for _, e := range top {
+		if e.IsDir() && !slices.Contains(names, e.Name()) {
+			out = append(out, e.Name()+" is embedded but Names does not list it")
+		}
+	}
+	return out
 }
 
 // Changing a number in the pack changes the run: the behaviour is data.
