@@ -16,7 +16,6 @@ import (
 	"github.com/batonhq/baton/runtime/fake"
 	"github.com/batonhq/baton/runtime/llm"
 	"github.com/batonhq/baton/runtime/llm/gemini"
-	"github.com/batonhq/baton/runtime/packs"
 	"github.com/batonhq/baton/runtime/wal"
 )
 
@@ -71,7 +70,7 @@ func cmdDryrun(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := checkFormat(*format); err != nil {
 		return err
 	}
-	p, err := packs.Open(fl.Arg(0))
+	p, err := packRefs.Open(fl.Arg(0))
 	if err != nil {
 		return err
 	}
@@ -165,7 +164,7 @@ func cmdCheck(args []string, stdout io.Writer) error {
 	}
 	var failed error
 	for _, a := range args {
-		p, err := packs.Open(a)
+		p, err := packRefs.Open(a)
 		if err != nil {
 			fmt.Fprintln(stdout, err)
 			failed = fmt.Errorf("%d pack(s) failed", 1)

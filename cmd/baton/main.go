@@ -10,12 +10,16 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/packs"
+	"github.com/batonhq/baton/scenarios"
 )
 
-const usage = `baton runs multi-agent interview rule packs.
+// usageText is the command's help; %s lists the bundled packs.
+const usageText = `baton runs multi-agent interview rule packs.
 
 Usage:
   baton dryrun [flags] PACK     play a whole session on a simulated clock
@@ -26,9 +30,16 @@ Usage:
   baton replay LOG              re-run a recorded session and report differences
   baton version                 print the engine version
 
-PACK is a folder holding pack.yaml, or the name of a bundled pack (dayone, hotseat).
+PACK is the name of a bundled pack (%s), or a folder holding pack.yaml.
+A bare name is the bundled pack even where a folder of that name exists;
+write ./NAME for the folder. A path never falls back to a bundled pack.
 Run "baton COMMAND -h" for a command's flags.
 `
+
+// packRefs resolves every PACK argument (docs: runtime/packs).
+var packRefs = &packs.Resolver{Bundled: scenarios.FS}
+
+func usage() string { return fmt.Sprintf(usageText, strings.Join(packRefs.Names(), ", ")) }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -52,7 +63,7 @@ func usageErr(err error) error {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage())
 		return 2
 	}
 	var err error
@@ -75,9 +86,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "version":
 		fmt.Fprintln(stdout, version())
 	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage())
 	default:
-		fmt.Fprintf(stderr, "baton: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "baton: unknown command %q\n\n%s", args[0], usage())
 		return 2
 	}
 	if errors.Is(err, errHelp) {

@@ -132,6 +132,32 @@ func TestPackTestsCommand(t *testing.T) {
 	}
 }
 
+// A path names a folder and nothing else: a mistyped one fails with the
+// reason instead of testing the bundled pack that shares its last element.
+func TestPackPathNeverFallsBackToBundled(t *testing.T) {
+	for _, cmd := range []string{"test", "dryrun", "check"} {
+		code, out, errs := runCLI(t, cmd, "/typo/dayone")
+		if code != 1 || !strings.Contains(out+errs, "/typo/dayone: no pack.yaml there (a path names a folder; for the bundled pack write dayone)") {
+			t.Errorf("baton %s /typo/dayone: exit %d\nstdout:\n%s\nstderr:\n%s", cmd, code, out, errs)
+		}
+		if strings.Contains(out, "ok ") || strings.Contains(out, "passed") || strings.Contains(out, "session_end") {
+			t.Errorf("baton %s /typo/dayone ran something:\n%s", cmd, out)
+		}
+	}
+	code, _, errs := runCLI(t, "test", "dayon")
+	if code != 1 || !strings.Contains(errs, "dayon: no bundled pack of that name (bundled: dayone, hotseat)") {
+		t.Errorf("baton test dayon: exit %d, stderr %q", code, errs)
+	}
+}
+
+// The usage lists the bundled packs the binary carries.
+func TestUsageNamesBundledPacks(t *testing.T) {
+	code, _, errs := runCLI(t)
+	if code != 2 || !strings.Contains(errs, "bundled pack (dayone, hotseat)") {
+		t.Fatalf("exit %d:\n%s", code, errs)
+	}
+}
+
 // The dry run drives the real genai SDK against a local endpoint that
 // speaks the public generateContent wire format.
 func TestDryrunWithGeminiEndpoint(t *testing.T) {

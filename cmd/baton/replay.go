@@ -6,15 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/fake"
-	"github.com/batonhq/baton/runtime/packs"
 	"github.com/batonhq/baton/runtime/wal"
-	"github.com/batonhq/baton/scenarios"
 )
 
 func cmdReplay(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -101,11 +98,8 @@ func cmdReplay(_ context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func openReplayPack(ref string) (*rules.Pack, error) {
-	if slices.Contains(scenarios.Names(), ref) {
-		return rules.Load(scenarios.FS, ref)
-	}
 	if ref == "" {
 		return nil, errors.New("the log names no pack; pass -pack")
 	}
-	return packs.Open(ref)
+	return packRefs.Open(ref)
 }

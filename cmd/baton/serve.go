@@ -16,6 +16,7 @@ import (
 
 	"github.com/batonhq/baton/runtime/fake"
 	"github.com/batonhq/baton/runtime/service"
+	"github.com/batonhq/baton/scenarios"
 )
 
 // stringList is a repeatable string flag.
@@ -107,7 +108,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	cfg := service.Config{
-		DataDir: *data, Token: *token, Dev: *dev, Origins: origins, PackRoots: packRoots, WebhookHosts: hookHosts,
+		DataDir: *data, Token: *token, Dev: *dev, Origins: origins, Packs: scenarios.FS, PackRoots: packRoots, WebhookHosts: hookHosts,
 		Logger: logger, MaxMessageBytes: *maxMsg, EventRate: *rate, EventBurst: *burst, SendQueue: *sendQueue,
 		MaxOpenLogs: *maxOpen, NoSync: *noSync, LazySync: *syncMode == "external",
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/batonhq/baton/runtime/packs"
 	"github.com/batonhq/baton/runtime/packtest"
 )
 
@@ -17,7 +16,7 @@ func cmdTest(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	passed, failed := 0, 0
 	for _, dir := range fl.Args() {
-		p, err := packs.Open(dir)
+		p, err := packRefs.Open(dir)
 		if err != nil {
 			return err
 		}

@@ -1,38 +1,124 @@
-// Package packs finds a pack by folder or bundled name.
+// Package packs resolves the pack that a command or a client names. Every
+// command (dryrun, test, check, replay) and the server follow the same rule:
+//
+//  1. A reference written as a path (it contains a slash, is "." or "..",
+//     or is absolute) names a folder, which must hold pack.yaml. Nothing
+//     else is tried: a mistyped path is an error, never the bundled pack
+//     that happens to share its last element.
+//  2. A bare name is the bundled pack of that name when there is one, even
+//     if the working directory has a folder of that name (write ./NAME for
+//     the folder).
+//  3. Any other bare name is a folder in the working directory.
+//
+// The bundled packs come from an fs.FS (scenarios.FS in the binary), one
+// folder each at its root, so the resolver serves any set of packs and
+// nothing here depends on which ones ship.
 package packs
 
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/batonhq/baton/rules"
-	"github.com/batonhq/baton/scenarios"
 )
 
-// Open loads the pack in folder dir, or the bundled pack of that name
-// (also accepting "scenarios/NAME" when no such folder exists here).
-func Open(dir string) (*rules.Pack, error) {
-	if st, err := os.Stat(filepath.Join(dir, rules.PackFile)); err == nil && !st.IsDir() {
-		p, err := rules.Load(os.DirFS(dir), ".")
+// Resolver opens packs by reference. The zero value knows no bundled packs
+// and opens any folder.
+type Resolver struct {
+	// Bundled holds the bundled packs, one folder each at its root.
+	Bundled fs.FS
+	// Folder, if set, is asked before a folder is opened, with its
+	// absolute path; an error refuses it. The server uses it to keep
+	// clients inside --packs.
+	Folder func(abs string) error
+}
+
+// Names lists the bundled packs: the folders at the root of Bundled that
+// hold a pack.yaml, sorted.
+func (r *Resolver) Names() []string {
+	if r.Bundled == nil {
+		return nil
+	}
+	ents, err := fs.ReadDir(r.Bundled, ".")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		if st, err := fs.Stat(r.Bundled, path.Join(e.Name(), rules.PackFile)); err == nil && !st.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// IsPath reports whether ref is written as a path (rule 1).
+func IsPath(ref string) bool {
+	return strings.ContainsRune(ref, '/') || strings.ContainsRune(ref, filepath.Separator) ||
+		ref == "." || ref == ".." || filepath.IsAbs(ref)
+}
+
+// IsBundled reports whether ref names a bundled pack (rule 2).
+func (r *Resolver) IsBundled(ref string) bool {
+	return !IsPath(ref) && slices.Contains(r.Names(), ref)
+}
+
+// Open loads the pack ref names. A folder's pack has Dir set to ref, so
+// pack tests can rewrite its golden files; a bundled pack has no Dir.
+func (r *Resolver) Open(ref string) (*rules.Pack, error) {
+	switch {
+	case ref == "":
+		return nil, errors.New("no pack named: give a pack folder or a bundled pack name")
+	case r.IsBundled(ref):
+		p, err := rules.Load(r.Bundled, ref)
 		if p != nil {
-			p.Dir = dir
+			p.Dir = "" // embedded: nothing on disk to update
 		}
-		return p, prefix(dir, err)
-	}
-	name := path.Base(filepath.ToSlash(filepath.Clean(dir)))
-	for _, n := range scenarios.Names() {
-		if n == name {
-			p, err := rules.Load(scenarios.FS, n)
-			if p != nil {
-				p.Dir = "" // embedded: nothing on disk to update
+		return p, prefix(ref, err)
+	case IsPath(ref):
+		return r.openFolder(ref, func() error {
+			why := fmt.Sprintf("%s: no %s there", ref, rules.PackFile)
+			if base := filepath.Base(ref); slices.Contains(r.Names(), base) {
+				why += fmt.Sprintf(" (a path names a folder; for the bundled pack write %s)", base)
 			}
-			return p, prefix(n, err)
+			return errors.New(why)
+		})
+	}
+	return r.openFolder(ref, func() error {
+		return fmt.Errorf("%s: no bundled pack of that name (bundled: %s) and no folder %s with a %s",
+			ref, strings.Join(r.Names(), ", "), ref, rules.PackFile)
+	})
+}
+
+// openFolder loads the pack in folder dir; missing explains a folder
+// without a pack.yaml.
+func (r *Resolver) openFolder(dir string, missing func() error) (*rules.Pack, error) {
+	if r.Folder != nil {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, fmt.Errorf("pack folder %s: %w", dir, err)
+		}
+		if err := r.Folder(abs); err != nil {
+			return nil, err
 		}
 	}
-	return nil, fmt.Errorf("%s: no %s there and no bundled pack named %q (bundled: %v)", dir, rules.PackFile, name, scenarios.Names())
+	if st, err := os.Stat(filepath.Join(dir, rules.PackFile)); err != nil || st.IsDir() {
+		return nil, missing()
+	}
+	p, err := rules.Load(os.DirFS(dir), ".")
+	if p != nil {
+		p.Dir = dir
+	}
+	return p, prefix(dir, err)
 }
 
 func prefix(dir string, err error) error {

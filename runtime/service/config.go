@@ -2,6 +2,7 @@ package service
 
 import (
 	"errors"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"time"
@@ -23,6 +24,9 @@ type Config struct {
 	// scheme://host[:port]). Requests without an Origin header (non-browser
 	// clients) are always allowed; browsers need a listed origin (or Dev).
 	Origins []string
+	// Packs holds the bundled packs clients may name, one folder each at
+	// its root (baton serve passes scenarios.FS). Nil: none.
+	Packs fs.FS
 	// PackRoots are folders under which clients may name pack folders.
 	PackRoots []string
 	// WebhookHosts, if set, restricts DayOne webhooks to these host[:port]s.

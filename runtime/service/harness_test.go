@@ -18,6 +18,7 @@ import (
 
 	"github.com/batonhq/baton/runtime/clock"
 	"github.com/batonhq/baton/runtime/wal"
+	"github.com/batonhq/baton/scenarios"
 )
 
 // waitLimit bounds every wait in these tests. It is a failure deadline,
@@ -58,6 +59,9 @@ func newHarness(t testing.TB, opts ...func(*Config)) *harness {
 
 func startHarness(t testing.TB, cfg Config, clk *clock.Fake) *harness {
 	t.Helper()
+	if cfg.Packs == nil {
+		cfg.Packs = scenarios.FS
+	}
 	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

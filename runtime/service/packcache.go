@@ -2,19 +2,20 @@ package service
 
 import (
 	"fmt"
+	"io/fs"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/packs"
-	"github.com/batonhq/baton/scenarios"
 )
 
 // packCache loads each pack once; a compiled pack is immutable and shared
-// by all of its sessions.
+// by all of its sessions. Which pack a reference names is the resolver's
+// rule, the same as the command line's.
 type packCache struct {
+	refs     *packs.Resolver
 	roots    []string // folders under which clients may name pack paths
 	anyPath  bool     // --dev: any folder
 	mu       sync.Mutex
@@ -22,8 +23,9 @@ type packCache struct {
 	scenario map[string]string // scenario id -> bundled pack name
 }
 
-func newPackCache(roots []string, anyPath bool) (*packCache, error) {
+func newPackCache(bundled fs.FS, roots []string, anyPath bool) (*packCache, error) {
 	c := &packCache{anyPath: anyPath, byRef: map[string]*rules.Pack{}, scenario: map[string]string{}}
+	c.refs = &packs.Resolver{Bundled: bundled, Folder: c.folderAllowed}
 	for _, r := range roots {
 		abs, err := filepath.Abs(r)
 		if err != nil {
@@ -31,7 +33,7 @@ func newPackCache(roots []string, anyPath bool) (*packCache, error) {
 		}
 		c.roots = append(c.roots, abs)
 	}
-	for _, n := range scenarios.Names() {
+	for _, n := range c.refs.Names() {
 		p, err := c.open(n)
 		if err != nil {
 			return nil, err
@@ -43,28 +45,28 @@ func newPackCache(roots []string, anyPath bool) (*packCache, error) {
 	return c, nil
 }
 
-// open returns the pack named by ref: a bundled pack name, or a folder
-// that is inside an allowed root (any folder with anyPath).
+// canonical is how a session's log names its pack: a bundled name as is,
+// a folder by its absolute path, so a restart from another working
+// directory still finds it.
+func (c *packCache) canonical(ref string) string {
+	if c.refs.IsBundled(ref) {
+		return ref
+	}
+	if abs, err := filepath.Abs(ref); err == nil {
+		return abs
+	}
+	return ref
+}
+
+// open returns the pack named by ref: a bundled pack, or a folder that is
+// inside an allowed root (any folder with anyPath).
 func (c *packCache) open(ref string) (*rules.Pack, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p, ok := c.byRef[ref]; ok {
 		return p, nil
 	}
-	var (
-		p   *rules.Pack
-		err error
-	)
-	if slices.Contains(scenarios.Names(), ref) {
-		// Always the embedded copy: a folder of the same name in the
-		// working directory must not shadow it.
-		p, err = rules.Load(scenarios.FS, ref)
-	} else {
-		if !c.pathAllowed(ref) {
-			return nil, fmt.Errorf("pack %q is not a bundled pack (%s) and pack folders outside --packs are not allowed", truncate(ref, 80), strings.Join(scenarios.Names(), ", "))
-		}
-		p, err = packs.Open(ref)
-	}
+	p, err := c.refs.Open(ref)
 	if err != nil {
 		return nil, err
 	}
@@ -72,20 +74,16 @@ func (c *packCache) open(ref string) (*rules.Pack, error) {
 	return p, nil
 }
 
-func (c *packCache) pathAllowed(ref string) bool {
+func (c *packCache) folderAllowed(abs string) error {
 	if c.anyPath {
-		return true
-	}
-	abs, err := filepath.Abs(ref)
-	if err != nil {
-		return false
+		return nil
 	}
 	for _, r := range c.roots {
 		if abs == r || strings.HasPrefix(abs, r+string(filepath.Separator)) {
-			return true
+			return nil
 		}
 	}
-	return false
+	return fmt.Errorf("pack %q is not a bundled pack (%s) and pack folders outside --packs are not allowed", truncate(abs, 80), strings.Join(c.refs.Names(), ", "))
 }
 
 // byScenario maps a DayOne scenario_id (or a pack name) to a pack ref.
@@ -93,7 +91,7 @@ func (c *packCache) byScenario(id string) (string, bool) {
 	if n, ok := c.scenario[id]; ok {
 		return n, true
 	}
-	if slices.Contains(scenarios.Names(), id) {
+	if c.refs.IsBundled(id) {
 		return id, true
 	}
 	return "", false

@@ -20,9 +20,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,7 +33,6 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/clock"
 	"github.com/batonhq/baton/runtime/wal"
-	"github.com/batonhq/baton/scenarios"
 )
 
 // Server hosts sessions. Create it with New, call Recover once, then serve
@@ -82,7 +79,7 @@ func New(cfg Config) (*Server, error) {
 		conns:    map[*conn]struct{}{},
 	}
 	var err error
-	srv.packs, err = newPackCache(cfg.PackRoots, cfg.Dev)
+	srv.packs, err = newPackCache(cfg.Packs, cfg.PackRoots, cfg.Dev)
 	if err != nil {
 		return nil, err
 	}
@@ -272,13 +269,7 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	if reason, failed := srv.failedReason(sp.sessionID); failed {
 		return nil, perr(CodeSessionExists, "session %s exists but could not be recovered: %s", sp.sessionID, reason)
 	}
-	// A folder is logged by its absolute path so a restart from another
-	// working directory still finds it.
-	if !slices.Contains(scenarios.Names(), sp.packRef) {
-		if abs, err := filepath.Abs(sp.packRef); err == nil {
-			sp.packRef = abs
-		}
-	}
+	sp.packRef = srv.packs.canonical(sp.packRef)
 	p, err := srv.packs.open(sp.packRef)
 	if err != nil {
 		return nil, perr(CodeBadPack, "%v", err)

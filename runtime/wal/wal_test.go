@@ -16,6 +16,7 @@ import (
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
 	"github.com/batonhq/baton/runtime/packs"
+	"github.com/batonhq/baton/scenarios"
 )
 
 func testHeader(id string) Header {
@@ -373,7 +374,7 @@ func TestDescriptorPool(t *testing.T) {
 // checks that replaying the log gives the dry run's effects exactly, with
 // every step verified.
 func TestReplayEquality(t *testing.T) {
-	p, err := packs.Open("dayone")
+	p, err := (&packs.Resolver{Bundled: scenarios.FS}).Open("dayone")
 	if err != nil {
 		t.Fatal(err)
 	}
