@@ -5,6 +5,7 @@ package fake
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/rules/text"
+	"github.com/batonhq/baton/runtime/voice"
 )
 
 // Reply is one scripted LLM answer. Matchers (Call, Role, Kind, Goal) that
@@ -274,10 +276,14 @@ func (f *LLM) line(req *engine.LLMRequest) string {
 }
 
 // Voice simulates speech: a line takes as long as its words at the role's
-// words-per-minute rate.
+// words-per-minute rate. It is the one speech-duration model: dry runs,
+// the server's simulated playback and offline replays all time speech
+// with it, and as a voice.Speaker it stands in for text-to-speech.
 type Voice struct {
 	pack *rules.Pack
 }
+
+var _ voice.Speaker = (*Voice)(nil)
 
 // NewVoice makes a simulated voice for pack p.
 func NewVoice(p *rules.Pack) *Voice { return &Voice{pack: p} }
@@ -294,4 +300,13 @@ func (v *Voice) Duration(role, line string) int64 {
 	words := text.CountWords(strings.TrimSpace(line))
 	ms := int64(words) * 60000 / int64(wpm)
 	return max(ms, MinSpeechMS)
+}
+
+// Speak implements voice.Speaker without audio: the utterance lasts
+// Duration.
+func (v *Voice) Speak(ctx context.Context, role, _ string, line string) (voice.Utterance, error) {
+	if err := ctx.Err(); err != nil {
+		return voice.Utterance{}, err
+	}
+	return voice.Utterance{Duration: time.Duration(v.Duration(role, line)) * time.Millisecond}, nil
 }

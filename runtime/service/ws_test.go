@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/wal"
 )
 
@@ -649,4 +650,46 @@ func lastSyncedEnd(t *testing.T, path string) (int64, int) {
 		cut, dropped = off, 0
 	}
 	return cut, dropped
+}
+
+// TestSpeechTimedAsInDryRun: the server times simulated speech with the
+// dry run's model, so the same line takes as long in both.
+func TestSpeechTimedAsInDryRun(t *testing.T) {
+	h := newHarness(t)
+	c := h.dial(nil)
+	c.send(startFrame("s", "speech"))
+	c.expectAck("s")
+	h.runUntil("speech", 120_000)
+	p, err := h.srv.packs.open("dayone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := dryrun.Run(p, dryrun.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{}
+	for _, r := range res.Records {
+		if r.Type == engine.EffectAgentMessage {
+			want[r.Agent+": "+r.Text] = r.SpeechMS
+		}
+	}
+	n := 0
+	for _, f := range c.effectList() {
+		e := f.Effect
+		if e.Type != engine.EffectAgentMessage {
+			continue
+		}
+		ms, ok := want[e.Agent+": "+e.Text]
+		if !ok {
+			continue
+		}
+		if e.SpeechMS != ms {
+			t.Errorf("%s: %q takes %d ms on the server, %d ms in the dry run", e.Agent, e.Text, e.SpeechMS, ms)
+		}
+		n++
+	}
+	if n < 3 {
+		t.Fatalf("only %d agent messages in common with the dry run", n)
+	}
 }

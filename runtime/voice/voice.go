@@ -17,10 +17,10 @@ import (
 
 // Utterance is one synthesized agent message.
 type Utterance struct {
-	// Duration is how long the audio plays; dry runs use it to schedule
-	// speech_done without producing audio.
+	// Duration is how long the audio plays; the host reports speech_done
+	// after it.
 	Duration time.Duration
-	// Audio is the encoded audio, nil for estimators.
+	// Audio is the encoded audio, nil for the simulated voice.
 	Audio []byte
 	// MIMEType describes Audio, e.g. "audio/pcm;rate=24000".
 	MIMEType string
