@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -423,6 +424,11 @@ func clock(ms int64) string {
 	return fmt.Sprintf("%02d:%02d.%03d", ms/60000, (ms/1000)%60, ms%1000)
 }
 
+var (
+	ranFor = regexp.MustCompile(`\(ran [^)]*\)`)
+	tookUS = regexp.MustCompile(`"took_us":[0-9]+`)
+)
+
 // writeEffect prints every field an effect has set, on one line; verbose
 // adds the parts of an llm_request a prompt is built from.
 func writeEffect(b interface{ WriteString(string) (int, error) }, e *engine.Effect, verbose bool) {
@@ -452,7 +458,14 @@ func writeEffect(b interface{ WriteString(string) (int, error) }, e *engine.Effe
 	add("intent", name(e.IntentTag))
 	add("voice", name(e.Voice))
 	add("text", quote(e.Text))
-	add("reason", quote(e.Reason))
+	reason, data := e.Reason, e.Data
+	if e.Type == engine.EffectScriptError && e.Kind == engine.ScriptBudget {
+		// How long a stopped script ran is measured, so it differs from
+		// run to run; a replay carries it as a recorded fact.
+		reason = ranFor.ReplaceAllString(reason, "(ran …)")
+		data = tookUS.ReplaceAll(data, []byte(`"took_us":…`))
+	}
+	add("reason", quote(reason))
 	if e.Fallback {
 		f = append(f, "fallback")
 	}
@@ -460,12 +473,12 @@ func writeEffect(b interface{ WriteString(string) (int, error) }, e *engine.Effe
 		add("guardrail", strings.Join(e.Guardrail, ","))
 	}
 	add("original", quote(e.Original))
-	if len(e.Data) > 0 {
+	if len(data) > 0 {
 		var c bytes.Buffer
-		if json.Compact(&c, e.Data) == nil {
+		if json.Compact(&c, data) == nil {
 			add("data", c.String())
 		} else {
-			add("data", quote(string(e.Data)))
+			add("data", quote(string(data)))
 		}
 	}
 	if e.IsError {

@@ -46,8 +46,9 @@ type Input struct {
 
 // ScriptFacts record the script calls of one step that were stopped at
 // their time budget. With facts, those calls are stopped again without
-// running and every other call runs to completion: a replay makes the
-// same effects whatever the machine.
+// running and every other call runs to completion (under
+// script.ReplayBudget): a replay makes the same effects whatever the
+// machine.
 type ScriptFacts struct {
 	Stopped []ScriptStop `json:"stopped"`
 }

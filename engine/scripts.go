@@ -28,7 +28,8 @@ const maxScriptLine = rules.MaxActionText
 // budget is reported in an effect with the time it ran, the host records
 // that with the step, and a replay passes the facts back in
 // (Input.Scripts): a call stopped live is stopped again without running,
-// and every other call runs to completion, unbounded.
+// and every other call runs to completion, under a bound far above any
+// budget (script.ReplayBudget).
 type scriptRuns struct {
 	n     int
 	facts *ScriptFacts
@@ -55,12 +56,12 @@ func (s *Session) callScript(ref *rules.ScriptRef, arg map[string]any, rule stri
 		}
 	}
 	out, err := s.p.Scripts.Run(script.Call{
-		Func:      ref.Func,
-		Arg:       arg,
-		NowMS:     s.now,
-		Rand:      s.random,
-		Budget:    budget,
-		Unbounded: s.scripts.facts != nil,
+		Func:   ref.Func,
+		Arg:    arg,
+		NowMS:  s.now,
+		Rand:   s.random,
+		Budget: budget,
+		Replay: s.scripts.facts != nil,
 	})
 	var re *script.RunError
 	if errors.As(err, &re) && re.Kind == "timeout" {

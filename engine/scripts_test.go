@@ -7,6 +7,9 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
 )
 
@@ -31,5 +34,73 @@ func TestScriptLoadErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: want %q, got %v", js, want, err)
 		}
+	}
+}
+
+// A script's time budget is the one thing about a call that depends on the
+// machine, so its outcome is a recorded fact. A call stopped live is
+// stopped again in a replay without running, with the same effect bytes;
+// a call that finished live runs to completion in a replay even where
+// the budget would stop it now.
+func TestScriptBudgetIsARecordedFact(t *testing.T) {
+	dir := filepath.Join("testdata", "packs", "scripted")
+	p, err := rules.Load(os.DirFS(dir), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	say := func(text string) engine.Input {
+		return engine.Input{T: 1000, Type: engine.InputCandidate, Candidate: &engine.CandidateEvent{Type: engine.EventMessage, Text: text}}
+	}
+	run := func(p *rules.Pack, in engine.Input) []engine.Effect {
+		s := engine.New(p, engine.Options{Seed: 1})
+		out, err := s.Step(in, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+
+	live := run(p, say("loop"))
+	facts := engine.FactsOf(live)
+	if facts == nil || len(facts.Stopped) != 1 || facts.Stopped[0].Call != 0 || facts.Stopped[0].TookUS < 200_000 {
+		t.Fatalf("live budget hit not reported as a fact: %+v in %+v", facts, live)
+	}
+	in := say("loop")
+	in.Scripts = facts
+	replay := run(p, in)
+	if diff := cmp.Diff(live, replay); diff != "" {
+		t.Fatalf("replay of a stopped call differs (-live +replay):\n%s", diff)
+	}
+
+	// With a 1ms budget the slow route is stopped when it runs live on
+	// any machine this runs on; replayed as a call that finished, it
+	// finishes and routes.
+	packYAML, err := os.ReadFile(filepath.Join(dir, rules.PackFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := os.ReadFile(filepath.Join(dir, "scripts", "route.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tight, err := rules.LoadFS(fstest.MapFS{
+		rules.PackFile:     {Data: []byte(strings.Replace(string(packYAML), "budget: 200ms", "budget: 1ms", 1))},
+		"scripts/route.js": {Data: js},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in = say("slow")
+	in.Scripts = &engine.ScriptFacts{}
+	out := run(tight, in)
+	routed := false
+	for _, e := range out {
+		if e.Type == engine.EffectScriptError {
+			t.Fatalf("a call that finished live was stopped in replay: %+v", e)
+		}
+		routed = routed || (e.Type == engine.EffectRouted && e.IntentTag == "slowtrue")
+	}
+	if !routed {
+		t.Fatalf("the slow route did not answer: %+v", out)
 	}
 }

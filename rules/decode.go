@@ -52,6 +52,55 @@ func resolve(n *yaml.Node) *yaml.Node {
 	return n
 }
 
+// pairs lists a mapping's key/value pairs with YAML merge keys expanded:
+// `<<: *shared` (or a list of aliases) brings in the keys of the merged
+// mappings that the mapping does not set itself, so authors can share
+// role settings. Merged mappings may merge in turn; cycles are impossible
+// in YAML's alias model.
+func (d *decoder) pairs(n *yaml.Node) [][2]*yaml.Node {
+	var own, merged [][2]*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
+			src := resolve(v)
+			var srcs []*yaml.Node
+			switch {
+			case src != nil && src.Kind == yaml.MappingNode:
+				srcs = []*yaml.Node{src}
+			case src != nil && src.Kind == yaml.SequenceNode:
+				for _, e := range src.Content {
+					srcs = append(srcs, resolve(e))
+				}
+			default:
+				srcs = []*yaml.Node{src}
+			}
+			for _, m := range srcs {
+				if m == nil || m.Kind != yaml.MappingNode {
+					d.errorf(v, "<< merges a mapping (or a list of them), written as an alias such as *shared")
+					continue
+				}
+				merged = append(merged, d.pairs(m)...)
+			}
+			continue
+		}
+		own = append(own, [2]*yaml.Node{k, v})
+	}
+	out := own
+	for _, m := range merged {
+		dup := false
+		for _, o := range out {
+			if o[0].Value == m[0].Value {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 func kindName(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
@@ -179,8 +228,8 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) {
 		return
 	}
 	idx, names := fieldIndex(t)
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, val := n.Content[i], n.Content[i+1]
+	for _, kv := range d.pairs(n) {
+		k, val := kv[0], kv[1]
 		fi, ok := idx[k.Value]
 		if !ok {
 			d.errorf(k, "unknown field %q (known: %s)", k.Value, strings.Join(names, ", "))
@@ -214,10 +263,11 @@ func (d *decoder) decodeSlice(n *yaml.Node, v reflect.Value) {
 			d.errorf(n, "expected a list, found a mapping")
 			return
 		}
-		out := reflect.MakeSlice(v.Type(), len(n.Content)/2, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, val := n.Content[i], resolve(n.Content[i+1])
-			el := out.Index(i / 2)
+		pairs := d.pairs(n)
+		out := reflect.MakeSlice(v.Type(), len(pairs), len(pairs))
+		for i, kv := range pairs {
+			k, val := kv[0], resolve(kv[1])
+			el := out.Index(i)
 			if val != nil && val.Kind != yaml.MappingNode && val.Tag != "!!null" && reflect.PointerTo(et).Implements(shorthandType) {
 				// "KEY: value" shorthand for a struct with one main field.
 				el.Addr().Interface().(shorthand).setShorthand(d, val)

@@ -251,3 +251,39 @@ rules:
 		}
 	}
 }
+
+// YAML merge keys share settings between roles; a role's own keys win.
+func TestMergeKeys(t *testing.T) {
+	src := `name: merge
+duration: 1m
+roles:
+  qa: &shared
+    persona: You are on the panel.
+    fallback: {default: "Let's go on?"}
+    focus: [risk]
+  ba:
+    <<: *shared
+    focus: [money]
+    voice: Kore
+  tl:
+    <<: [*shared]
+`
+	p, err := rules.LoadBytes([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ba, _ := p.Role("ba")
+	if ba.Persona != "You are on the panel." || ba.Voice != "Kore" || strings.Join(ba.Focus, ",") != "money" {
+		t.Fatalf("ba: %+v", ba)
+	}
+	if line, _ := ba.Fallback.Get("default"); line != "Let's go on?" {
+		t.Fatalf("ba fallback %q", line)
+	}
+	tl, _ := p.Role("tl")
+	if tl.Persona != "You are on the panel." || strings.Join(tl.Focus, ",") != "risk" {
+		t.Fatalf("tl: %+v", tl)
+	}
+	if _, err := rules.LoadBytes([]byte("name: m\nduration: 1m\nroles:\n  qa:\n    <<: 5\n    persona: x\n")); err == nil || !strings.Contains(err.Error(), "pack.yaml:5:9: << merges a mapping") {
+		t.Fatalf("bad merge: %v", err)
+	}
+}

@@ -533,10 +533,10 @@ func (m *StrMap) decodeNode(d *decoder, n *yaml.Node) {
 		d.errorf(n, "expected a mapping, found %s", kindName(n))
 		return
 	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], resolve(n.Content[i+1])
+	for _, kv := range d.pairs(n) {
+		k, v := kv[0], resolve(kv[1])
 		if v == nil || v.Kind != yaml.ScalarNode {
-			d.errorf(n.Content[i+1], "expected text for %q", k.Value)
+			d.errorf(kv[1], "expected text for %q", k.Value)
 			continue
 		}
 		*m = append(*m, StrEntry{Pos: d.pos(k), Key: k.Value, Value: v.Value})

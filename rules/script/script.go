@@ -399,10 +399,15 @@ type Call struct {
 	NowMS  int64
 	Rand   func() float64
 	Budget time.Duration
-	// Unbounded runs the call without its budget: a replay of a call that
-	// is known to have finished when it first ran.
-	Unbounded bool
+	// Replay runs a call that is known to have finished when it first
+	// ran, under ReplayBudget instead of Budget, so a slower machine does
+	// not stop it; the wider bound only keeps a replay of a changed
+	// script from running forever.
+	Replay bool
 }
+
+// ReplayBudget bounds a replayed call (Call.Replay).
+const ReplayBudget = 30 * time.Second
 
 // RunError is a script that threw, ran out of time or stack, or returned
 // something unusable.
@@ -436,13 +441,13 @@ func (p *Pool) Run(c Call) (out any, err error) {
 	if budget <= 0 {
 		budget = DefaultBudget
 	}
+	if c.Replay {
+		budget = ReplayBudget
+	}
 	start := time.Now()
 	timer := time.AfterFunc(budget, func() { v.rt.Interrupt("time budget") })
-	if c.Unbounded {
-		timer.Stop()
-	}
 	defer func() {
-		if !timer.Stop() && !c.Unbounded {
+		if !timer.Stop() {
 			// The budget ran out just as the call returned: the interrupt
 			// is sticky and would hit the next caller, so drop the runtime.
 			v.spent = true

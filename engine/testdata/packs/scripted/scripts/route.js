@@ -2,6 +2,7 @@
 function route(ctx) {
   const t = ctx.msg.text;
   if (t === "loop") { while (true) {} }
+  if (t === "slow") { let x = 0; for (let i = 0; i < 3000000; i++) { x += i % 7; } return {role: "host", intent_tag: "slow" + (x > 0), goal: "g"}; }
   if (t === "deep") { return deeper(1); }
   if (t === "throw") { throw "no!"; }
   if (t === "number") { return 42; }
