@@ -88,8 +88,7 @@ func (s *Session) do(a rules.Action, rule string) {
 			s.queueInstruction(role, s.render(&a.Text, role))
 		}
 	case *rules.JobAction:
-		job, _ := s.p.Job(a.ID)
-		s.jobs.run(s, job, s.evalArgs(a.Args, nil), false)
+		s.jobs.run(s, a.Job(), s.evalArgs(a.Args, nil), false)
 	case *rules.MemoryAction:
 		if role, ok := s.evalString(&a.Role, rule); ok && s.roleIdx(role) >= 0 {
 			s.remember(role, s.render(&a.Text, role))

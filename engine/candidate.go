@@ -28,6 +28,8 @@ func (s *Session) speaking() bool {
 	return c.micActive || (c.lastSpeechEnd >= 0 && s.now < c.lastSpeechEnd+s.p.TurnTaking.SpeechResume.MS)
 }
 
+func (ev *CandidateEvent) apply(s *Session) { s.onCandidate(ev) }
+
 func (s *Session) onCandidate(ev *CandidateEvent) {
 	m := &s.env.Msg
 	*m = rules.MessageView{Type: ev.Type, Text: ev.Text, Source: ev.Source, AddressedTo: ev.AddressedTo, Code: ev.Code, Confidence: 1}

@@ -85,60 +85,77 @@ func checkInput(p *rules.Pack, in *Input) error {
 	if in.T < 0 {
 		return fmt.Errorf("input at %dms, before the session started", in.T)
 	}
-	payloads := 0
-	for _, set := range []bool{in.Candidate != nil, in.LLM != nil, in.Speech != nil, in.Tool != nil, in.Agent != nil, in.End != nil} {
-		if set {
-			payloads++
-		}
-	}
-	want := 1
-	switch in.Type {
-	case InputAdvance:
-		want = 0
-	case InputCandidate:
-		if in.Candidate == nil {
-			return fmt.Errorf("candidate input without an event")
-		}
-		if err := CheckEvent(p, in.Candidate); err != nil {
-			return err
-		}
-	case InputLLMResult:
-		if in.LLM == nil || in.LLM.ID == "" {
-			return fmt.Errorf("llm_result without an id")
-		}
-	case InputSpeechDone:
-		if in.Speech == nil || in.Speech.ID == "" {
-			return fmt.Errorf("speech_done without an id")
-		}
-	case InputToolCall:
-		if in.Tool == nil || in.Tool.ID == "" || in.Tool.Name == "" {
-			return fmt.Errorf("tool_call needs an id and a name")
-		}
-		if r := in.Tool.Role; r != "" {
-			if _, ok := p.Role(r); !ok {
-				return fmt.Errorf("tool_call from role %q, which pack %s does not have%s", r, p.Name, rules.DidYouMean(r, p.RoleIDs()))
-			}
-		}
-	case InputAgentTranscript:
-		if in.Agent == nil || in.Agent.Role == "" {
-			return fmt.Errorf("agent_transcript needs a role")
-		}
-		if _, ok := p.Role(in.Agent.Role); !ok {
-			return fmt.Errorf("agent_transcript from role %q, which pack %s does not have%s", in.Agent.Role, p.Name, rules.DidYouMean(in.Agent.Role, p.RoleIDs()))
-		}
-	case InputEnd:
-		want = 0 // the reason is optional
-		if in.End != nil {
-			want = 1
-			if len(in.End.Reason) > MaxReason {
-				return fmt.Errorf("end reason is longer than %d bytes", MaxReason)
-			}
-		}
-	default:
+	k, ok := kindOf(in.Type)
+	if !ok {
 		return fmt.Errorf("unknown input type %q", in.Type)
 	}
-	if payloads != want {
-		return fmt.Errorf("%s input carries %d payloads, want %d", in.Type, payloads, want)
+	carried := 0
+	for _, other := range inputKinds {
+		if other.payload != nil && other.payload(in) != nil {
+			carried++
+		}
+	}
+	if k.payload == nil {
+		if carried > 0 {
+			return fmt.Errorf("%s input carries a payload", in.Type)
+		}
+		return nil
+	}
+	pl := k.payload(in)
+	switch {
+	case pl == nil && k.absent != nil:
+		return nil
+	case pl == nil:
+		return fmt.Errorf("%s input without its %s", in.Type, k.field)
+	case carried != 1:
+		return fmt.Errorf("%s input carries %d payloads, want its %s only", in.Type, carried, k.field)
+	}
+	return pl.check(p)
+}
+
+func (ev *CandidateEvent) check(p *rules.Pack) error { return CheckEvent(p, ev) }
+
+func (r *LLMResult) check(*rules.Pack) error {
+	if r.ID == "" {
+		return fmt.Errorf("llm_result without an id")
+	}
+	return nil
+}
+
+func (d *SpeechDone) check(*rules.Pack) error {
+	if d.ID == "" {
+		return fmt.Errorf("speech_done without an id")
+	}
+	return nil
+}
+
+func (c *ToolCall) check(p *rules.Pack) error {
+	if c.ID == "" || c.Name == "" {
+		return fmt.Errorf("tool_call needs an id and a name")
+	}
+	if c.Role != "" {
+		return knownRole(p, "tool_call", c.Role)
+	}
+	return nil
+}
+
+func (a *AgentLine) check(p *rules.Pack) error {
+	if a.Role == "" {
+		return fmt.Errorf("agent_transcript needs a role")
+	}
+	return knownRole(p, "agent_transcript", a.Role)
+}
+
+func (e *EndRequest) check(*rules.Pack) error {
+	if len(e.Reason) > MaxReason {
+		return fmt.Errorf("end reason is longer than %d bytes", MaxReason)
+	}
+	return nil
+}
+
+func knownRole(p *rules.Pack, what, role string) error {
+	if _, ok := p.Role(role); !ok {
+		return fmt.Errorf("%s from role %q, which pack %s does not have%s", what, role, p.Name, rules.DidYouMean(role, p.RoleIDs()))
 	}
 	return nil
 }

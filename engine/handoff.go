@@ -60,6 +60,8 @@ func (h *handoff) flush(s *Session) {
 }
 
 // onAgentLine records what a live session said as a role.
+func (a *AgentLine) apply(s *Session) { s.onAgentLine(a) }
+
 func (s *Session) onAgentLine(a *AgentLine) {
 	if _, ok := s.p.Role(a.Role); !ok || strings.TrimSpace(a.Text) == "" {
 		return

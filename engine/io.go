@@ -1,6 +1,10 @@
 package engine
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/batonhq/baton/rules"
+)
 
 // Inputs and effects are the engine's whole interface with the world. They are
 // plain data with stable JSON forms so a host can log them, replay them, and
@@ -29,7 +33,8 @@ const (
 )
 
 // Input is one thing that happened at engine time T (ms since session start).
-// Exactly one payload matching Type is set.
+// Exactly one payload matching Type is set (none for advance; end's is
+// optional).
 type Input struct {
 	T         int64           `json:"t_ms"`
 	Type      InputType       `json:"type"`
@@ -94,6 +99,57 @@ func FactsOf(effects []Effect) *ScriptFacts {
 // ScriptBudget is the Kind of a script_error effect for a call stopped at
 // its time budget; its Data is the ScriptStop.
 const ScriptBudget = "budget"
+
+// payload is what an input of one kind carries. Each kind is its own type
+// that checks itself against a pack (check.go) and applies itself to a
+// session (in the file of the feature it drives).
+type payload interface {
+	check(p *rules.Pack) error
+	apply(s *Session)
+}
+
+// inputKind is one kind of input: its type, what its payload is called in
+// messages, and how to find the payload in an Input.
+type inputKind struct {
+	typ     InputType
+	field   string
+	payload func(*Input) payload // nil: the kind carries nothing
+	// absent, if set, makes the payload optional and stands in for it.
+	absent payload
+}
+
+// inputKinds is the one list of input kinds: adding one is a payload type,
+// a field of Input and a line here.
+var inputKinds = [...]inputKind{
+	{InputAdvance, "", nil, nil},
+	{InputCandidate, "candidate event", func(in *Input) payload { return some(in.Candidate) }, nil},
+	{InputLLMResult, "llm result", func(in *Input) payload { return some(in.LLM) }, nil},
+	{InputSpeechDone, "speech", func(in *Input) payload { return some(in.Speech) }, nil},
+	{InputToolCall, "tool call", func(in *Input) payload { return some(in.Tool) }, nil},
+	{InputAgentTranscript, "agent line", func(in *Input) payload { return some(in.Agent) }, nil},
+	{InputEnd, "end request", func(in *Input) payload { return some(in.End) }, &EndRequest{}},
+}
+
+func kindOf(t InputType) (inputKind, bool) {
+	for _, k := range inputKinds {
+		if k.typ == t {
+			return k, true
+		}
+	}
+	return inputKind{}, false
+}
+
+// some turns a nil pointer into a nil interface, not a non-nil interface
+// holding a nil pointer.
+func some[T any, P interface {
+	*T
+	payload
+}](p P) payload {
+	if p == nil {
+		return nil
+	}
+	return p
+}
 
 // EndRequest ends a session from outside.
 type EndRequest struct {

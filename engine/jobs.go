@@ -39,7 +39,7 @@ func (j *jobs) start(s *Session) {
 	}
 	for i := range p.Phases {
 		ph := &p.Phases[i]
-		job, _ := p.Job(ph.Job)
+		job := ph.Target()
 		if !ph.ForEach.Set() {
 			j.phases = append(j.phases, phaseItem{job: job, args: s.evalArgs(ph.Args, nil)})
 			continue

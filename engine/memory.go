@@ -122,11 +122,4 @@ func (s *Session) persona(role string) string {
 	return pr.Persona
 }
 
-func (s *Session) roleIdx(id string) int {
-	for i := range s.p.Roles {
-		if s.p.Roles[i].ID == id {
-			return i
-		}
-	}
-	return -1
-}
+func (s *Session) roleIdx(id string) int { return s.p.RoleIndex(id) }

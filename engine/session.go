@@ -180,24 +180,12 @@ func (s *Session) Step(in Input, out []Effect) ([]Effect, error) {
 	if s.ended {
 		return s.out, nil
 	}
-	switch in.Type {
-	case InputCandidate:
-		s.onCandidate(in.Candidate)
-	case InputLLMResult:
-		s.onLLMResult(in.LLM)
-	case InputSpeechDone:
-		s.onSpeechDone(in.Speech)
-	case InputToolCall:
-		s.onToolCall(in.Tool)
-	case InputAgentTranscript:
-		s.onAgentLine(in.Agent)
-	case InputEnd:
-		reason := "ended by host"
-		if in.End != nil && in.End.Reason != "" {
-			reason = in.End.Reason
+	if k, _ := kindOf(in.Type); k.payload != nil {
+		pl := k.payload(&in)
+		if pl == nil { // an optional payload left out
+			pl = k.absent
 		}
-		s.end(reason, "host")
-		return s.out, nil
+		pl.apply(s)
 	}
 	s.settle()
 	s.handoff.flush(s)
@@ -311,4 +299,12 @@ func (s *Session) checkEnd() {
 			return
 		}
 	}
+}
+
+func (e *EndRequest) apply(s *Session) {
+	reason := e.Reason
+	if reason == "" {
+		reason = "ended by host"
+	}
+	s.end(reason, "host")
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/batonhq/baton/engine"
@@ -55,6 +56,15 @@ func TestInputErrors(t *testing.T) {
 		{"reserved tool trigger", engine.Input{T: 6000, Type: engine.InputCandidate, Candidate: &engine.CandidateEvent{Type: "tool:pass"}}, engine.ErrBadInput},
 		{"llm without id", engine.Input{T: 6000, Type: engine.InputLLMResult, LLM: &engine.LLMResult{}}, engine.ErrBadInput},
 		{"speech without id", engine.Input{T: 6000, Type: engine.InputSpeechDone, Speech: &engine.SpeechDone{}}, engine.ErrBadInput},
+		{"engine trigger as event", engine.Input{T: 6000, Type: engine.InputCandidate, Candidate: &engine.CandidateEvent{Type: "tool_loop"}}, engine.ErrUnknownEventType},
+		{"event nobody handles", engine.Input{T: 6000, Type: engine.InputCandidate, Candidate: &engine.CandidateEvent{Type: "slide_changed"}}, engine.ErrUnknownEventType},
+		{"two payloads", engine.Input{T: 6000, Type: engine.InputSpeechDone, Speech: &engine.SpeechDone{ID: "m1"}, LLM: &engine.LLMResult{ID: "r1"}}, engine.ErrBadInput},
+		{"advance with a payload", engine.Input{T: 6000, Type: engine.InputAdvance, Speech: &engine.SpeechDone{ID: "m1"}}, engine.ErrBadInput},
+		{"payload of another kind", engine.Input{T: 6000, Type: engine.InputLLMResult, Speech: &engine.SpeechDone{ID: "m1"}}, engine.ErrBadInput},
+		{"transcript from a stranger", engine.Input{T: 6000, Type: engine.InputAgentTranscript, Agent: &engine.AgentLine{Role: "ghost", Text: "hi"}}, engine.ErrBadInput},
+		{"tool call from a stranger", engine.Input{T: 6000, Type: engine.InputToolCall, Tool: &engine.ToolCall{ID: "c1", Name: "x", Role: "ghost"}}, engine.ErrBadInput},
+		{"long end reason", engine.Input{T: 6000, Type: engine.InputEnd, End: &engine.EndRequest{Reason: strings.Repeat("x", engine.MaxReason+1)}}, engine.ErrBadInput},
+		{"negative time", engine.Input{T: -1, Type: engine.InputAdvance}, engine.ErrTimeBackwards},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -162,6 +162,8 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 
 // onToolCall handles a tool_call input from a live session speaking as a
 // role: the floor holder by default.
+func (c *ToolCall) apply(s *Session) { s.onToolCall(c) }
+
 func (s *Session) onToolCall(c *ToolCall) {
 	role := c.Role
 	if role == "" {

@@ -292,6 +292,8 @@ func (s *Session) turnTimedOut(reqID string) bool {
 	return true
 }
 
+func (r *LLMResult) apply(s *Session) { s.onLLMResult(r) }
+
 func (s *Session) onLLMResult(r *LLMResult) {
 	if s.jobs.result(s, r, false) {
 		return
@@ -374,6 +376,8 @@ func (s *Session) speak(t *turn) {
 	s.silence.stop(s)
 	s.fireRules(rules.EngineTrigger(rules.TriggerAgentMessage))
 }
+
+func (d *SpeechDone) apply(s *Session) { s.onSpeechDone(d) }
 
 func (s *Session) onSpeechDone(d *SpeechDone) {
 	a := s.floor.active

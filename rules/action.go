@@ -186,7 +186,12 @@ type JobAction struct {
 	Pos
 	ID   string `yaml:"id"`
 	Args []Arg  `yaml:"args"`
+
+	job *Job
 }
+
+// Job is the job the action starts.
+func (a *JobAction) Job() *Job { return a.job }
 
 func (a *JobAction) setShorthand(d *decoder, n *yaml.Node) { d.decode(n, refValue(&a.ID)) }
 
@@ -299,7 +304,8 @@ func (a *InjectAction) check(c *compiler, where string) {
 }
 
 func (a *JobAction) check(c *compiler, where string) {
-	if _, ok := c.p.Job(a.ID); !ok {
+	var ok bool
+	if a.job, ok = c.p.Job(a.ID); !ok {
 		c.errorf(a.Pos, "%s: unknown job %q%s", where, a.ID, c.suggest(a.ID, c.p.jobNames()))
 	}
 }

@@ -21,6 +21,7 @@ func (c *compiler) check() {
 	p.checkHeader(c)
 	p.LLM.check(c)
 	p.Voice.check(c)
+	c.index()
 	c.roles()
 	for i := range p.Templates {
 		p.Templates[i].check(c)
@@ -100,6 +101,21 @@ func (l *LLMConfig) check(c *compiler) {
 func (v *VoiceConfig) check(c *compiler) {
 	if v.WordsPerMinute < 0 {
 		c.errorf(c.p.Pos, "voice.words_per_minute must be positive")
+	}
+}
+
+// index builds the lookups by name before anything refers to them.
+func (c *compiler) index() {
+	p := c.p
+	p.tools, p.jobs, p.tpls = map[string]int{}, map[string]int{}, map[string]int{}
+	for i := range p.Tools {
+		p.tools[p.Tools[i].Name] = i
+	}
+	for i := range p.Jobs {
+		p.jobs[p.Jobs[i].ID] = i
+	}
+	for i := range p.Templates {
+		p.tpls[p.Templates[i].ID] = i
 	}
 }
 
@@ -287,7 +303,8 @@ func (j *Job) check(c *compiler) {
 }
 
 func (ph *Phase) check(c *compiler, i int) {
-	if _, ok := c.p.Job(ph.Job); !ok {
+	var ok bool
+	if ph.job, ok = c.p.Job(ph.Job); !ok {
 		c.errorf(ph.Pos, "phase %d: unknown job %q%s", i+1, ph.Job, c.suggest(ph.Job, c.p.jobNames()))
 	}
 }

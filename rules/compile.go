@@ -367,6 +367,14 @@ func (p *Pack) RoleIDs() []string {
 }
 
 // Role returns the role with id.
+// RoleIndex is the index of role id in Roles, or -1.
+func (p *Pack) RoleIndex(id string) int {
+	if i, ok := p.roles[id]; ok {
+		return i
+	}
+	return -1
+}
+
 func (p *Pack) Role(id string) (*Role, bool) {
 	i, ok := p.roles[id]
 	if !ok {

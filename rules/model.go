@@ -58,6 +58,9 @@ type Pack struct {
 	FS     fs.FS  `yaml:"-"` // the pack folder, for sibling files
 	Hash   string `yaml:"-"` // sha256 over every file the pack was read from
 	roles  map[string]int
+	tools  map[string]int
+	jobs   map[string]int
+	tpls   map[string]int
 	env    *envSpec
 	ruleOn map[Trigger][]*Rule
 	// Scripts runs the pack's scripts/*.js; nil when there are none.

@@ -215,7 +215,12 @@ type Phase struct {
 	Job     string `yaml:"job"`
 	ForEach Value  `yaml:"for_each"`
 	Args    []Arg  `yaml:"args"`
+
+	job *Job
 }
+
+// Target is the job the phase runs.
+func (ph *Phase) Target() *Job { return ph.job }
 
 // Arg is a named expression passed to a job.
 type Arg struct {
@@ -228,30 +233,27 @@ func (a *Arg) setShorthand(d *decoder, n *yaml.Node) { a.Value.decodeNode(d, n) 
 
 // Template returns the named template.
 func (p *Pack) Template(id string) (*Template, bool) {
-	for i := range p.Templates {
-		if p.Templates[i].ID == id {
-			return &p.Templates[i].Text, true
-		}
+	i, ok := p.tpls[id]
+	if !ok {
+		return nil, false
 	}
-	return nil, false
+	return &p.Templates[i].Text, true
 }
 
 // Tool returns the named tool.
 func (p *Pack) Tool(name string) (*Tool, bool) {
-	for i := range p.Tools {
-		if p.Tools[i].Name == name {
-			return &p.Tools[i], true
-		}
+	i, ok := p.tools[name]
+	if !ok {
+		return nil, false
 	}
-	return nil, false
+	return &p.Tools[i], true
 }
 
 // Job returns the named job.
 func (p *Pack) Job(id string) (*Job, bool) {
-	for i := range p.Jobs {
-		if p.Jobs[i].ID == id {
-			return &p.Jobs[i], true
-		}
+	i, ok := p.jobs[id]
+	if !ok {
+		return nil, false
 	}
-	return nil, false
+	return &p.Jobs[i], true
 }

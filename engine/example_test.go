@@ -1,0 +1,73 @@
+package engine_test
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules"
+)
+
+// A host's loop: take the next input (here only the clock, a candidate who
+// stays silent, a model that answers every request 600 ms later and a
+// voice that speaks every line in 2 s), check it, step the engine, act on
+// the effects. The panel's nudges follow its silence ladder; the BA's line
+// at 03:00 is the pack's hard anchor, its model text rewritten by the
+// role-fidelity guardrail.
+func Example() {
+	pack, err := rules.Load(os.DirFS("../scenarios/dayone"), ".")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	s := engine.New(pack, engine.Options{Seed: 1})
+	var pending []engine.Input // results the host owes the engine, in time order
+	var buf []engine.Effect
+	for !s.Ended() {
+		deadline, ok := s.NextDeadline()
+		var in engine.Input
+		switch {
+		case len(pending) > 0 && (!ok || pending[0].T <= deadline):
+			in, pending = pending[0], pending[1:]
+		case ok && deadline > 200_000:
+			// The operator ends the example after the 03:00 anchor.
+			in = engine.Input{T: deadline, Type: engine.InputEnd, End: &engine.EndRequest{Reason: "example over"}}
+		case ok:
+			in = engine.Input{T: deadline, Type: engine.InputAdvance}
+		default:
+			return
+		}
+		if err := engine.CheckInput(pack, &in); err != nil {
+			fmt.Println("refused:", err)
+			return
+		}
+		// A real host appends in to the session's log here, before it
+		// is applied.
+		buf, err = s.Step(in, buf[:0])
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		for _, e := range buf {
+			switch e.Type {
+			case engine.EffectLLMRequest:
+				pending = append(pending, engine.Input{T: e.T + 600, Type: engine.InputLLMResult,
+					LLM: &engine.LLMResult{ID: e.ID, Text: "What would you test first?"}})
+			case engine.EffectAgentMessage:
+				fmt.Printf("%s %s: %.40s\n", rules.FormatClock(e.T), e.Agent, e.Text)
+				pending = append(pending, engine.Input{T: e.T + 2000, Type: engine.InputSpeechDone,
+					Speech: &engine.SpeechDone{ID: e.ID}})
+			case engine.EffectSessionEnd:
+				fmt.Printf("%s end: %s\n", rules.FormatClock(e.T), e.Reason)
+			}
+		}
+	}
+	// Output:
+	// 00:00.6 qa: What would you test first?
+	// 00:15.2 qa: What would you test first?
+	// 01:00.6 tech_lead: What would you test first?
+	// 01:15.2 tech_lead: What would you test first?
+	// 03:00.6 ba: What is the customer impact if we keep t
+	// 03:15.2 ba: What is the customer impact if we keep t
+	// 03:25.2 end: example over
+}

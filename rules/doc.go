@@ -1,0 +1,25 @@
+// Package rules reads rule packs: the YAML files, scripts and attachments
+// of a scenario, as authors write them, into a checked and compiled pack
+// every session of the engine shares.
+//
+// Loading is a pipeline, in the manner of expr's parse, check, compile:
+//
+//   - decode (decode.go): YAML nodes into the model types of model.go and
+//     panel.go, by reflection over their yaml tags, keeping every value's
+//     file:line:col. Settings that take one of a few words are typed enums
+//     (enum.go); actions are one interface with a type per kind
+//     (action.go); a rule's on: is a typed Trigger (trigger.go). YAML
+//     merge keys are expanded.
+//   - compile (compile.go): numeric defaults (compiler.defaults, the one
+//     place defaults are set: an enum's zero value is its default),
+//     constants resolved, every expression compiled against the typed
+//     environment of env.go, every script reference checked against the
+//     pack's scripts.
+//   - check (check.go): a method per section validates it and builds the
+//     indexes the engine reads (roles by id, rules by trigger).
+//
+// Every problem found on the way is collected into one ErrorList, sorted
+// by position, so an author fixes them all in one pass. A *Pack that Load
+// returns is immutable and safe to share between sessions and goroutines;
+// its Env (one per session) is not.
+package rules
