@@ -246,12 +246,20 @@ func (s *Session) fire(tm timer) {
 // if an end rule holds, start or release the next turn, or let an open
 // window take the free floor.
 func (s *Session) settle() {
-	for range maxSettle {
-		if s.ended || !s.settleOnce() {
-			return
+	if !converge(maxSettle, func() bool { return !s.ended && s.settleOnce() }) {
+		s.emit(Effect{Type: EffectEngineError, Reason: fmt.Sprintf("settle: still making progress after %d passes; a pack rule is looping", maxSettle)})
+	}
+}
+
+// converge runs step until it reports no more progress, at most max
+// times; it reports whether it got there.
+func converge(max int, step func() bool) bool {
+	for range max {
+		if !step() {
+			return true
 		}
 	}
-	s.emit(Effect{Type: EffectEngineError, Reason: fmt.Sprintf("settle: still making progress after %d passes; a pack rule is looping", maxSettle)})
+	return false
 }
 
 // settleOnce makes one step of progress and reports whether another may

@@ -270,6 +270,11 @@ func FuzzStepModes(f *testing.F) {
 			t.Fatalf("%s refused the events: %v", name, err)
 		}
 		want := recordEffects(jump.Records)
+		for _, r := range jump.Records {
+			if r.Type == engine.EffectEngineError {
+				t.Fatalf("%s: %s", name, r.Reason)
+			}
+		}
 
 		opt.StepMS = p.Tick.MS
 		tick, err := dryrun.Run(p, opt)

@@ -218,6 +218,13 @@ func (c *Case) run(p *rules.Pack, opt Options) (updated bool, err error) {
 	}
 	recs := res.Records
 	var errs []error
+	for i := range recs {
+		// The engine saying it had to stop itself fails every case, whatever
+		// the case expects.
+		if recs[i].Type == engine.EffectEngineError {
+			errs = append(errs, fmt.Errorf("engine error: %s", dryrun.TextLine(&recs[i])))
+		}
+	}
 	pos := 0
 	for i := range c.Expect {
 		m := &c.Expect[i]
