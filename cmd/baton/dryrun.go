@@ -88,7 +88,7 @@ func cmdDryrun(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return err
 		}
-		opt.Model = dryrun.RealModel(ctx, &llm.Turns{Model: llm.WithPolicy(m, llm.PolicyFor(p), llm.Sleep)})
+		opt.Model = llm.ForPack(m, p, nil)
 	case *baseURL != "" || *model != "":
 		return fmt.Errorf("-base-url and -model go with -llm gemini")
 	case *llmFile != "":
@@ -103,7 +103,7 @@ func cmdDryrun(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	start := time.Now()
-	res, err := dryrun.Run(p, opt)
+	res, err := dryrun.RunContext(ctx, p, opt)
 	if err != nil {
 		return err
 	}

@@ -112,9 +112,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Logger: logger, MaxMessageBytes: *maxMsg, EventRate: *rate, EventBurst: *burst, SendQueue: *sendQueue,
 		MaxOpenLogs: *maxOpen, NoSync: *noSync, LazySync: *syncMode == "external",
 	}
-	cfg.LLM = service.NewFakeLLMFactory(cfg.Clock, latency, replies)
+	cfg.Model = service.SimModel(latency, replies)
 	if real != nil {
-		cfg.LLM = service.NewModelLLMFactory(real)
+		cfg.Model = service.RealModel(real)
 	}
 	if *noSync {
 		logger.Warn("fsync disabled: a crash can lose acknowledged input")

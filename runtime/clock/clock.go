@@ -1,11 +1,23 @@
 // Package clock is the service's only source of time. Production code uses
 // Real; tests use a Fake that moves only when told to, so a ten-minute
-// interview, a webhook's 1 s and 2 s backoff or a recovery after downtime
-// can be tested without sleeping and without timing assertions.
+// interview, a webhook's 1 s and 2 s backoff, a model call's retries and
+// budgets, or a recovery after downtime can be tested without sleeping and
+// without timing assertions.
+//
+// Everything that decides what a session does or reports runs on the
+// injected clock: engine time, simulated speech and model latency, model
+// retries and their time budgets, webhook retries, and every latency the
+// server measures. Only transport liveness stays on the kernel's clock:
+// socket read and write deadlines, WebSocket keepalive pings and the
+// handshake timeout, the bound on one webhook POST, the few seconds a
+// client waits for room in a swamped session's inbox, and the shutdown
+// grace. Those guard against stuck peers, sockets and goroutines, not
+// anything a session does.
 package clock
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -18,6 +30,10 @@ type Clock interface {
 	Now() time.Time
 	// NewTimer returns a timer that fires once, d from now.
 	NewTimer(d time.Duration) Timer
+	// WithTimeout is context.WithTimeout on this clock: the context's
+	// deadline is d from Now, and it ends with context.DeadlineExceeded
+	// when this clock reaches it.
+	WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc)
 }
 
 // Timer is a one-shot timer, like *time.Timer with Go 1.23 semantics: after
@@ -54,6 +70,10 @@ func (realClock) Now() time.Time { return time.Now() }
 
 func (realClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
 
+func (realClock) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, d)
+}
+
 type realTimer struct{ t *time.Timer }
 
 func (r realTimer) C() <-chan time.Time   { return r.t.C }
@@ -89,6 +109,53 @@ func (f *Fake) NewTimer(d time.Duration) Timer {
 	t := &fakeTimer{f: f, c: make(chan time.Time, 1)}
 	t.Reset(d)
 	return t
+}
+
+// WithTimeout returns a context that ends with context.DeadlineExceeded
+// once the fake clock reaches d from now (or when parent ends first).
+func (f *Fake) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	dc := &deadlineCtx{Context: ctx, deadline: f.Now().Add(d)}
+	t := f.NewTimer(d)
+	stop := make(chan struct{})
+	var once sync.Once
+	go func() {
+		defer t.Stop()
+		select {
+		case <-t.C():
+			cancel(context.DeadlineExceeded)
+		case <-stop:
+		case <-ctx.Done():
+		}
+	}()
+	return dc, func() {
+		cancel(context.Canceled)
+		once.Do(func() { close(stop) })
+	}
+}
+
+// deadlineCtx carries a deadline on a clock other than the kernel's, which
+// context.WithDeadline cannot express.
+type deadlineCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c *deadlineCtx) Deadline() (time.Time, bool) {
+	if d, ok := c.Context.Deadline(); ok && d.Before(c.deadline) {
+		return d, true
+	}
+	return c.deadline, true
+}
+
+// Err reports DeadlineExceeded, as context.WithDeadline does, when it was
+// the deadline that ended the context.
+func (c *deadlineCtx) Err() error {
+	err := c.Context.Err()
+	if err != nil && errors.Is(context.Cause(c.Context), context.DeadlineExceeded) {
+		return context.DeadlineExceeded
+	}
+	return err
 }
 
 // Advance moves the clock forward by d, firing due timers in order.

@@ -2,6 +2,7 @@ package clock
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -87,5 +88,54 @@ func TestSleepAndWaitFor(t *testing.T) {
 	}
 	if err := Sleep(context.Background(), Real(), time.Millisecond); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestFakeWithTimeout(t *testing.T) {
+	f := NewFake(t0)
+	ctx, cancel := f.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if dl, ok := ctx.Deadline(); !ok || !dl.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("deadline %v %v", dl, ok)
+	}
+	f.Advance(59 * time.Second)
+	select {
+	case <-ctx.Done():
+		t.Fatal("ended before its deadline")
+	case <-time.After(10 * time.Millisecond):
+	}
+	f.Advance(time.Second)
+	<-ctx.Done()
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("err %v, want deadline exceeded", ctx.Err())
+	}
+	// A child inherits the end, and the earlier of two deadlines.
+	outer, cancelOuter := f.WithTimeout(context.Background(), time.Second)
+	inner, cancelInner := f.WithTimeout(outer, time.Hour)
+	if dl, _ := inner.Deadline(); !dl.Equal(f.Now().Add(time.Second)) {
+		t.Fatalf("inner deadline %v", dl)
+	}
+	cancelOuter()
+	<-inner.Done()
+	if !errors.Is(inner.Err(), context.Canceled) {
+		t.Fatalf("inner err %v, want canceled", inner.Err())
+	}
+	cancelInner()
+	// The timers of finished contexts are stopped (by their goroutines).
+	for deadline := time.Now().Add(10 * time.Second); len(f.Armed()) > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timers left armed: %v", f.Armed())
+		}
+	}
+}
+
+func TestSleepHonorsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Sleep(ctx, Real(), time.Hour); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep on canceled ctx = %v", err)
+	}
+	if err := Sleep(context.Background(), Real(), 0); err != nil {
+		t.Fatalf("Sleep(0) = %v", err)
 	}
 }

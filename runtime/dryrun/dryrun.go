@@ -23,9 +23,10 @@ type Options struct {
 	// Replies script the LLM; unmatched calls use the pack's lines.
 	Replies []fake.Reply
 	// Model, when set, answers instead of the scripted LLM (a real model
-	// through runtime/llm, say). Its results are in Result.Inputs, so the
-	// run can be replayed offline.
-	Model Model
+	// through llm.Turns, say): its Answer.After becomes the simulated
+	// delay. Its results are in Result.Inputs, so the run can be replayed
+	// offline.
+	Model llm.Answerer
 	// Seed seeds the pack scripts' Math.random.
 	Seed uint64
 	// StepMS, if positive, advances the clock in fixed steps instead of
@@ -59,27 +60,6 @@ type Step struct {
 	Err     error
 }
 
-// Model answers llm_request effects. ok=false means the call never answers
-// (the engine's timeout then fires). delay is when the answer arrives, in
-// simulated ms after the request.
-type Model interface {
-	Answer(id string, req *engine.LLMRequest) (res engine.LLMResult, delay int64, ok bool)
-}
-
-// RealModel adapts a live model to the simulated clock: each call is made
-// for real, and its measured latency becomes its simulated delay.
-func RealModel(ctx context.Context, t *llm.Turns) Model { return realModel{ctx, t} }
-
-type realModel struct {
-	ctx context.Context
-	t   *llm.Turns
-}
-
-func (m realModel) Answer(id string, req *engine.LLMRequest) (engine.LLMResult, int64, bool) {
-	res, took := m.t.Answer(m.ctx, id, req)
-	return res, took.Milliseconds(), true
-}
-
 type pending struct {
 	in  engine.Input
 	seq int
@@ -87,14 +67,20 @@ type pending struct {
 
 // Run plays a session of p to its end.
 func Run(p *rules.Pack, opt Options) (*Result, error) {
+	return RunContext(context.Background(), p, opt)
+}
+
+// RunContext is Run with a context for the model's calls.
+func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error) {
 	if opt.StepMS > p.Tick.MS {
 		return nil, fmt.Errorf("step %dms is coarser than the pack's tick (%dms)", opt.StepMS, p.Tick.MS)
 	}
-	var model Model = fake.NewLLM(p, opt.Replies)
+	var model llm.Answerer = fake.NewLLM(p, opt.Replies, -1)
 	if opt.Model != nil {
 		model = opt.Model
 	}
 	h := &host{
+		ctx:   ctx,
 		s:     engine.New(p, engine.Options{Seed: opt.Seed}),
 		llm:   model,
 		voice: fake.NewVoice(p),
@@ -154,8 +140,9 @@ func Run(p *rules.Pack, opt Options) (*Result, error) {
 }
 
 type host struct {
+	ctx   context.Context
 	s     *engine.Session
-	llm   Model
+	llm   llm.Answerer
 	voice *fake.Voice
 	queue []pending
 	seq   int
@@ -192,9 +179,10 @@ func (h *host) step(in engine.Input) error {
 		rec := Record{Effect: e}
 		switch e.Type {
 		case engine.EffectLLMRequest:
-			res, delay, ok := h.llm.Answer(e.ID, e.Request)
-			if ok {
-				h.push(engine.Input{T: e.T + delay, Type: engine.InputLLMResult, LLM: &res})
+			a := h.llm.Answer(h.ctx, e.ID, e.Request)
+			if !a.Never {
+				a.Result.ID = e.ID
+				h.push(engine.Input{T: e.T + a.After.Milliseconds(), Type: engine.InputLLMResult, LLM: &a.Result})
 			}
 		case engine.EffectAgentMessage:
 			rec.SpeechMS = h.voice.Duration(e.Agent, e.Text)

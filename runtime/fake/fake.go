@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -19,6 +20,7 @@ import (
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/rules/text"
+	"github.com/batonhq/baton/runtime/llm"
 	"github.com/batonhq/baton/runtime/voice"
 )
 
@@ -95,28 +97,60 @@ func ReadReplies(r io.Reader) ([]Reply, error) {
 }
 
 // LLM answers llm_request effects from a script, then from the pack's
-// role lines in rotation. It is per session and not safe for concurrent use.
+// role lines in rotation, each after the pack's dry-run latency. It is per
+// session: its answers depend on the calls before (Warm replays them).
 type LLM struct {
-	pack    *rules.Pack
-	script  []Reply
-	calls   int
-	rotate  map[string]int
-	latency int64
+	pack *rules.Pack
+	// latency, when not negative, replaces every answer's delay.
+	latency time.Duration
+
+	mu     sync.Mutex
+	script []Reply
+	calls  int
+	rotate map[string]int
 }
 
-// NewLLM makes a scripted LLM for pack p.
-func NewLLM(p *rules.Pack, script []Reply) *LLM {
+var (
+	_ llm.Answerer = (*LLM)(nil)
+	_ llm.Warmer   = (*LLM)(nil)
+)
+
+// NewLLM makes the scripted LLM of pack p. A latency that is not negative
+// replaces every answer's delay (the pack's dry-run latency and the
+// script's delay_ms); negative keeps them.
+func NewLLM(p *rules.Pack, script []Reply, latency time.Duration) *LLM {
 	s := make([]Reply, len(script))
 	copy(s, script)
-	return &LLM{pack: p, script: s, rotate: map[string]int{}, latency: p.DryRun.LLMLatency.MS}
+	return &LLM{pack: p, script: s, rotate: map[string]int{}, latency: latency}
 }
 
-// Answer returns the result for a request and its delay in ms; ok is false
+// Answer implements llm.Answerer. It answers at once; After says when the
+// answer is due.
+func (f *LLM) Answer(_ context.Context, id string, req *engine.LLMRequest) llm.Answer {
+	f.mu.Lock()
+	res, delay, ok := f.answer(id, req)
+	f.mu.Unlock()
+	a := llm.Answer{Result: res, After: time.Duration(delay) * time.Millisecond, Never: !ok}
+	if f.latency >= 0 {
+		a.After = f.latency.Truncate(time.Millisecond)
+	}
+	return a
+}
+
+// Warm implements llm.Warmer: it replays the call so the rotation of lines
+// and the script's call count match.
+func (f *LLM) Warm(id string, req *engine.LLMRequest) {
+	f.mu.Lock()
+	f.answer(id, req)
+	f.mu.Unlock()
+}
+
+// answer returns the result for a request and its delay in ms; ok is false
 // when the script says the call never answers.
-func (f *LLM) Answer(id string, req *engine.LLMRequest) (res engine.LLMResult, delay int64, ok bool) {
+func (f *LLM) answer(id string, req *engine.LLMRequest) (res engine.LLMResult, delay int64, ok bool) {
 	f.calls++
 	res.ID = id
-	delay = f.latency
+	delay = f.pack.DryRun.LLMLatency.MS
 	for i := range f.script {
 		r := &f.script[i]
 		if r.used || !r.matches(f.calls, req) {

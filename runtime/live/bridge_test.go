@@ -162,7 +162,7 @@ func TestHotSeatOverLiveSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := engine.New(p, engine.Options{VoiceMode: "live"})
-	model := fake.NewLLM(p, nil)
+	model := fake.NewLLM(p, nil, -1)
 	conn := &connector{}
 	inputs := make(chan engine.Input, 1024)
 	b := &live.Bridge{Connector: conn, Deliver: func(in engine.Input) { inputs <- in }}
@@ -187,8 +187,8 @@ func TestHotSeatOverLiveSessions(t *testing.T) {
 		for _, e := range out {
 			all = append(all, e)
 			if e.Type == engine.EffectLLMRequest {
-				res, _, _ := model.Answer(e.ID, e.Request)
-				pending = append(pending, engine.Input{Type: engine.InputLLMResult, LLM: &res})
+				a := model.Answer(ctx, e.ID, e.Request)
+				pending = append(pending, engine.Input{Type: engine.InputLLMResult, LLM: &a.Result})
 			}
 			if err := b.Handle(ctx, e); err != nil {
 				t.Fatalf("bridge: %v", err)

@@ -1,11 +1,14 @@
 // Package llm holds Baton's provider-neutral model adapter types.
 //
 // The engine never talks to a model SDK: it emits an llm_request effect and
-// later receives an llm_result input. The host turns the effect into a
-// [Request] with [FromTurn], calls a [Model] (usually wrapped in
-// [WithPolicy]), parses the text with [ParseReply] and reports failures with
-// [AsAdapterError]. Nothing here imports a vendor SDK, so dry runs, replays
-// and tests can use fakes that satisfy [Model] without network access.
+// later receives an llm_result input. A host hands each request to an
+// [Answerer], the one interface for answering it: the pack's simulated
+// model, or [Turns] for a real [Model] (a provider such as
+// runtime/llm/gemini). Turns turns the effect into a [Request] with
+// [FromTurn], calls the Model under the pack's [RetryPolicy] ([ForPack],
+// [WithPolicy]) on the host's clock, parses the text with [ParseReply] and
+// reports failures with [AsAdapterError]. Nothing here imports a vendor
+// SDK, so tests can use fakes that satisfy [Model] without network access.
 package llm
 
 import (

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/batonhq/baton/runtime/clock"
 )
 
 // RetryPolicy bounds how long and how often a turn's generation is tried.
@@ -49,49 +51,33 @@ func (p RetryPolicy) backoff(n int) time.Duration {
 	return p.Backoff[min(n-1, len(p.Backoff)-1)]
 }
 
-// Sleep waits for d or until ctx is done. It is the sleep WithPolicy uses
-// when given nil.
-func Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // WithPolicy wraps m so each Generate call retries retryable failures
 // (rate_limit, server, network, and a timeout of a single attempt) per p.
-// sleep performs the backoff waits; tests inject one that records the
-// durations instead of sleeping. A nil sleep uses Sleep.
+// Backoff waits, the per-call timeout and the total budget all run on c
+// (nil: the real clock), so a host with an injected clock sees every wait.
 //
 // The wrapper holds no mutable state, so it is as concurrency-safe as m and
 // adds no locks to the call path.
-func WithPolicy(m Model, p RetryPolicy, sleep func(ctx context.Context, d time.Duration) error) Model {
-	if sleep == nil {
-		sleep = Sleep
+func WithPolicy(m Model, p RetryPolicy, c clock.Clock) Model {
+	if c == nil {
+		c = clock.Real()
 	}
 	// Copy Backoff so a caller mutating its slice cannot change a live policy.
 	p.Backoff = append([]time.Duration(nil), p.Backoff...)
-	return &retrying{next: m, p: p, sleep: sleep}
+	return &retrying{next: m, p: p, clock: c}
 }
 
 type retrying struct {
 	next  Model
 	p     RetryPolicy
-	sleep func(ctx context.Context, d time.Duration) error
+	clock clock.Clock
 }
 
 func (r *retrying) Generate(ctx context.Context, req Request) (Response, error) {
 	budget := ctx
 	if r.p.Total > 0 {
 		var cancel context.CancelFunc
-		budget, cancel = context.WithTimeout(ctx, r.p.Total)
+		budget, cancel = r.clock.WithTimeout(ctx, r.p.Total)
 		defer cancel()
 	}
 	maxAttempts := r.p.attempts()
@@ -106,10 +92,10 @@ func (r *retrying) Generate(ctx context.Context, req Request) (Response, error) 
 		wait := r.p.backoff(n)
 		// Sleeping into an already doomed budget only delays the fallback
 		// line the engine will say anyway.
-		if dl, ok := budget.Deadline(); ok && time.Until(dl) <= wait {
+		if dl, ok := budget.Deadline(); ok && dl.Sub(r.clock.Now()) <= wait {
 			return Response{}, giveUp(err, n, fmt.Sprintf("total budget %v leaves no room for a %v backoff", r.p.Total, wait))
 		}
-		if serr := r.sleep(budget, wait); serr != nil {
+		if serr := clock.Sleep(budget, r.clock, wait); serr != nil {
 			return Response{}, giveUp(r.contextError(ctx, budget, err), n, "")
 		}
 	}
@@ -122,7 +108,7 @@ func (r *retrying) attempt(ctx, budget context.Context, req Request) (Response, 
 	call := budget
 	if r.p.PerCallTimeout > 0 {
 		var cancel context.CancelFunc
-		call, cancel = context.WithTimeout(budget, r.p.PerCallTimeout)
+		call, cancel = r.clock.WithTimeout(budget, r.p.PerCallTimeout)
 		defer cancel()
 	}
 	resp, err := r.next.Generate(call, req)

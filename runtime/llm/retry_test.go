@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton/runtime/clock"
 )
 
 // step is one scripted attempt: return err (or a response when nil), or
@@ -42,22 +44,40 @@ func (s *scripted) Generate(ctx context.Context, _ Request) (Response, error) {
 	return Response{Text: st.text}, nil
 }
 
+// sleepRecorder is the real clock except for timers, which only backoff
+// waits use: each is recorded and fires at once. Timeouts stay real.
 type sleepRecorder struct {
+	clock.Clock
 	slept []time.Duration
-	// fail, when set, is returned by the n-th sleep (1-based) after calling
-	// cancel, to simulate the caller giving up during a backoff.
+	// failAt, when set, makes the n-th wait (1-based) call cancel and never
+	// fire, to simulate the caller giving up during a backoff.
 	failAt int
 	cancel context.CancelFunc
+	// t, when set, fails the test on any wait.
+	t *testing.T
 }
 
-func (r *sleepRecorder) sleep(ctx context.Context, d time.Duration) error {
+func newRecorder() *sleepRecorder { return &sleepRecorder{Clock: clock.Real()} }
+
+func (r *sleepRecorder) NewTimer(d time.Duration) clock.Timer {
+	if r.t != nil {
+		r.t.Errorf("waited %v", d)
+	}
 	r.slept = append(r.slept, d)
+	t := firedTimer(make(chan time.Time, 1))
 	if r.failAt == len(r.slept) {
 		r.cancel()
-		return ctx.Err()
+		return t
 	}
-	return nil
+	t <- time.Time{}
+	return t
 }
+
+type firedTimer chan time.Time
+
+func (t firedTimer) C() <-chan time.Time { return t }
+func (firedTimer) Reset(time.Duration)   {}
+func (firedTimer) Stop() bool            { return false }
 
 func errKind(k Kind, status int) *Error {
 	return &Error{Kind: k, Status: status, Message: string(k), Retryable: DefaultRetryable(k)}
@@ -171,7 +191,7 @@ func TestWithPolicy(t *testing.T) {
 			policy:    RetryPolicy{MaxAttempts: 2},
 			steps:     []step{{err: errKind(KindServer, 500)}, {text: "again"}},
 			wantCalls: 2,
-			wantSleep: []time.Duration{0},
+			wantSleep: nil, // a zero backoff arms no timer
 			wantText:  "again",
 		},
 		{
@@ -196,7 +216,7 @@ func TestWithPolicy(t *testing.T) {
 			policy:    RetryPolicy{MaxAttempts: 2, PerCallTimeout: time.Millisecond},
 			steps:     []step{{block: true}, {block: true}},
 			wantCalls: 2,
-			wantSleep: []time.Duration{0},
+			wantSleep: nil, // a zero backoff arms no timer
 			wantKind:  KindTimeout,
 			wantMsg:   "per-call timeout",
 		},
@@ -223,8 +243,9 @@ func TestWithPolicy(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			model := &scripted{steps: tt.steps}
-			rec := &sleepRecorder{failAt: tt.failSleep, cancel: cancel}
-			resp, err := WithPolicy(model, tt.policy, rec.sleep).Generate(ctx, Request{})
+			rec := newRecorder()
+			rec.failAt, rec.cancel = tt.failSleep, cancel
+			resp, err := WithPolicy(model, tt.policy, rec).Generate(ctx, Request{})
 
 			if got := int(model.calls.Load()); got != tt.wantCalls {
 				t.Errorf("calls = %d, want %d", got, tt.wantCalls)
@@ -272,10 +293,9 @@ func TestWithPolicyCallerAlreadyCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	model := &scripted{steps: []step{{block: true}, {text: "never"}}}
-	_, err := WithPolicy(model, DefaultRetryPolicy(), func(context.Context, time.Duration) error {
-		t.Error("slept after cancellation")
-		return nil
-	}).Generate(ctx, Request{})
+	rec := newRecorder()
+	rec.t = t
+	_, err := WithPolicy(model, DefaultRetryPolicy(), rec).Generate(ctx, Request{})
 	if e := Classify(err); e == nil || e.Kind != KindCanceled {
 		t.Fatalf("err = %v, want canceled", err)
 	}
@@ -286,26 +306,14 @@ func TestWithPolicyCallerAlreadyCanceled(t *testing.T) {
 
 func TestWithPolicyCopiesBackoff(t *testing.T) {
 	backoff := []time.Duration{time.Second}
-	var slept []time.Duration
+	rec := newRecorder()
 	m := WithPolicy(&scripted{steps: []step{{err: errKind(KindServer, 500)}, {text: "ok"}}},
-		RetryPolicy{MaxAttempts: 2, Backoff: backoff},
-		func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil })
+		RetryPolicy{MaxAttempts: 2, Backoff: backoff}, rec)
 	backoff[0] = time.Hour
 	if _, err := m.Generate(context.Background(), Request{}); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(slept, []time.Duration{time.Second}) {
-		t.Fatalf("slept %v: policy shares the caller's slice", slept)
-	}
-}
-
-func TestSleepHonorsContext(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Sleep on canceled ctx = %v", err)
-	}
-	if err := Sleep(context.Background(), 0); err != nil {
-		t.Fatalf("Sleep(0) = %v", err)
+	if !reflect.DeepEqual(rec.slept, []time.Duration{time.Second}) {
+		t.Fatalf("slept %v: policy shares the caller's slice", rec.slept)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/clock"
 )
 
 // PolicyFor is the pack's declared failure policy: the whole budget of a
@@ -24,27 +25,34 @@ func PolicyFor(p *rules.Pack) RetryPolicy {
 	return pol
 }
 
-// Turns answers engine llm_request effects with a Model. It is safe for
-// concurrent use when the Model is.
+// Turns is the Answerer for a real Model: it turns each request into a
+// generation call and its response into the engine's result. It is safe
+// for concurrent use when the Model is.
 type Turns struct {
 	Model Model
-	// Now measures latency; nil means time.Now.
-	Now func() time.Time
+	// Clock measures how long a call took (nil: the real clock).
+	Clock clock.Clock
 }
 
-// Answer performs one request and returns the engine input payload and how
-// long it took. Failures come back inside the result (Err), never as a Go
-// error: for the engine a failed call is just another input.
-func (t *Turns) Answer(ctx context.Context, id string, req *engine.LLMRequest) (engine.LLMResult, time.Duration) {
-	now := t.Now
-	if now == nil {
-		now = time.Now
+var _ Answerer = (*Turns)(nil)
+
+// ForPack answers with m under p's declared failure policy (PolicyFor),
+// waiting and timing out on c (nil: the real clock).
+func ForPack(m Model, p *rules.Pack, c clock.Clock) *Turns {
+	return &Turns{Model: WithPolicy(m, PolicyFor(p), c), Clock: c}
+}
+
+// Answer performs one request; After is how long it took.
+func (t *Turns) Answer(ctx context.Context, id string, req *engine.LLMRequest) Answer {
+	c := t.Clock
+	if c == nil {
+		c = clock.Real()
 	}
-	start := now()
+	start := c.Now()
 	resp, err := t.Model.Generate(ctx, FromTurn(req))
-	elapsed := now().Sub(start)
+	elapsed := c.Now().Sub(start)
 	if err != nil {
-		return engine.LLMResult{ID: id, Err: AsAdapterError(err)}, elapsed
+		return Answer{Result: engine.LLMResult{ID: id, Err: AsAdapterError(err)}, After: elapsed}
 	}
 	res := engine.LLMResult{ID: id}
 	if req.Job != "" {
@@ -57,5 +65,5 @@ func (t *Turns) Answer(ctx context.Context, id string, req *engine.LLMRequest) (
 	for _, c := range resp.ToolCalls {
 		res.ToolCalls = append(res.ToolCalls, engine.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
 	}
-	return res, elapsed
+	return Answer{Result: res, After: elapsed}
 }

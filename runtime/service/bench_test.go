@@ -41,7 +41,7 @@ func BenchmarkEventToFirstEffect(b *testing.B) {
 func BenchmarkIdleSessionMemory(b *testing.B) {
 	clk := clock.NewFake(epoch)
 	cfg := Config{DataDir: b.TempDir(), Dev: true, Logger: testLogger(), Clock: clk, MaxOpenLogs: DefaultMaxOpenLogs()}
-	cfg.LLM = NewFakeLLMFactory(clk, 0, nil)
+	cfg.Model = SimModel(0, nil)
 	h := startHarness(b, cfg, clk)
 	var before, after runtime.MemStats
 	runtime.GC()

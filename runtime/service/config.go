@@ -34,9 +34,9 @@ type Config struct {
 
 	// Clock is the server's time source (default: the real clock).
 	Clock clock.Clock
-	// LLM makes each session's LLM adapter (default: the pack's scripted
-	// fake with the pack's simulated latency).
-	LLM LLMFactory
+	// Model makes each session's model (default: SimModel(-1, nil), the
+	// pack's simulated model at the pack's dry-run latency).
+	Model ModelFactory
 	// Logger receives structured logs (default: slog.Default()).
 	Logger *slog.Logger
 	// HTTPClient posts webhooks (default: a client with a 5 s timeout).
@@ -121,8 +121,8 @@ func (c *Config) setDefaults() error {
 	setDefault(&c.WebhookTimeout, 5*time.Second)
 	setDefault(&c.LLMGrace, 2*time.Second)
 	setDefault(&c.InboxTimeout, 5*time.Second)
-	if c.LLM == nil {
-		c.LLM = NewFakeLLMFactory(c.Clock, -1, nil)
+	if c.Model == nil {
+		c.Model = SimModel(-1, nil)
 	}
 	return nil
 }

@@ -190,7 +190,7 @@ func (c *conn) readLoop() {
 			return
 		}
 		c.ws.SetReadDeadline(time.Now().Add(c.srv.cfg.PongWait))
-		read := time.Now()
+		read := c.srv.clock.Now()
 		data, err := io.ReadAll(io.LimitReader(r, soft+1))
 		if err != nil {
 			if errors.Is(err, websocket.ErrReadLimit) {

@@ -50,7 +50,7 @@ func newHarness(t testing.TB, opts ...func(*Config)) *harness {
 	t.Helper()
 	clk := clock.NewFake(epoch)
 	cfg := Config{DataDir: t.TempDir(), Dev: true, Clock: clk, Logger: testLogger(), EventRate: 1000, EventBurst: 1000}
-	cfg.LLM = NewFakeLLMFactory(clk, 0, nil)
+	cfg.Model = SimModel(0, nil)
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -200,7 +200,7 @@ func (srv *Server) handleHTTPStart(w http.ResponseWriter, r *http.Request) {
 // handleHTTPEvent is POST /sim/session/event (seed §5.2). It answers once
 // the event is logged and applied.
 func (srv *Server) handleHTTPEvent(w http.ResponseWriter, r *http.Request) {
-	read := time.Now()
+	read := srv.clock.Now()
 	data, pe := srv.readBody(w, r)
 	if pe != nil {
 		srv.replyErr(w, pe)

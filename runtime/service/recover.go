@@ -39,7 +39,7 @@ type RecoveryReport struct {
 // deadline and in order, interleaved with simulated speech ends, exactly
 // as if the server had been up and no client input had arrived.
 func (srv *Server) Recover(ctx context.Context) (*RecoveryReport, error) {
-	start := time.Now()
+	start := srv.clock.Now()
 	rep := &RecoveryReport{Truncated: map[string]string{}, Failed: map[string]string{}}
 	ids, err := srv.dir.Live()
 	if err != nil {
@@ -80,7 +80,7 @@ func (srv *Server) Recover(ctx context.Context) (*RecoveryReport, error) {
 	wg.Wait()
 	sort.Strings(rep.Resumed)
 	sort.Strings(rep.Finished)
-	rep.Duration = time.Since(start)
+	rep.Duration = srv.clock.Now().Sub(start)
 	srv.log.Info("recovery done", "resumed", len(rep.Resumed), "finished", len(rep.Finished),
 		"failed", len(rep.Failed), "truncated", len(rep.Truncated), "took", rep.Duration)
 	if err := ctx.Err(); err != nil {

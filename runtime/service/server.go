@@ -274,6 +274,7 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	if err != nil {
 		return nil, perr(CodeBadPack, "%v", err)
 	}
+	model := srv.cfg.Model(sp.sessionID, p, srv.clock)
 	host, _ := json.Marshal(sp.host)
 	now := srv.clock.Now()
 	hdr := wal.Header{Engine: engine.Version, Pack: p.Name, PackRef: sp.packRef, PackHash: p.Hash, Options: engine.Options{Seed: uint64(sp.seed)},
@@ -289,8 +290,7 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 		return nil, perr(CodeStorage, "could not create the session log: %v", err)
 	}
 	s := newSession(srv, hdr, sp.host, p)
-	s.wl, s.eng, s.base = wl, engine.New(p, hdr.Options), now
-	s.llm = srv.cfg.LLM(s.id, p)
+	s.wl, s.eng, s.base, s.model = wl, engine.New(p, hdr.Options), now, model
 	// The ack goes out after the session is registered (so the client can
 	// resume it at once) and before the actor runs (so it precedes every
 	// effect).

@@ -16,6 +16,7 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/clock"
 	"github.com/batonhq/baton/runtime/fake"
+	"github.com/batonhq/baton/runtime/llm"
 	"github.com/batonhq/baton/runtime/wal"
 )
 
@@ -67,7 +68,7 @@ type session struct {
 	eng         *engine.Session
 	wl          *wal.Log
 	base        time.Time // clock reading at engine time 0
-	llm         LLM
+	model       llm.Answerer
 	pending     []engine.Input // host-made inputs due later, by T
 	inflight    map[string]context.CancelFunc
 	requests    map[string]*engine.LLMRequest
@@ -180,7 +181,8 @@ func (s *session) post(ctx context.Context, m any) *ProtoError {
 	if ok, pe := s.tryPost(m); ok || pe != nil {
 		return pe
 	}
-	// The inbox is full: the session is swamped. Wait for room, briefly.
+	// The inbox is full: the session is swamped. Wait for room, briefly,
+	// on the kernel's clock: this guards goroutines, not session time.
 	deadline := time.Now().Add(s.srv.cfg.InboxTimeout)
 	for wait := 50 * time.Microsecond; time.Now().Before(deadline); wait = min(2*wait, 5*time.Millisecond) {
 		select {
@@ -370,10 +372,10 @@ func (s *session) apply(in engine.Input, derivable bool, ack func(seq uint64, t 
 		s.srv.m.walErrors.Inc()
 		return fmt.Errorf("logging %s input: %w", in.Type, err)
 	}
-	start := time.Now()
+	start := s.srv.clock.Now()
 	var stepErr error
 	s.buf, stepErr = s.eng.Step(in, s.buf[:0])
-	s.srv.m.stepSeconds.Observe(time.Since(start).Seconds())
+	s.srv.m.stepSeconds.Observe(s.srv.clock.Now().Sub(start).Seconds())
 	s.srv.m.inputs.WithLabelValues(string(in.Type)).Inc()
 	if in.Type == engine.InputCandidate {
 		s.srv.m.events.WithLabelValues(in.Candidate.Type).Inc()
@@ -450,7 +452,7 @@ func (s *session) recordEffect(e *engine.Effect) EffectFrame {
 	}
 	s.srv.m.effects.WithLabelValues(string(e.Type)).Inc()
 	if !s.eventRead.IsZero() {
-		s.srv.m.eventToEffectSec.Observe(time.Since(s.eventRead).Seconds())
+		s.srv.m.eventToEffectSec.Observe(s.srv.clock.Now().Sub(s.eventRead).Seconds())
 		s.eventRead = time.Time{}
 	}
 	s.broadcast(mustJSON(fr))
@@ -492,22 +494,23 @@ func (s *session) broadcast(b []byte) {
 	}
 }
 
-// callLLM runs the adapter off the actor; the result comes back as a
+// callLLM runs the model off the actor; the result comes back as a
 // message and is stamped with its arrival time.
 func (s *session) callLLM(id string, req *engine.LLMRequest) {
+	clk := s.srv.clock
 	timeout := time.Duration(req.TimeoutMS)*time.Millisecond + s.srv.cfg.LLMGrace
-	ctx, cancel := context.WithTimeout(s.ctx, timeout)
+	ctx, cancel := clk.WithTimeout(s.ctx, timeout)
 	s.inflight[id] = cancel
 	s.srv.m.adapterInflight.Inc()
-	llm := s.llm
+	model := s.model
 	s.srv.wg.Add(1)
 	go func() {
 		defer s.srv.wg.Done()
 		defer cancel()
-		start := time.Now()
-		res := s.answer(ctx, llm, id, req)
+		start := clk.Now()
+		res := s.answer(ctx, model, id, req, start)
 		res.ID = id
-		s.srv.m.adapterSeconds.WithLabelValues("llm").Observe(time.Since(start).Seconds())
+		s.srv.m.adapterSeconds.WithLabelValues("llm").Observe(clk.Now().Sub(start).Seconds())
 		if res.Err != nil {
 			s.srv.m.adapterErrors.WithLabelValues("llm", errKind(res.Err.Kind)).Inc()
 		}
@@ -517,8 +520,10 @@ func (s *session) callLLM(id string, req *engine.LLMRequest) {
 	}()
 }
 
-// answer calls the adapter, turning a panic into an adapter error.
-func (s *session) answer(ctx context.Context, llm LLM, id string, req *engine.LLMRequest) (res engine.LLMResult) {
+// answer asks the model and returns its result once it is due on the
+// server's clock: a simulated model answers at once and says when, a real
+// one has already taken its time. A panic becomes an adapter error.
+func (s *session) answer(ctx context.Context, model llm.Answerer, id string, req *engine.LLMRequest, start time.Time) (res engine.LLMResult) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.srv.m.panics.WithLabelValues("adapter").Inc()
@@ -526,7 +531,18 @@ func (s *session) answer(ctx context.Context, llm LLM, id string, req *engine.LL
 			res = engine.LLMResult{ID: id, Err: &engine.AdapterError{Kind: "unknown", Message: "adapter panicked"}}
 		}
 	}()
-	return llm.Answer(ctx, id, req)
+	a := model.Answer(ctx, id, req)
+	if a.Never {
+		<-ctx.Done()
+		return engine.LLMResult{ID: id, Err: &engine.AdapterError{Kind: "timeout", Message: "no reply (scripted)"}}
+	}
+	clk := s.srv.clock
+	if wait := start.Add(a.After).Sub(clk.Now()); wait > 0 {
+		if err := clock.Sleep(ctx, clk, wait); err != nil {
+			return engine.LLMResult{ID: id, Err: &engine.AdapterError{Kind: "timeout", Message: err.Error()}}
+		}
+	}
+	return a.Result
 }
 
 // errKind keeps the metric's label set to the engine's documented kinds.
@@ -861,7 +877,7 @@ func (s *session) load(wl *wal.Log, rec *wal.Recovered, setBase bool) (err error
 	s.requests = map[string]*engine.LLMRequest{}
 	s.reqLog = nil
 	s.ended = false
-	s.llm = s.srv.cfg.LLM(s.id, s.pack)
+	s.model = s.srv.cfg.Model(s.id, s.pack, s.srv.clock)
 	s.replaying = true
 	res, err := wal.Replay(s.pack, rec, func(_ uint64, in *engine.Input, effects []engine.Effect, _ error) {
 		s.observeInput(in)
@@ -895,7 +911,7 @@ func (s *session) load(wl *wal.Log, rec *wal.Recovered, setBase bool) (err error
 	s.lastClientT = -1
 	// Requests answered in the log warm the adapter, in order; those
 	// still open are asked again (a late duplicate answer is dropped).
-	w, _ := s.llm.(Warmer)
+	w, _ := s.model.(llm.Warmer)
 	for _, r := range s.reqLog {
 		_, open := s.requests[r.id]
 		switch {

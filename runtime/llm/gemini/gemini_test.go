@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/batonhq/baton/runtime/internal/wiretest"
 
 	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/runtime/clock"
 	"github.com/batonhq/baton/runtime/llm"
 )
 
@@ -459,20 +461,35 @@ func TestRetryPolicyOverSDK(t *testing.T) {
 			wiretest.WriteJSON(w, 200, textResponse(map[string]any{"text": "finally"}))
 		}
 	})
-	var slept []time.Duration
-	m := llm.WithPolicy(f.model(t), llm.DefaultRetryPolicy(), func(_ context.Context, d time.Duration) error {
-		slept = append(slept, d)
-		return nil
-	})
-	resp, err := m.Generate(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}})
-	if err != nil {
-		t.Fatal(err)
+	// The backoffs wait on the policy's clock, here a fake one that the
+	// test moves past each wait.
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	m := llm.WithPolicy(f.model(t), llm.DefaultRetryPolicy(), clk)
+	type result struct {
+		resp llm.Response
+		err  error
 	}
-	if resp.Text != "finally" || f.hits() != 3 {
-		t.Fatalf("text %q after %d requests", resp.Text, f.hits())
+	done := make(chan result, 1)
+	go func() {
+		resp, err := m.Generate(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}})
+		done <- result{resp, err}
+	}()
+	for _, wait := range []time.Duration{time.Second, 2 * time.Second} {
+		want := clk.Now().Add(wait)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := clk.WaitFor(ctx, func(armed []time.Time) bool { return slices.ContainsFunc(armed, want.Equal) })
+		cancel()
+		if err != nil {
+			t.Fatalf("no %v backoff on the clock (armed: %v)", wait, clk.Armed())
+		}
+		clk.Advance(wait)
 	}
-	if !reflect.DeepEqual(slept, []time.Duration{time.Second, 2 * time.Second}) {
-		t.Fatalf("slept %v", slept)
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.resp.Text != "finally" || f.hits() != 3 {
+		t.Fatalf("text %q after %d requests", r.resp.Text, f.hits())
 	}
 }
 

@@ -1,0 +1,73 @@
+package service
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/runtime/llm"
+)
+
+// flaky fails its first call with a retryable server error, then answers.
+type flaky struct{ calls atomic.Int32 }
+
+func (f *flaky) Generate(context.Context, llm.Request) (llm.Response, error) {
+	if f.calls.Add(1) == 1 {
+		return llm.Response{}, llm.NewError(llm.KindServer, 503, nil, "overloaded")
+	}
+	return llm.Response{Text: "Retried: which log line shows the double charge?"}, nil
+}
+
+// TestModelRetryWaitsOnServerClock: a real model's backoff after a failed
+// call is a timer on the server's clock, so on a fake clock nothing
+// happens until the test moves it, and the answer is stamped a backoff
+// later.
+func TestModelRetryWaitsOnServerClock(t *testing.T) {
+	model := &flaky{}
+	h := newHarness(t, func(c *Config) { c.Model = RealModel(model) })
+	c := h.dial(nil)
+	c.send(startFrame("s", "retry"))
+	c.expectAck("s")
+
+	// Step the clock to the first model call.
+	var asked int64
+	for deadline := time.Now().Add(waitLimit); model.calls.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no model call")
+		}
+		st, ok := h.status("retry")
+		if !ok {
+			t.Fatal("session gone")
+		}
+		if st.Inflight > 0 || !st.HasWake || st.Wake <= st.Now {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		asked = st.Wake
+		h.clk.Advance(time.Duration(st.Wake-st.Now) * time.Millisecond)
+	}
+
+	// The pack's first backoff (1 s) waits on the fake clock.
+	backoff := h.clk.Now().Add(time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.clk.WaitFor(ctx, func(armed []time.Time) bool { return slices.ContainsFunc(armed, backoff.Equal) }); err != nil {
+		t.Fatalf("no backoff timer on the server's clock (armed: %v): the retry waits elsewhere", h.clk.Armed())
+	}
+	if n := model.calls.Load(); n != 1 {
+		t.Fatalf("%d calls before the backoff elapsed on the server's clock", n)
+	}
+	h.clk.Advance(time.Second)
+	m := c.waitFor("the retried answer", func(f *ServerFrame) bool {
+		return f.Type == FrameEffect && f.Effect.Type == engine.EffectAgentMessage && !f.Effect.Fallback
+	})
+	if m.Effect.Text != "Retried: which log line shows the double charge?" || model.calls.Load() != 2 {
+		t.Fatalf("after the backoff: %q, %d calls", m.Effect.Text, model.calls.Load())
+	}
+	if want := asked + 1000; m.Effect.T < want {
+		t.Fatalf("answer applied at %d ms, before the backoff ended at %d ms", m.Effect.T, want)
+	}
+}
