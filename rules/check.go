@@ -162,7 +162,7 @@ func (a *Anchor) check(c *compiler) {
 
 func (w *Window) check(c *compiler) {
 	c.id(w.Pos, "window", w.ID)
-	if !w.Close.IsSet() || w.Close.MS <= w.Open.MS {
+	if w.Open.ok() && w.Close.ok() && (!w.Close.IsSet() || w.Close.MS <= w.Open.MS) {
 		c.errorf(w.Pos, "window %s: close must be after open", w.ID)
 	}
 	c.within(w.Close, "window "+w.ID+" close")
@@ -210,7 +210,7 @@ func (t *TurnTaking) check(c *compiler) {
 	if !d.When.Set() {
 		return
 	}
-	if d.Max.MS <= 0 {
+	if d.Max.ok() && d.Max.MS <= 0 {
 		c.errorf(d.When.Pos, "turn_taking.defer needs a positive max")
 	}
 	if d.OnCap.Kind != "" || d.OnCap.Role != "" {
@@ -221,7 +221,7 @@ func (t *TurnTaking) check(c *compiler) {
 func (s *Silence) check(c *compiler) {
 	for i := range s.Steps {
 		st := &s.Steps[i]
-		if st.After.MS <= 0 {
+		if st.After.ok() && st.After.MS <= 0 {
 			c.errorf(st.Pos, "silence step %d needs a positive after", i+1)
 		}
 		if st.Action == SilenceSay {
@@ -377,7 +377,7 @@ func (c *compiler) hook(h *Hook, owner Pos, what string, allowed ...OnError) {
 	if !h.Script.Set() {
 		c.errorf(pos, "%s needs a script", what)
 	}
-	if !slices.Contains(allowed, h.OnError) {
+	if h.OnError != badEnum && !slices.Contains(allowed, h.OnError) {
 		words := make([]string, len(allowed))
 		for i, a := range allowed {
 			words[i] = a.String()
@@ -457,6 +457,14 @@ func (p *Pack) templateNames() []string {
 	out := make([]string, len(p.Templates))
 	for i := range p.Templates {
 		out[i] = p.Templates[i].ID
+	}
+	return out
+}
+
+func (p *Pack) constantNames() []string {
+	out := make([]string, len(p.Constants))
+	for i := range p.Constants {
+		out[i] = p.Constants[i].ID
 	}
 	return out
 }

@@ -289,9 +289,11 @@ func (c *compiler) resolveDuration(d *Duration) {
 	k, ok := c.constant(d.Ref)
 	switch {
 	case !ok:
-		c.errorf(d.Pos, "unknown constant %q", d.Ref)
+		c.errorf(d.Pos, "unknown constant %q%s", d.Ref, c.suggest(d.Ref, c.p.constantNames()))
+		d.broken = true
 	case !k.IsDuration:
 		c.errorf(d.Pos, "constant %q is not a duration (write it like 12s or 03:00)", d.Ref)
+		d.broken = true
 	default:
 		d.MS = k.Norm.(int64)
 	}

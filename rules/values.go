@@ -21,15 +21,22 @@ type Duration struct {
 	MS  int64
 	Ref string // constant name, resolved at compile
 	set bool
+	// broken marks a duration already reported as wrong, so checks of
+	// its value stay quiet instead of piling knock-on errors on it.
+	broken bool
 }
 
 // IsSet reports whether the duration was written in the pack.
 func (d Duration) IsSet() bool { return d.set }
 
+// ok reports whether the duration can be checked: not already reported.
+func (d Duration) ok() bool { return !d.broken }
+
 func (d *Duration) decodeNode(dec *decoder, n *yaml.Node) {
 	d.Pos = dec.pos(n)
 	if n.Kind != yaml.ScalarNode {
 		dec.errorf(n, "expected a duration, found %s", kindName(n))
+		d.broken = true
 		return
 	}
 	d.set = true
@@ -40,6 +47,7 @@ func (d *Duration) decodeNode(dec *decoder, n *yaml.Node) {
 	ms, err := ParseDuration(n.Value)
 	if err != nil {
 		dec.errorf(n, "%v", err)
+		d.broken = true
 		return
 	}
 	d.MS = ms
