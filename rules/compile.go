@@ -65,9 +65,6 @@ func (c *compiler) scripts() {
 			c.funcFile[fn] = f.Name
 		}
 	}
-	if !p.Scripting.Budget.IsSet() {
-		p.Scripting.Budget = Duration{MS: script.DefaultBudget.Milliseconds(), set: true}
-	}
 	if len(p.scriptFiles) == 0 || len(*c.errs) > 0 {
 		return
 	}
@@ -103,6 +100,9 @@ func (c *compiler) defaults() {
 	p := c.p
 	if p.Schema == 0 {
 		p.Schema = 1
+	}
+	if !p.Scripting.Budget.IsSet() {
+		p.Scripting.Budget = Duration{MS: script.DefaultBudget.Milliseconds(), set: true}
 	}
 	if !p.Tick.IsSet() {
 		p.Tick = Duration{MS: DefaultTickMS, set: true}

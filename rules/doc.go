@@ -19,7 +19,15 @@
 //     indexes the engine reads (roles by id, rules by trigger).
 //
 // Every problem found on the way is collected into one ErrorList, sorted
-// by position, so an author fixes them all in one pass. A *Pack that Load
+// by position, so an author fixes them all in one pass.
+//
+// The compiled pack is the model with its compiled parts filled in, not a
+// second tree of types: every enum is already typed when decoded, every
+// expression compiled in place, every reference (a turn's role, a phase's
+// job) resolved and every lookup by name indexed. A separate program
+// type would restate each section's fields a second time, a contract in
+// two places that would drift; the positions the engine still reads are
+// the ones its runtime errors cite. A *Pack that Load
 // returns is immutable and safe to share between sessions and goroutines;
 // its Env (one per session) is not.
 package rules
