@@ -15,7 +15,7 @@ import (
 // first effect it caused (its routing decision). Real clock, fake LLM.
 func BenchmarkEventToFirstEffect(b *testing.B) {
 	cfg := Config{DataDir: b.TempDir(), Dev: true, Logger: testLogger(), EventRate: 1e9, EventBurst: 1 << 30}
-	h := startHarness(b, cfg, nil)
+	h := startHarness(b, cfg, nil, nil)
 	c := h.dial(nil)
 	c.send(startFrame("s", "bench"))
 	c.expectAck("s")
@@ -42,7 +42,7 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 	clk := clock.NewFake(epoch)
 	cfg := Config{DataDir: b.TempDir(), Dev: true, Logger: testLogger(), Clock: clk, MaxOpenLogs: DefaultMaxOpenLogs()}
 	cfg.Model = SimModel(0, nil)
-	h := startHarness(b, cfg, clk)
+	h := startHarness(b, cfg, clk, nil)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

@@ -32,8 +32,6 @@ type conn struct {
 	reason  string
 	// flush asks the writer to send what is queued before closing.
 	flush bool
-	// gate, if set (tests), must yield a value before each frame is written.
-	gate chan struct{}
 
 	// reader-goroutine state
 	sess     *session
@@ -50,9 +48,6 @@ func (srv *Server) serveWS(ws *websocket.Conn, remote string) {
 		sendq:   make(chan []byte, srv.cfg.SendQueue),
 		closing: make(chan struct{}),
 		limiter: newBucket(srv.cfg.EventRate, srv.cfg.EventBurst, srv.clock.Now()),
-	}
-	if srv.testConnHook != nil {
-		srv.testConnHook(c)
 	}
 	if !srv.addConn(c) {
 		ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down"), time.Now().Add(time.Second))
@@ -116,14 +111,6 @@ func (c *conn) writeLoop() {
 	for {
 		select {
 		case b := <-c.sendq:
-			if c.gate != nil {
-				select {
-				case <-c.gate:
-				case <-c.closing:
-					c.flush = false
-					continue
-				}
-			}
 			if err := write(b); err != nil {
 				c.kill(websocket.CloseAbnormalClosure, "write failed", false)
 				c.ws.Close()
@@ -221,9 +208,6 @@ func (c *conn) handle(data []byte, read time.Time) {
 	if pe != nil {
 		c.sendError(f.ID, pe)
 		return
-	}
-	if h := c.srv.testFrameHook; h != nil {
-		h(f)
 	}
 	if !c.limiter.allow(c.srv.clock.Now()) {
 		c.rejected++

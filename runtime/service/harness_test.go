@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -48,16 +49,22 @@ func testLogger() *slog.Logger {
 // answers at once, so a whole session can be stepped deterministically.
 func newHarness(t testing.TB, opts ...func(*Config)) *harness {
 	t.Helper()
+	return newHarnessOn(t, nil, opts...)
+}
+
+// newHarnessOn is newHarness with the test server's listener wrapped.
+func newHarnessOn(t testing.TB, wrap func(net.Listener) net.Listener, opts ...func(*Config)) *harness {
+	t.Helper()
 	clk := clock.NewFake(epoch)
 	cfg := Config{DataDir: t.TempDir(), Dev: true, Clock: clk, Logger: testLogger(), EventRate: 1000, EventBurst: 1000}
 	cfg.Model = SimModel(0, nil)
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return startHarness(t, cfg, clk)
+	return startHarness(t, cfg, clk, wrap)
 }
 
-func startHarness(t testing.TB, cfg Config, clk *clock.Fake) *harness {
+func startHarness(t testing.TB, cfg Config, clk *clock.Fake, wrap func(net.Listener) net.Listener) *harness {
 	t.Helper()
 	if cfg.Packs == nil {
 		cfg.Packs = scenarios.FS
@@ -70,7 +77,11 @@ func startHarness(t testing.TB, cfg Config, clk *clock.Fake) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, srv: srv, clk: clk, dir: cfg.DataDir, cfg: cfg}
-	h.ts = httptest.NewServer(srv.Handler())
+	h.ts = httptest.NewUnstartedServer(srv.Handler())
+	if wrap != nil {
+		h.ts.Listener = wrap(h.ts.Listener)
+	}
+	h.ts.Start()
 	t.Cleanup(h.stop)
 	return h
 }

@@ -57,10 +57,6 @@ type Server struct {
 
 	ready    atomic.Bool
 	upgrader websocket.Upgrader
-
-	// Test hooks.
-	testConnHook  func(*conn)
-	testFrameHook func(*ClientFrame)
 }
 
 // New opens the data directory (locking it) and prepares a server. It

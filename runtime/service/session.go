@@ -128,10 +128,10 @@ type (
 	llmMsg    struct{ res engine.LLMResult }
 	noticeMsg struct{ n NoticeFrame }
 	statusMsg struct{ reply chan sessionStatus }
-	panicMsg  struct{} // tests: the actor panics while handling it
 )
 
-// sessionStatus is a snapshot for tests and the debug endpoint.
+// sessionStatus is a snapshot of the actor: its clocks, what it waits for
+// and what it has sent.
 type sessionStatus struct {
 	Now      int64 // the server clock in engine time
 	T        int64 // the engine's clock
@@ -589,8 +589,6 @@ func (s *session) handle(m any) {
 	case statusMsg:
 		w, ok := s.nextWake()
 		m.reply <- sessionStatus{Now: s.engineNow(), T: s.eng.Now(), Wake: w, HasWake: ok, Inflight: len(s.inflight), Inbox: len(s.inbox), Seq: s.seq, Ended: s.ended, Subs: len(s.subs)}
-	case panicMsg:
-		panic("test panic")
 	}
 }
 

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"net"
 	"net/http"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,7 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/clock"
 	"github.com/batonhq/baton/runtime/dryrun"
+	"github.com/batonhq/baton/runtime/llm"
 	"github.com/batonhq/baton/runtime/wal"
 )
 
@@ -413,15 +419,9 @@ func TestAuthAndOrigin(t *testing.T) {
 // TestSlowConsumer blocks one client's writes: its queue fills, it is
 // closed with 1013 and a reason, and the session goes on for others.
 func TestSlowConsumer(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.SendQueue = 2 })
 	gate := make(chan struct{})
-	var first bool
-	h.srv.testConnHook = func(c *conn) {
-		if !first {
-			first = true
-			c.gate = gate
-		}
-	}
+	h := newHarnessOn(t, func(ln net.Listener) net.Listener { return &gatedListener{Listener: ln, gate: gate} },
+		func(c *Config) { c.SendQueue = 2 })
 	slow := h.dial(nil)
 	slow.send(startFrame("s", "slow"))
 	// Its ack cannot be delivered, so wait for the session itself.
@@ -451,19 +451,40 @@ func TestSlowConsumer(t *testing.T) {
 // its log and it carries on; a panic on a connection closes only that
 // connection (1011).
 func TestPanics(t *testing.T) {
-	h := newHarness(t)
+	var clk *panicClock
+	h := newHarness(t, func(c *Config) {
+		clk = &panicClock{Fake: c.Clock.(*clock.Fake)}
+		c.Clock = clk
+		sim := c.Model
+		c.Model = func(id string, p *rules.Pack, c clock.Clock) llm.Answerer {
+			if id == "kaboom" {
+				panic("model factory")
+			}
+			return sim(id, p, c)
+		}
+	})
 	c := h.dial(nil)
 	c.send(startFrame("s", "boom"))
 	c.expectAck("s")
 	h.runUntil("boom", 40_000)
 	before, _ := h.quiesce("boom")
-	h.srv.lookup("boom").inbox <- panicMsg{}
-	after, _ := h.quiesce("boom")
-	if after.Seq != before.Seq || after.T != before.T {
-		t.Fatalf("rebuilt session at seq %d t %d, was %d %d", after.Seq, after.T, before.Seq, before.T)
+	if !before.HasWake {
+		t.Fatal("nothing scheduled")
 	}
-	if n := testutil.ToFloat64(h.srv.m.panics.WithLabelValues("session")); n != 1 {
-		t.Fatalf("session panics metric %v", n)
+	// The session's next wake-up panics before it steps.
+	clk.armed.Store(true)
+	h.clk.Advance(time.Duration(before.Wake-before.Now) * time.Millisecond)
+	for deadline := time.Now().Add(waitLimit); testutil.ToFloat64(h.srv.m.panics.WithLabelValues("session")) != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the session did not panic")
+		}
+	}
+	after, _ := h.quiesce("boom")
+	if after.Seq < before.Seq || after.T != before.Wake {
+		t.Fatalf("rebuilt session at seq %d t %d, was %d %d and due at %d", after.Seq, after.T, before.Seq, before.T, before.Wake)
+	}
+	if n := testutil.ToFloat64(h.srv.m.recoveries.WithLabelValues("ok")); n != 1 {
+		t.Fatalf("rebuilds counted %v", n)
 	}
 	c.send(eventFrame("e", msgEvent(40_000, "after the panic")))
 	c.expectAck("e")
@@ -471,13 +492,10 @@ func TestPanics(t *testing.T) {
 	c.waitFor("end", func(f *ServerFrame) bool { return f.Type == FrameEffect && f.Effect.Type == engine.EffectSessionEnd })
 	sameFrames(t, c.effectList(), h.replayFrames("boom"))
 
-	h.srv.testFrameHook = func(f *ClientFrame) {
-		if f.ID == "kaboom" {
-			panic("frame hook")
-		}
-	}
+	// A connection whose start makes the model factory panic is closed;
+	// the server carries on.
 	c2 := h.dial(nil)
-	c2.send(map[string]any{"id": "kaboom", "type": "ping"})
+	c2.send(startFrame("k", "kaboom"))
 	if ce := c2.waitClose(); ce.Code != websocket.CloseInternalServerErr {
 		t.Fatalf("close %d %q, want 1011", ce.Code, ce.Text)
 	}
@@ -544,7 +562,7 @@ func TestShutdownAndRecovery(t *testing.T) {
 
 	// 30 s of downtime spans the BA anchor at 03:00.
 	h.clk.Advance(30 * time.Second)
-	h2 := startHarness(t, h.cfg, h.clk)
+	h2 := startHarness(t, h.cfg, h.clk, nil)
 	if n := testutil.ToFloat64(h2.srv.m.recoveries.WithLabelValues("ok")); n != 1 {
 		t.Fatalf("recoveries ok %v", n)
 	}
@@ -608,7 +626,7 @@ func TestLazySyncLostTailRederived(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	h2 := startHarness(t, h.cfg, h.clk)
+	h2 := startHarness(t, h.cfg, h.clk, nil)
 	c2 := h2.dial(nil)
 	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "lazy", "last_seq": seen})
 	c2.expectAck("r")
@@ -692,4 +710,52 @@ func TestSpeechTimedAsInDryRun(t *testing.T) {
 	if n < 3 {
 		t.Fatalf("only %d agent messages in common with the dry run", n)
 	}
+}
+
+// gatedListener blocks every write to its first connection after the
+// handshake until gate is closed: a client that stops reading.
+type gatedListener struct {
+	net.Listener
+	gate chan struct{}
+	once sync.Once
+}
+
+func (l *gatedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	gated := false
+	l.once.Do(func() { gated = true })
+	if !gated {
+		return c, nil
+	}
+	return &gatedConn{Conn: c, gate: l.gate}, nil
+}
+
+type gatedConn struct {
+	net.Conn
+	gate   chan struct{}
+	writes atomic.Int32
+}
+
+func (c *gatedConn) Write(b []byte) (int, error) {
+	if c.writes.Add(1) > 1 { // the first write is the handshake's answer
+		<-c.gate
+	}
+	return c.Conn.Write(b)
+}
+
+// panicClock panics on the first Now after armed is set: on the session's
+// goroutine, in the tests that arm it.
+type panicClock struct {
+	*clock.Fake
+	armed atomic.Bool
+}
+
+func (c *panicClock) Now() time.Time {
+	if c.armed.CompareAndSwap(true, false) {
+		panic("clock")
+	}
+	return c.Fake.Now()
 }
