@@ -91,17 +91,17 @@ func checkInput(p *rules.Pack, in *Input) error {
 	}
 	carried := 0
 	for _, other := range inputKinds {
-		if other.payload != nil && other.payload(in) != nil {
+		if in.payload(other.typ) != nil {
 			carried++
 		}
 	}
-	if k.payload == nil {
+	if k.field == "" {
 		if carried > 0 {
 			return fmt.Errorf("%s input carries a payload", in.Type)
 		}
 		return nil
 	}
-	pl := k.payload(in)
+	pl := in.payload(k.typ)
 	switch {
 	case pl == nil && k.absent != nil:
 		return nil

@@ -109,25 +109,45 @@ type payload interface {
 }
 
 // inputKind is one kind of input: its type, what its payload is called in
-// messages, and how to find the payload in an Input.
+// messages, and whether it carries one.
 type inputKind struct {
-	typ     InputType
-	field   string
-	payload func(*Input) payload // nil: the kind carries nothing
+	typ   InputType
+	field string // "" for a kind that carries nothing
 	// absent, if set, makes the payload optional and stands in for it.
 	absent payload
 }
 
 // inputKinds is the one list of input kinds: adding one is a payload type,
-// a field of Input and a line here.
+// a field of Input, a line here and a case in Input.payload.
 var inputKinds = [...]inputKind{
-	{InputAdvance, "", nil, nil},
-	{InputCandidate, "candidate event", func(in *Input) payload { return some(in.Candidate) }, nil},
-	{InputLLMResult, "llm result", func(in *Input) payload { return some(in.LLM) }, nil},
-	{InputSpeechDone, "speech", func(in *Input) payload { return some(in.Speech) }, nil},
-	{InputToolCall, "tool call", func(in *Input) payload { return some(in.Tool) }, nil},
-	{InputAgentTranscript, "agent line", func(in *Input) payload { return some(in.Agent) }, nil},
-	{InputEnd, "end request", func(in *Input) payload { return some(in.End) }, &EndRequest{}},
+	{InputAdvance, "", nil},
+	{InputCandidate, "candidate event", nil},
+	{InputLLMResult, "llm result", nil},
+	{InputSpeechDone, "speech", nil},
+	{InputToolCall, "tool call", nil},
+	{InputAgentTranscript, "agent line", nil},
+	{InputEnd, "end request", &EndRequest{}},
+}
+
+// payload is the field of in that carries kind t's payload, or nil. It is
+// a method, not a table of functions, so an Input does not escape to the
+// heap on every Step.
+func (in *Input) payload(t InputType) payload {
+	switch t {
+	case InputCandidate:
+		return some(in.Candidate)
+	case InputLLMResult:
+		return some(in.LLM)
+	case InputSpeechDone:
+		return some(in.Speech)
+	case InputToolCall:
+		return some(in.Tool)
+	case InputAgentTranscript:
+		return some(in.Agent)
+	case InputEnd:
+		return some(in.End)
+	}
+	return nil
 }
 
 func kindOf(t InputType) (inputKind, bool) {

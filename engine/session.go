@@ -180,8 +180,8 @@ func (s *Session) Step(in Input, out []Effect) ([]Effect, error) {
 	if s.ended {
 		return s.out, nil
 	}
-	if k, _ := kindOf(in.Type); k.payload != nil {
-		pl := k.payload(&in)
+	if k, _ := kindOf(in.Type); k.field != "" {
+		pl := in.payload(k.typ)
 		if pl == nil { // an optional payload left out
 			pl = k.absent
 		}

@@ -248,7 +248,7 @@ func (s *Session) buildRequest(t *turn) *LLMRequest {
 		Model:                p.LLM.Model,
 		System:               s.injected(t.role, s.persona(t.role)),
 		Tools:                s.offeredTools(t.role),
-		Assembly:             assembly(p.LLM.Assembly),
+		Assembly:             p.LLM.AssemblyWords(),
 		ToolSteps:            t.toolSteps,
 		CandidateLastMessage: s.cand.lastMsg,
 		Constraints: Constraints{
@@ -266,17 +266,6 @@ func (s *Session) buildRequest(t *turn) *LLMRequest {
 		s.shapeRequest(h, t, req)
 	}
 	return req
-}
-
-func assembly(parts []rules.PromptPart) []string {
-	if len(parts) == 0 {
-		return nil
-	}
-	out := make([]string, len(parts))
-	for i, p := range parts {
-		out[i] = p.String()
-	}
-	return out
 }
 
 // turnTimedOut handles an llm timeout for the turn holding the floor; it

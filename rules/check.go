@@ -95,8 +95,13 @@ func (l *LLMConfig) check(c *compiler) {
 			c.errorf(l.Timeout.Pos, "llm.assembly: %s is listed twice", part)
 		}
 		seen = append(seen, part)
+		l.assembly = append(l.assembly, part.String())
 	}
 }
+
+// AssemblyWords is Assembly as the words a request carries (nil for the
+// default order); shared, do not modify.
+func (l *LLMConfig) AssemblyWords() []string { return l.assembly }
 
 func (v *VoiceConfig) check(c *compiler) {
 	if v.WordsPerMinute < 0 {

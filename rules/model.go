@@ -132,6 +132,7 @@ type LLMConfig struct {
 	// role, goal, context, constraints (the default, in that order). Parts
 	// left out are not sent.
 	Assembly []PromptPart `yaml:"assembly"`
+	assembly []string
 	// Shape, if set, is a script that may reshape each turn's request: it
 	// returns the system instruction as text, or {system, turn_goal,
 	// context: {key: value}} to replace or add parts.
