@@ -105,7 +105,13 @@ func startBaton(t *testing.T, bin, data string) *proc {
 // middle of a session, restarts it on the same data directory and checks
 // that the session carries on to its end with no acknowledged event lost
 // and exactly the effects an offline replay of its log produces.
+//
+// It builds the binary and runs a twelve-second session on the real clock,
+// so -short (the inner loop) skips it; CI runs it in full.
 func TestCrashRecoveryRealProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the baton binary and runs a 12-second session; CI runs it without -short")
+	}
 	bin := buildBaton(t)
 	data := t.TempDir()
 
