@@ -16,6 +16,7 @@ import (
 
 	"github.com/batonhq/baton/runtime/fake"
 	"github.com/batonhq/baton/runtime/service"
+	"github.com/batonhq/baton/runtime/service/dayone"
 	"github.com/batonhq/baton/scenarios"
 )
 
@@ -108,10 +109,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	cfg := service.Config{
-		DataDir: *data, Token: *token, Dev: *dev, Origins: origins, Packs: scenarios.FS, PackRoots: packRoots, WebhookHosts: hookHosts,
+		DataDir: *data, Token: *token, Dev: *dev, Origins: origins, Packs: scenarios.FS, PackRoots: packRoots,
 		Logger: logger, MaxMessageBytes: *maxMsg, EventRate: *rate, EventBurst: *burst, SendQueue: *sendQueue,
 		MaxOpenLogs: *maxOpen, NoSync: *noSync, LazySync: *syncMode == "external",
 	}
+	cfg.Contracts = []service.Contract{dayone.New(dayone.Config{WebhookHosts: hookHosts})}
 	cfg.Model = service.SimModel(latency, replies)
 	if real != nil {
 		cfg.Model = service.RealModel(real)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io/fs"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/batonhq/baton/runtime/clock"
@@ -29,8 +28,9 @@ type Config struct {
 	Packs fs.FS
 	// PackRoots are folders under which clients may name pack folders.
 	PackRoots []string
-	// WebhookHosts, if set, restricts DayOne webhooks to these host[:port]s.
-	WebhookHosts []string
+	// Contracts are client protocols mounted beside the WebSocket API
+	// (baton serve mounts runtime/service/dayone).
+	Contracts []Contract
 
 	// Clock is the server's time source (default: the real clock).
 	Clock clock.Clock
@@ -39,8 +39,6 @@ type Config struct {
 	Model ModelFactory
 	// Logger receives structured logs (default: slog.Default()).
 	Logger *slog.Logger
-	// HTTPClient posts webhooks (default: a client with a 5 s timeout).
-	HTTPClient *http.Client
 
 	// MaxMessageBytes bounds one client frame or HTTP body (default 64 KiB).
 	// A frame up to 4x this is read and refused with too_large; anything
@@ -67,10 +65,6 @@ type Config struct {
 	// ResumeRing is how many recent effect frames each session keeps for
 	// cheap resumes; older ones are re-derived from the log (default 16).
 	ResumeRing int
-	// WebhookBackoff is the wait before each retry (default 1 s, 2 s: two
-	// retries, seed §12). WebhookTimeout bounds one attempt (default 5 s).
-	WebhookBackoff []time.Duration
-	WebhookTimeout time.Duration
 	// LLMGrace is added to a request's own timeout before its adapter
 	// call is cancelled (default 2 s).
 	LLMGrace time.Duration
@@ -102,9 +96,6 @@ func (c *Config) setDefaults() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Timeout: 5 * time.Second}
-	}
 	setDefault(&c.MaxMessageBytes, 64<<10)
 	setDefault(&c.EventRate, 20)
 	setDefault(&c.EventBurst, 40)
@@ -115,10 +106,6 @@ func (c *Config) setDefaults() error {
 	setDefault(&c.WriteTimeout, 10*time.Second)
 	setDefault(&c.ClientTimeTolerance, 2*time.Second)
 	setDefault(&c.ResumeRing, 16)
-	if c.WebhookBackoff == nil {
-		c.WebhookBackoff = []time.Duration{time.Second, 2 * time.Second}
-	}
-	setDefault(&c.WebhookTimeout, 5*time.Second)
 	setDefault(&c.LLMGrace, 2*time.Second)
 	setDefault(&c.InboxTimeout, 5*time.Second)
 	if c.Model == nil {

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -382,5 +383,46 @@ func sameFrames(t testing.TB, got, want []EffectFrame) {
 		if string(g) != string(w) {
 			t.Fatalf("effect %d differs:\n got %s\nwant %s", i, g, w)
 		}
+	}
+}
+
+// post sends body (a string as is, anything else as JSON) and decodes the
+// JSON answer.
+func (h *harness) post(path string, body any) (int, map[string]any) {
+	h.t.Helper()
+	var b []byte
+	switch v := body.(type) {
+	case string:
+		b = []byte(v)
+	default:
+		b, _ = json.Marshal(v)
+	}
+	resp, err := http.Post(h.ts.URL+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+// waitArmed waits until a fake timer is armed exactly d from now: the
+// webhook sender sleeping before a retry.
+func (h *harness) waitArmed(d time.Duration) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	want := h.clk.Now().Add(d)
+	err := h.clk.WaitFor(ctx, func(armed []time.Time) bool {
+		for _, a := range armed {
+			if a.Equal(want) {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		h.t.Fatalf("no timer armed %s from now: %v", d, err)
 	}
 }

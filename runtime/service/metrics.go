@@ -24,8 +24,6 @@ type metrics struct {
 	adapterSeconds   *prometheus.HistogramVec
 	adapterErrors    *prometheus.CounterVec
 	adapterInflight  prometheus.Gauge
-	webhookAttempts  *prometheus.CounterVec
-	webhookFailures  *prometheus.CounterVec
 	walSyncSeconds   prometheus.Histogram
 	walErrors        prometheus.Counter
 	walTruncations   prometheus.Counter
@@ -55,8 +53,6 @@ func newMetrics() *metrics {
 	m.adapterSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "baton_adapter_seconds", Help: "Adapter call latency, by adapter.", Buckets: latencyBuckets}, []string{"adapter"})
 	m.adapterErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_adapter_errors_total", Help: "Failed adapter calls, by adapter and error kind."}, []string{"adapter", "kind"})
 	m.adapterInflight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "baton_adapter_calls_in_flight", Help: "Adapter calls waiting for an answer."})
-	m.webhookAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_webhook_attempts_total", Help: "Webhook POST attempts, by hook and outcome."}, []string{"hook", "outcome"})
-	m.webhookFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_webhook_failures_total", Help: "Webhook deliveries given up after all retries, by hook."}, []string{"hook"})
 	m.walSyncSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "baton_wal_fsync_seconds", Help: "Write-ahead log fsync latency.", Buckets: latencyBuckets})
 	m.walErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_wal_errors_total", Help: "Write-ahead log writes that failed."})
 	m.walTruncations = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_wal_tail_truncations_total", Help: "Torn or corrupt log tails cut off during recovery."})
@@ -67,8 +63,8 @@ func newMetrics() *metrics {
 	m.eventToEffectSec = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "baton_event_to_first_effect_seconds", Help: "From a candidate event being read to its first effect being queued for sending.", Buckets: latencyBuckets})
 	for _, c := range []prometheus.Collector{
 		m.sessionsActive, m.sessionsStarted, m.sessionsEnded, m.connections, m.events, m.inputs, m.effects,
-		m.clientErrors, m.stepSeconds, m.adapterSeconds, m.adapterErrors, m.adapterInflight, m.webhookAttempts,
-		m.webhookFailures, m.walSyncSeconds, m.walErrors, m.walTruncations, m.recoveries, m.panics,
+		m.clientErrors, m.stepSeconds, m.adapterSeconds, m.adapterErrors, m.adapterInflight,
+		m.walSyncSeconds, m.walErrors, m.walTruncations, m.recoveries, m.panics,
 		m.slowConsumers, m.resumes, m.eventToEffectSec,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -79,9 +75,6 @@ func newMetrics() *metrics {
 	// see zeros instead of absent series.
 	for _, r := range []string{"ok", "finished", "failed", "nondeterministic"} {
 		m.recoveries.WithLabelValues(r)
-	}
-	for _, h := range []string{hookAgent, hookEnd} {
-		m.webhookFailures.WithLabelValues(h)
 	}
 	m.adapterSeconds.WithLabelValues("llm")
 	return m

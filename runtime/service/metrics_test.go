@@ -45,7 +45,6 @@ func TestMetricsLint(t *testing.T) {
 		"baton_wal_fsync_seconds_count",
 		`baton_client_errors_total{code="bad_json"} 1`,
 		`baton_recoveries_total{result="ok"} 0`,
-		`baton_webhook_failures_total{hook="agent_message"} 0`,
 		"baton_event_to_first_effect_seconds_count 1",
 		"go_goroutines",
 	} {

@@ -129,6 +129,7 @@ func (srv *Server) recoverOne(id string) (outcome, tail string, err error) {
 		return "", tail, fmt.Errorf("pack %s: %w", rec.Header.PackRef, err)
 	}
 	s := newSession(srv, rec.Header, host, p)
+	srv.watch(s)
 	if err := s.load(wl, rec, true); err != nil {
 		s.cancel()
 		wl.Close()

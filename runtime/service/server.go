@@ -1,7 +1,8 @@
 // Package service hosts many live sessions in one process: a WebSocket API
-// (docs/protocol.md), the DayOne HTTP contract (seed §5) with its webhooks,
-// a write-ahead log per session so a crash loses no acknowledged input,
-// and Prometheus metrics.
+// (docs/protocol.md), a write-ahead log per session so a crash loses no
+// acknowledged input, and Prometheus metrics. Other client protocols mount
+// on it as Contracts: runtime/service/dayone serves the DayOne HTTP
+// contract (seed §5) and its webhooks.
 //
 // Each session is an actor: one goroutine owns its engine.Session, sleeps
 // until the engine's next deadline (or a host-made input such as the end
@@ -57,6 +58,7 @@ type Server struct {
 
 	ready    atomic.Bool
 	upgrader websocket.Upgrader
+	mux      *http.ServeMux
 }
 
 // New opens the data directory (locking it) and prepares a server. It
@@ -95,31 +97,37 @@ func New(cfg Config) (*Server, error) {
 			httpError(w, status, CodeBadFrame, reason.Error())
 		},
 	}
+	srv.mux = srv.routes()
+	for _, c := range cfg.Contracts {
+		if err := c.Mount(srv, srv.mux); err != nil {
+			srv.dir.Close()
+			return nil, fmt.Errorf("mounting %T: %w", c, err)
+		}
+	}
 	return srv, nil
 }
 
-// Handler serves the WebSocket API at /ws, the DayOne contract at
-// /sim/session/{start,event}, /metrics, /healthz, /readyz, /debug/stats and
-// /debug/pprof/ (profiles, behind the token like everything but health).
-func (srv *Server) Handler() http.Handler {
+// Handler serves the WebSocket API at /ws, /metrics, /healthz, /readyz,
+// /debug/stats and /debug/pprof/ (profiles, behind the token like
+// everything but health), and the routes of every mounted contract.
+func (srv *Server) Handler() http.Handler { return srv.mux }
+
+func (srv *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws", srv.handleWS)
-	mux.HandleFunc("POST /sim/session/start", srv.cors(srv.auth(srv.handleHTTPStart)))
-	mux.HandleFunc("POST /sim/session/event", srv.cors(srv.auth(srv.handleHTTPEvent)))
-	mux.HandleFunc("OPTIONS /sim/session/{op}", srv.cors(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
-	mux.Handle("GET /metrics", srv.auth(promhttp.HandlerFor(srv.m.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(srv.log.Handler(), slog.LevelError)}).ServeHTTP))
+	mux.Handle("GET /metrics", srv.RequireToken(promhttp.HandlerFor(srv.m.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(srv.log.Handler(), slog.LevelError)}).ServeHTTP))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", srv.handleReady)
-	mux.HandleFunc("GET /debug/stats", srv.auth(srv.handleStats))
-	mux.HandleFunc("GET /debug/pprof/", srv.auth(pprof.Index))
-	mux.HandleFunc("GET /debug/pprof/profile", srv.auth(pprof.Profile))
+	mux.HandleFunc("GET /debug/stats", srv.RequireToken(srv.handleStats))
+	mux.HandleFunc("GET /debug/pprof/", srv.RequireToken(pprof.Index))
+	mux.HandleFunc("GET /debug/pprof/profile", srv.RequireToken(pprof.Profile))
 	return mux
 }
 
-// auth requires the bearer token (header "Authorization: Bearer T"; the
-// WebSocket endpoint also takes ?access_token=T because browsers cannot
-// set headers on a WebSocket).
-func (srv *Server) auth(h http.HandlerFunc) http.HandlerFunc {
+// RequireToken requires the bearer token (header "Authorization: Bearer
+// T"; the WebSocket endpoint also takes ?access_token=T because browsers
+// cannot set headers on a WebSocket).
+func (srv *Server) RequireToken(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !srv.authorized(r, false) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
@@ -159,7 +167,10 @@ func (srv *Server) originAllowed(r *http.Request) bool {
 	return false
 }
 
-func (srv *Server) cors(h http.HandlerFunc) http.HandlerFunc {
+// AllowOrigins answers browsers from an allowed origin (Config.Origins, or
+// any in dev mode without a list) with CORS headers and refuses others;
+// requests without an Origin pass.
+func (srv *Server) AllowOrigins(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" {
 			if !srv.originAllowed(r) {
@@ -244,7 +255,8 @@ type startParams struct {
 	packRef     string
 	seed        int64
 	host        hostOptions
-	conn        *conn // subscribed before the first step, acked with frameID
+	contract    json.RawMessage // a contract's own options (StartOptions)
+	conn        *conn           // subscribed before the first step, acked with frameID
 	frameID     string
 }
 
@@ -271,7 +283,10 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 		return nil, perr(CodeBadPack, "%v", err)
 	}
 	model := srv.cfg.Model(sp.sessionID, p, srv.clock)
-	host, _ := json.Marshal(sp.host)
+	host, err := hostJSON(sp.host, sp.contract)
+	if err != nil {
+		return nil, perr(CodeInternal, "%v", err)
+	}
 	now := srv.clock.Now()
 	hdr := wal.Header{Engine: engine.Version, Pack: p.Name, PackRef: sp.packRef, PackHash: p.Hash, Options: engine.Options{Seed: uint64(sp.seed)},
 		SessionID: sp.sessionID, CandidateID: sp.candidateID, StartWall: now, Host: host}
@@ -287,6 +302,7 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	}
 	s := newSession(srv, hdr, sp.host, p)
 	s.wl, s.eng, s.base, s.model = wl, engine.New(p, hdr.Options), now, model
+	srv.watch(s)
 	// The ack goes out after the session is registered (so the client can
 	// resume it at once) and before the actor runs (so it precedes every
 	// effect).
@@ -302,8 +318,18 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 		return nil, perr(CodeShuttingDown, "server is shutting down")
 	}
 	srv.m.sessionsStarted.Inc()
-	s.log.Info("session started", "pack", p.Name, "candidate_id", sp.candidateID, "client_playback", sp.host.ClientPlayback, "webhooks", s.hooks != nil)
+	s.log.Info("session started", "pack", p.Name, "candidate_id", sp.candidateID, "client_playback", sp.host.ClientPlayback, "watchers", len(s.watchers))
 	return s, nil
+}
+
+// watch attaches the mounted contracts' effect hooks to a session that is
+// about to run.
+func (srv *Server) watch(s *session) {
+	for _, c := range srv.cfg.Contracts {
+		if w := c.Watch(&Session{s}); w != nil {
+			s.watchers = append(s.watchers, w)
+		}
+	}
 }
 
 // launch registers a session and starts its actor; before, if set, runs

@@ -20,16 +20,6 @@ import (
 	"github.com/batonhq/baton/runtime/wal"
 )
 
-// hostOptions are the service's per-session settings; they are stored in
-// the log header so a recovered session keeps them.
-type hostOptions struct {
-	ClientPlayback  bool   `json:"client_playback,omitempty"`
-	AgentWebhook    string `json:"frontend_agent_webhook,omitempty"`
-	EndWebhook      string `json:"end_callback_webhook,omitempty"`
-	ScenarioID      string `json:"scenario_id,omitempty"`
-	ClientStartedAt string `json:"started_at,omitempty"`
-}
-
 // When the client plays speech itself but never reports the end, the
 // server reports it after twice the simulated playback time plus this, so
 // a vanished client cannot hold the floor forever.
@@ -56,13 +46,15 @@ type session struct {
 	// shutting_down); set by the actor before it closes its inbox.
 	exitCode string
 	exitMsg  string
-	hooks    *webhooks
+	// watchers are the mounted contracts' effect hooks; set before the
+	// actor runs.
+	watchers []EffectHook
 
 	postMu sync.RWMutex
 	closed bool // the inbox takes no more messages
 
-	httpMu    sync.Mutex
-	httpLimit *bucket
+	submitMu    sync.Mutex
+	submitLimit *bucket // events from clients without a connection
 
 	// actor state
 	eng         *engine.Session
@@ -160,10 +152,7 @@ func newSession(srv *Server, hdr wal.Header, host hostOptions, p *rules.Pack) *s
 		subs:        map[*conn]struct{}{},
 		lastClientT: -1,
 	}
-	s.httpLimit = newBucket(srv.cfg.EventRate, srv.cfg.EventBurst, srv.clock.Now())
-	if host.AgentWebhook != "" || host.EndWebhook != "" {
-		s.hooks = newWebhooks(srv, s)
-	}
+	s.submitLimit = newBucket(srv.cfg.EventRate, srv.cfg.EventBurst, srv.clock.Now())
 	s.ctx, s.cancel = context.WithCancel(srv.ctx)
 	return s
 }
@@ -456,13 +445,8 @@ func (s *session) recordEffect(e *engine.Effect) EffectFrame {
 		s.eventRead = time.Time{}
 	}
 	s.broadcast(mustJSON(fr))
-	if s.hooks != nil {
-		switch e.Type {
-		case engine.EffectAgentMessage:
-			s.hooks.agentMessage(s.seq, e, speechMS)
-		case engine.EffectSessionEnd:
-			s.hooks.sessionEnd(s.seq, e)
-		}
+	for _, w := range s.watchers {
+		w(&fr)
 	}
 	return fr
 }
