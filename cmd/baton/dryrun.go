@@ -16,7 +16,7 @@ import (
 	"github.com/batonhq/baton/runtime/fake"
 	"github.com/batonhq/baton/runtime/llm"
 	"github.com/batonhq/baton/runtime/llm/gemini"
-	"github.com/batonhq/baton/runtime/wal"
+	"github.com/batonhq/baton/runtime/replay"
 )
 
 func version() string { return engine.Version }
@@ -109,7 +109,7 @@ func cmdDryrun(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	elapsed := time.Since(start)
 	if *record != "" {
-		path, err := recordRun(*record, fl.Arg(0), p, *seed, start, res)
+		path, err := replay.SaveDryRun(*record, fl.Arg(0), p, *seed, start, res)
 		if err != nil {
 			return fmt.Errorf("recording: %w", err)
 		}
@@ -173,40 +173,4 @@ func cmdCheck(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%s: ok (%d roles, %d anchors, %d windows, %d rules, hash %.12s)\n", a, len(p.Roles), len(p.Timeline.Anchors), len(p.Timeline.Windows), len(p.Rules), p.Hash)
 	}
 	return failed
-}
-
-// recordRun writes a dry run as a finished session log, in the service's
-// format, so baton replay can re-run and check it offline; with -llm
-// gemini the model's answers are in it.
-func recordRun(dir, packRef string, p *rules.Pack, seed uint64, start time.Time, res *dryrun.Result) (string, error) {
-	d, err := wal.OpenDir(dir, wal.Options{NoSync: true})
-	if err != nil {
-		return "", err
-	}
-	defer d.Close()
-	id := fmt.Sprintf("dryrun-%s-%d", p.Name, start.UnixNano())
-	l, err := d.Create(wal.Header{Engine: engine.Version, Pack: p.Name, PackRef: packRef, PackHash: p.Hash,
-		Options: engine.Options{Seed: seed}, SessionID: id, CandidateID: "dryrun", StartWall: start})
-	if err != nil {
-		return "", err
-	}
-	for i, in := range res.Inputs {
-		seq, err := l.Append(in, false)
-		if err != nil {
-			l.Close()
-			return "", err
-		}
-		if err := l.AppendStep(seq, wal.Digest(res.Steps[i].Effects, res.Steps[i].Err)); err != nil {
-			l.Close()
-			return "", err
-		}
-	}
-	reason := "dryrun"
-	if n := len(res.Records); n > 0 && res.Records[n-1].Type == engine.EffectSessionEnd {
-		reason = res.Records[n-1].Reason
-	}
-	if err := l.Finish(wal.End{Reason: reason, T: res.EndMS, Wall: time.Now()}); err != nil {
-		return "", err
-	}
-	return d.DonePath(id), nil
 }

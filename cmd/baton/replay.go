@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
-	"github.com/batonhq/baton/runtime/fake"
-	"github.com/batonhq/baton/runtime/wal"
+	"github.com/batonhq/baton/runtime/replay"
 )
 
 func cmdReplay(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -25,81 +23,54 @@ func cmdReplay(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if err := checkFormat(*format); err != nil {
 		return err
 	}
-	rec, err := wal.ReadFile(fl.Arg(0))
+	open := func(ref string) (*rules.Pack, error) {
+		if *packDir != "" {
+			ref = *packDir
+		}
+		if ref == "" {
+			return nil, errors.New("the log names no pack; pass -pack")
+		}
+		return packRefs.Open(ref)
+	}
+	res, err := replay.File(fl.Arg(0), open)
 	if err != nil {
-		return err
-	}
-	ref := rec.Header.PackRef
-	if *packDir != "" {
-		ref = *packDir
-	}
-	p, err := openReplayPack(ref)
-	if err != nil {
-		return err
-	}
-	if err := wal.CheckHeader(&rec.Header, p); err != nil {
 		return err
 	}
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
-	h := &rec.Header
+	s := &res.Session
 	fmt.Fprintf(w, "# session %s (candidate %q) pack %s %.12s, engine %s, seed %d, started %s\n",
-		h.SessionID, h.CandidateID, h.Pack, h.PackHash, h.Engine, h.Options.Seed, h.StartWall.Format("2006-01-02T15:04:05.000Z07:00"))
-	if rec.Tail != nil {
-		fmt.Fprintf(w, "# ignored %v\n", rec.Tail)
-	}
-	voice := fake.NewVoice(p)
-	var recs []dryrun.Record
-	res, err := wal.Replay(p, rec, func(_ uint64, _ *engine.Input, effects []engine.Effect, _ error) {
-		if !*verbose {
-			return
-		}
-		for _, e := range effects {
-			r := dryrun.Record{Effect: e}
-			if e.Type == engine.EffectAgentMessage {
-				r.SpeechMS = voice.Duration(e.Agent, e.Text)
-			}
-			recs = append(recs, r)
-		}
-	})
-	if err != nil {
-		return err
+		s.ID, s.CandidateID, s.Pack, s.PackHash, s.Engine, s.Seed, s.Start.Format("2006-01-02T15:04:05.000Z07:00"))
+	if s.Tail != "" {
+		fmt.Fprintf(w, "# ignored %s\n", s.Tail)
 	}
 	if *verbose {
 		if *format == "jsonl" {
-			err = dryrun.WriteJSONL(w, recs, dryrun.FormatOptions{})
+			err = dryrun.WriteJSONL(w, res.Timeline, dryrun.FormatOptions{})
 		} else {
-			err = dryrun.WriteText(w, recs, dryrun.FormatOptions{})
+			err = dryrun.WriteText(w, res.Timeline, dryrun.FormatOptions{})
 		}
 		if err != nil {
 			return err
 		}
 	}
 	state := "live (unfinished)"
-	if rec.End != nil {
-		state = fmt.Sprintf("ended %s at %s", rec.End.Reason, rules.FormatClock(rec.End.T))
+	if s.Ended {
+		state = fmt.Sprintf("ended %s at %s", s.EndReason, rules.FormatClock(s.EndT))
 	}
 	fmt.Fprintf(w, "# %d inputs, %d effects, %s; replay ended=%v at %s; %d steps verified, %d unverified, %d differ\n",
-		len(rec.Inputs), res.Effects, state, res.Session.Ended(), rules.FormatClock(res.Session.Now()),
-		len(rec.Inputs)-res.Unverified, res.Unverified, len(res.Mismatches))
-	for i := range res.Mismatches {
-		fmt.Fprintf(w, "DIFF %s\n", res.Mismatches[i].String())
+		s.Inputs, res.Effects, state, res.Ended, rules.FormatClock(res.T), res.Verified, res.Unverified, len(res.Diffs))
+	for _, d := range res.Diffs {
+		fmt.Fprintf(w, "DIFF %s\n", d)
 	}
-	if rec.End != nil && !res.Session.Ended() {
+	if s.Ended && !res.Ended {
 		fmt.Fprintln(w, "DIFF the log says the session ended but the replay did not end it")
 		w.Flush()
 		return errors.New("the replay did not end a session the log says ended")
 	}
-	if len(res.Mismatches) > 0 {
+	if len(res.Diffs) > 0 {
 		w.Flush()
-		return fmt.Errorf("%d step(s) replay differently: nondeterminism or a changed engine", len(res.Mismatches))
+		return fmt.Errorf("%d step(s) replay differently: nondeterminism or a changed engine", len(res.Diffs))
 	}
 	return nil
-}
-
-func openReplayPack(ref string) (*rules.Pack, error) {
-	if ref == "" {
-		return nil, errors.New("the log names no pack; pass -pack")
-	}
-	return packRefs.Open(ref)
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/batonhq/baton/engine"
-	"github.com/batonhq/baton/runtime/wal"
+	"github.com/batonhq/baton/runtime/internal/wal"
 )
 
 // conn is one WebSocket client. A reader goroutine parses frames and hands

@@ -15,7 +15,7 @@ import (
 
 	"github.com/batonhq/baton/runtime/clock"
 	"github.com/batonhq/baton/runtime/events"
-	"github.com/batonhq/baton/runtime/wal"
+	"github.com/batonhq/baton/runtime/internal/wal"
 )
 
 // A Contract is a client protocol mounted on the server beside the

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/engine"
-	"github.com/batonhq/baton/runtime/wal"
+	"github.com/batonhq/baton/runtime/internal/wal"
 )
 
 // buildBaton compiles the baton command into a temporary folder.

@@ -19,7 +19,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/batonhq/baton/runtime/clock"
-	"github.com/batonhq/baton/runtime/wal"
+	"github.com/batonhq/baton/runtime/internal/wal"
 	"github.com/batonhq/baton/scenarios"
 )
 

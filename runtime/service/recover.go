@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/batonhq/baton/runtime/wal"
+	"github.com/batonhq/baton/runtime/internal/wal"
 )
 
 // RecoveryReport says what happened to each unfinished session found in

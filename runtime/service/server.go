@@ -33,7 +33,7 @@ import (
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/clock"
-	"github.com/batonhq/baton/runtime/wal"
+	"github.com/batonhq/baton/runtime/internal/wal"
 )
 
 // Server hosts sessions. Create it with New, call Recover once, then serve

@@ -16,8 +16,8 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/clock"
 	"github.com/batonhq/baton/runtime/fake"
+	"github.com/batonhq/baton/runtime/internal/wal"
 	"github.com/batonhq/baton/runtime/llm"
-	"github.com/batonhq/baton/runtime/wal"
 )
 
 // When the client plays speech itself but never reports the end, the

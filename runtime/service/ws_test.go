@@ -20,8 +20,8 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/clock"
 	"github.com/batonhq/baton/runtime/dryrun"
+	"github.com/batonhq/baton/runtime/internal/wal"
 	"github.com/batonhq/baton/runtime/llm"
-	"github.com/batonhq/baton/runtime/wal"
 )
 
 // TestWSSessionLifecycle plays a whole DayOne session over a real

@@ -22,8 +22,8 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/runtime/events"
+	"github.com/batonhq/baton/runtime/internal/wal"
 	"github.com/batonhq/baton/runtime/service"
-	"github.com/batonhq/baton/runtime/wal"
 )
 
 // Config sets up the contract. Zero values get the defaults noted.
