@@ -18,7 +18,6 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
-	"github.com/batonhq/baton/runtime/fake"
 )
 
 // TestDataDriven plays the transcripts in testdata/*.txt. Each file reads
@@ -87,7 +86,7 @@ type transcript struct {
 	lastLLM string
 	lastMsg string
 	events  []events.Timed
-	replies []fake.Reply
+	replies []dryrun.Reply
 }
 
 func (tr *transcript) do(t *testing.T, d *datadriven.TestData) string {
@@ -112,7 +111,7 @@ func (tr *transcript) do(t *testing.T, d *datadriven.TestData) string {
 		tr.events = evs
 		return fmt.Sprintf("%d events", len(evs))
 	case "llm":
-		reps, err := fake.ReadReplies(strings.NewReader(d.Input))
+		reps, err := dryrun.ReadReplies(strings.NewReader(d.Input))
 		if err != nil {
 			d.Fatalf(t, "llm: %v", err)
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
-	"github.com/batonhq/baton/runtime/fake"
 )
 
 // A host may sleep through several deadlines (a slow machine, a paused
@@ -161,7 +160,7 @@ func TestCatchUpEqualsJump(t *testing.T) {
 		{"dayone/candidate", "dayone", dryrun.Options{Events: dayone}},
 		{"dayone/silent", "dayone", dryrun.Options{}},
 		// Timeouts and failures put adapter timers in the table too.
-		{"dayone/flaky_model", "dayone", dryrun.Options{Events: dayone, Replies: []fake.Reply{
+		{"dayone/flaky_model", "dayone", dryrun.Options{Events: dayone, Replies: []dryrun.Reply{
 			{Call: 2, NoReply: true},
 			{Call: 4, Error: "server"},
 			{Call: 6, DelayMS: &noReply, Text: "Instantly: which log line shows the retry?"},

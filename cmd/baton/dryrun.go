@@ -13,7 +13,6 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
-	"github.com/batonhq/baton/runtime/fake"
 	"github.com/batonhq/baton/runtime/llm"
 	"github.com/batonhq/baton/runtime/llm/gemini"
 	"github.com/batonhq/baton/runtime/replay"
@@ -96,7 +95,7 @@ func cmdDryrun(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return err
 		}
-		opt.Replies, err = fake.ReadReplies(f)
+		opt.Replies, err = dryrun.ReadReplies(f)
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", *llmFile, err)

@@ -14,7 +14,7 @@ import (
 	"github.com/batonhq/baton/runtime/llm"
 	"github.com/batonhq/baton/runtime/llm/gemini"
 
-	"github.com/batonhq/baton/runtime/fake"
+	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/service"
 	"github.com/batonhq/baton/runtime/service/dayone"
 	"github.com/batonhq/baton/scenarios"
@@ -87,7 +87,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("-log must be text or json, not %q", *logFormat)
 	}
 	logger := slog.New(h)
-	var replies []fake.Reply
+	var replies []dryrun.Reply
 	var real llm.Model
 	if *llmScript == "gemini" {
 		m, err := gemini.New(ctx, gemini.Config{BaseURL: *baseURL, Model: *model})
@@ -102,7 +102,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		replies, err = fake.ReadReplies(f)
+		replies, err = dryrun.ReadReplies(f)
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", *llmScript, err)

@@ -8,20 +8,32 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/events"
-	"github.com/batonhq/baton/runtime/fake"
+	"github.com/batonhq/baton/runtime/internal/sim"
 	"github.com/batonhq/baton/runtime/llm"
 )
+
+// Reply is one scripted model answer, matched to requests by call number,
+// role, kind, goal or job: the format of `baton dryrun -llm FILE` and of
+// a pack test's llm: list.
+type Reply = sim.Reply
+
+// ReplyTool is a tool call a Reply makes.
+type ReplyTool = sim.ReplyTool
+
+// ReadReplies reads a reply script as a YAML or JSON list, or JSON lines.
+func ReadReplies(r io.Reader) ([]Reply, error) { return sim.ReadReplies(r) }
 
 // Options configure a dry run.
 type Options struct {
 	Events []events.Timed
 	// Replies script the LLM; unmatched calls use the pack's lines.
-	Replies []fake.Reply
+	Replies []Reply
 	// Model, when set, answers instead of the scripted LLM (a real model
 	// through llm.Turns, say): its Answer.After becomes the simulated
 	// delay. Its results are in Result.Inputs, so the run can be replayed
@@ -75,7 +87,7 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error
 	if opt.StepMS > p.Tick.MS {
 		return nil, fmt.Errorf("step %dms is coarser than the pack's tick (%dms)", opt.StepMS, p.Tick.MS)
 	}
-	var model llm.Answerer = fake.NewLLM(p, opt.Replies, -1)
+	var model llm.Answerer = sim.NewModel(p, opt.Replies, -1)
 	if opt.Model != nil {
 		model = opt.Model
 	}
@@ -83,7 +95,7 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error
 		ctx:   ctx,
 		s:     engine.New(p, engine.Options{Seed: opt.Seed}),
 		llm:   model,
-		voice: fake.NewVoice(p),
+		voice: sim.NewVoice(p),
 		res:   &Result{},
 	}
 	// Every event is checked against the pack before the run starts, with
@@ -143,7 +155,7 @@ type host struct {
 	ctx   context.Context
 	s     *engine.Session
 	llm   llm.Answerer
-	voice *fake.Voice
+	voice *sim.Voice
 	queue []pending
 	seq   int
 	res   *Result

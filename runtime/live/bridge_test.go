@@ -14,7 +14,7 @@ import (
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
-	"github.com/batonhq/baton/runtime/fake"
+	"github.com/batonhq/baton/runtime/internal/sim"
 	"github.com/batonhq/baton/runtime/live"
 	"github.com/batonhq/baton/runtime/llm"
 	"github.com/batonhq/baton/runtime/voice"
@@ -162,7 +162,7 @@ func TestHotSeatOverLiveSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := engine.New(p, engine.Options{VoiceMode: "live"})
-	model := fake.NewLLM(p, nil, -1)
+	model := sim.NewModel(p, nil, -1)
 	conn := &connector{}
 	inputs := make(chan engine.Input, 1024)
 	b := &live.Bridge{Connector: conn, Deliver: func(in engine.Input) { inputs <- in }}

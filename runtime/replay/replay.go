@@ -13,7 +13,7 @@ import (
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
-	"github.com/batonhq/baton/runtime/fake"
+	"github.com/batonhq/baton/runtime/internal/sim"
 	"github.com/batonhq/baton/runtime/internal/wal"
 )
 
@@ -85,7 +85,7 @@ func File(path string, open func(ref string) (*rules.Pack, error)) (*Result, err
 	if rec.Tail != nil {
 		out.Session.Tail = rec.Tail.Error()
 	}
-	voice := fake.NewVoice(p)
+	voice := sim.NewVoice(p)
 	res, err := wal.Replay(p, rec, func(_ uint64, _ *engine.Input, effects []engine.Effect, _ error) {
 		for _, e := range effects {
 			r := dryrun.Record{Effect: e}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/clock"
-	"github.com/batonhq/baton/runtime/fake"
+	"github.com/batonhq/baton/runtime/internal/sim"
 	"github.com/batonhq/baton/runtime/llm"
 )
 
@@ -22,11 +22,12 @@ import (
 type ModelFactory func(sessionID string, p *rules.Pack, c clock.Clock) llm.Answerer
 
 // SimModel makes the default model: the pack's simulated one, the dry
-// run's, scripted by replies and answering after the pack's dry-run
-// latency, or after latency when it is not negative.
-func SimModel(latency time.Duration, replies []fake.Reply) ModelFactory {
+// run's, scripted by replies (dryrun.Reply; dryrun.ReadReplies reads a
+// script) and answering after the pack's dry-run latency, or after
+// latency when it is not negative.
+func SimModel(latency time.Duration, replies []sim.Reply) ModelFactory {
 	return func(_ string, p *rules.Pack, _ clock.Clock) llm.Answerer {
-		return fake.NewLLM(p, replies, latency)
+		return sim.NewModel(p, replies, latency)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/clock"
-	"github.com/batonhq/baton/runtime/fake"
+	"github.com/batonhq/baton/runtime/internal/sim"
 	"github.com/batonhq/baton/runtime/internal/wal"
 	"github.com/batonhq/baton/runtime/llm"
 )
@@ -38,7 +38,7 @@ type session struct {
 	hdr   wal.Header
 	host  hostOptions
 	pack  *rules.Pack
-	voice *fake.Voice
+	voice *sim.Voice
 	log   *slog.Logger
 	inbox chan any
 	done  chan struct{} // closed when the actor exits
@@ -143,7 +143,7 @@ func newSession(srv *Server, hdr wal.Header, host hostOptions, p *rules.Pack) *s
 		hdr:         hdr,
 		host:        host,
 		pack:        p,
-		voice:       fake.NewVoice(p),
+		voice:       sim.NewVoice(p),
 		log:         srv.log.With("session_id", hdr.SessionID),
 		inbox:       make(chan any, 16),
 		done:        make(chan struct{}),

@@ -1,0 +1,349 @@
+// Package sim is the simulated model and voice: the pack's scripted lines
+// (or a script of replies) answering after a simulated latency, and
+// speech that lasts as long as its words at the role's rate. Dry runs and
+// pack tests play sessions with them, and the server uses them unless it
+// is given a real model. Same pack, same script, same requests: same
+// answers, same timings.
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/batonhq/baton/rules/script"
+
+	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/rules/text"
+	"github.com/batonhq/baton/runtime/llm"
+	"github.com/batonhq/baton/runtime/voice"
+)
+
+// Reply is one scripted model answer. Matchers (Call, Role, Kind, Goal) that
+// are set must all match the request; the first unused matching reply is
+// taken, and used up unless Repeat is set.
+type Reply struct {
+	Call   int    `json:"call,omitempty" yaml:"call"`
+	Role   string `json:"role,omitempty" yaml:"role"`
+	Kind   string `json:"kind,omitempty" yaml:"kind"`
+	Goal   string `json:"goal,omitempty" yaml:"goal"`
+	Repeat bool   `json:"repeat,omitempty" yaml:"repeat"`
+
+	Text      string `json:"text,omitempty" yaml:"text"`
+	IntentTag string `json:"intent_tag,omitempty" yaml:"intent_tag"`
+	// DelayMS overrides the pack's scripted latency for this call.
+	DelayMS *int64 `json:"delay_ms,omitempty" yaml:"delay_ms"`
+	// Error makes the call fail with this kind (timeout, rate_limit, server...).
+	Error string `json:"error,omitempty" yaml:"error"`
+	// NoReply makes the call never answer, so the engine's timeout fires.
+	NoReply bool `json:"no_reply,omitempty" yaml:"no_reply"`
+	// JSON is a structured answer (for jobs with a schema), sent as text.
+	JSON any `json:"json,omitempty" yaml:"json"`
+	// ToolCalls the model makes.
+	ToolCalls []ReplyTool `json:"tool_calls,omitempty" yaml:"tool_calls"`
+	// Job matches job requests by job id.
+	Job string `json:"job,omitempty" yaml:"job"`
+
+	used bool
+}
+
+// ReplyTool is a scripted tool call.
+type ReplyTool struct {
+	Name string         `json:"name" yaml:"name"`
+	Args map[string]any `json:"args,omitempty" yaml:"args"`
+}
+
+// ReadReplies reads a script as a YAML or JSON list, or JSON lines.
+func ReadReplies(r io.Reader) ([]Reply, error) {
+	data, err := io.ReadAll(io.LimitReader(r, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("reading LLM script: %w", err)
+	}
+	trim := bytes.TrimSpace(data)
+	var out []Reply
+	if len(trim) > 0 && trim[0] == '{' {
+		for i, line := range bytes.Split(trim, []byte("\n")) {
+			line = bytes.TrimSpace(line)
+			if len(line) == 0 {
+				continue
+			}
+			var rep Reply
+			dec := json.NewDecoder(bytes.NewReader(line))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&rep); err != nil {
+				return nil, fmt.Errorf("LLM script line %d: %w", i+1, err)
+			}
+			out = append(out, rep)
+		}
+		return out, nil
+	}
+	var n yaml.Node
+	if err := yaml.Unmarshal(data, &n); err != nil {
+		return nil, fmt.Errorf("LLM script: %w", err)
+	}
+	if len(n.Content) == 0 {
+		return nil, nil
+	}
+	dec := n.Content[0]
+	if err := dec.Decode(&out); err != nil {
+		return nil, fmt.Errorf("LLM script: %w", err)
+	}
+	return out, nil
+}
+
+// Model answers llm_request effects from a script, then from the pack's
+// role lines in rotation, each after the pack's dry-run latency. It is per
+// session: its answers depend on the calls before (Warm replays them).
+type Model struct {
+	pack *rules.Pack
+	// latency, when not negative, replaces every answer's delay.
+	latency time.Duration
+
+	mu     sync.Mutex
+	script []Reply
+	calls  int
+	rotate map[string]int
+}
+
+var (
+	_ llm.Answerer = (*Model)(nil)
+	_ llm.Warmer   = (*Model)(nil)
+)
+
+// NewModel makes the simulated model of pack p. A latency that is not negative
+// replaces every answer's delay (the pack's dry-run latency and the
+// script's delay_ms); negative keeps them.
+func NewModel(p *rules.Pack, script []Reply, latency time.Duration) *Model {
+	s := make([]Reply, len(script))
+	copy(s, script)
+	return &Model{pack: p, script: s, rotate: map[string]int{}, latency: latency}
+}
+
+// Answer implements llm.Answerer. It answers at once; After says when the
+// answer is due.
+func (f *Model) Answer(_ context.Context, id string, req *engine.LLMRequest) llm.Answer {
+	f.mu.Lock()
+	res, delay, ok := f.answer(id, req)
+	f.mu.Unlock()
+	a := llm.Answer{Result: res, After: time.Duration(delay) * time.Millisecond, Never: !ok}
+	if f.latency >= 0 {
+		a.After = f.latency.Truncate(time.Millisecond)
+	}
+	return a
+}
+
+// Warm implements llm.Warmer: it replays the call so the rotation of lines
+// and the script's call count match.
+func (f *Model) Warm(id string, req *engine.LLMRequest) {
+	f.mu.Lock()
+	f.answer(id, req)
+	f.mu.Unlock()
+}
+
+// answer returns the result for a request and its delay in ms; ok is false
+// when the script says the call never answers.
+func (f *Model) answer(id string, req *engine.LLMRequest) (res engine.LLMResult, delay int64, ok bool) {
+	f.calls++
+	res.ID = id
+	delay = f.pack.DryRun.LLMLatency.MS
+	for i := range f.script {
+		r := &f.script[i]
+		if r.used || !r.matches(f.calls, req) {
+			continue
+		}
+		if !r.Repeat {
+			r.used = true
+		}
+		if r.DelayMS != nil {
+			delay = *r.DelayMS
+		}
+		if r.NoReply {
+			return res, delay, false
+		}
+		if r.Error != "" {
+			res.Err = &engine.AdapterError{Kind: r.Error, Message: "scripted failure"}
+			return res, delay, true
+		}
+		if r.JSON != nil {
+			b, err := json.Marshal(r.JSON)
+			if err != nil {
+				res.Err = &engine.AdapterError{Kind: "bad_request", Message: "scripted JSON: " + err.Error()}
+				return res, delay, true
+			}
+			res.Text = string(b)
+		}
+		if r.Text != "" {
+			res.Text = r.Text
+		}
+		res.IntentTag = r.IntentTag
+		for i, tc := range r.ToolCalls {
+			args, _ := json.Marshal(tc.Args)
+			res.ToolCalls = append(res.ToolCalls, engine.ToolCall{ID: fmt.Sprintf("%s-call-%d", id, i+1), Name: tc.Name, Args: args})
+		}
+		if res.Text != "" || len(res.ToolCalls) > 0 {
+			return res, delay, true
+		}
+		break
+	}
+	if f.pack.DryRun.Model.Set() && f.pack.Scripts != nil {
+		return f.scripted(id, req, res, delay)
+	}
+	if req.Job != "" && len(req.Schema) > 0 {
+		res.Text = f.example(req)
+		return res, delay, true
+	}
+	res.Text = f.line(req)
+	return res, delay, true
+}
+
+// example answers a job with a value built from its schema.
+func (f *Model) example(req *engine.LLMRequest) string {
+	job, ok := f.pack.Job(req.Job)
+	if !ok || job.OutputSchema() == nil {
+		return "{}"
+	}
+	b, _ := json.Marshal(job.OutputSchema().Example(req.Role + " " + req.Job))
+	return string(b)
+}
+
+// scripted asks the pack's dry-run model script. A script failure is
+// returned as an adapter error, so it shows on the timeline.
+func (f *Model) scripted(id string, req *engine.LLMRequest, res engine.LLMResult, delay int64) (engine.LLMResult, int64, bool) {
+	tools := make([]any, len(req.Tools))
+	for i, t := range req.Tools {
+		tools[i] = t.Name
+	}
+	steps := make([]any, len(req.ToolSteps))
+	for i, st := range req.ToolSteps {
+		var result any
+		_ = json.Unmarshal(st.Result, &result)
+		steps[i] = map[string]any{"name": st.Call.Name, "result": result, "is_error": st.IsError}
+	}
+	lines := make([]any, len(req.TranscriptTail))
+	for i, l := range req.TranscriptTail {
+		lines[i] = map[string]any{"speaker": l.Speaker, "text": l.Text}
+	}
+	arg := map[string]any{
+		"call": f.calls, "role": req.Role, "kind": req.Kind, "goal": req.TurnGoal, "job": req.Job,
+		"system": req.System, "prompt": req.Prompt, "tools": tools, "tool_steps": steps,
+		"candidate_last_message": req.CandidateLastMessage, "transcript": lines,
+		"example": nil,
+	}
+	if req.Job != "" && len(req.Schema) > 0 {
+		var ex any
+		_ = json.Unmarshal([]byte(f.example(req)), &ex)
+		arg["example"] = ex
+	}
+	out, err := f.pack.Scripts.Run(script.Call{Func: f.pack.DryRun.Model.Func, Arg: arg, Budget: time.Second})
+	if err != nil {
+		res.Err = &engine.AdapterError{Kind: "unknown", Message: "dry-run model script: " + err.Error()}
+		return res, delay, true
+	}
+	m, _ := out.(map[string]any)
+	if m == nil {
+		res.Text = f.line(req)
+		return res, delay, true
+	}
+	if e, _ := m["error"].(string); e != "" {
+		res.Err = &engine.AdapterError{Kind: e, Message: "scripted failure"}
+		return res, delay, true
+	}
+	if d, ok := m["delay_ms"].(int64); ok {
+		delay = d
+	}
+	if js, ok := m["json"]; ok && js != nil {
+		b, _ := json.Marshal(js)
+		res.Text = string(b)
+	}
+	if t, _ := m["text"].(string); t != "" {
+		res.Text = t
+	}
+	res.IntentTag, _ = m["intent_tag"].(string)
+	calls, _ := m["tool_calls"].([]any)
+	for i, c := range calls {
+		cm, _ := c.(map[string]any)
+		name, _ := cm["name"].(string)
+		args, _ := json.Marshal(cm["args"])
+		res.ToolCalls = append(res.ToolCalls, engine.ToolCall{ID: fmt.Sprintf("%s-call-%d", id, i+1), Name: name, Args: args})
+	}
+	if res.Text == "" && len(res.ToolCalls) == 0 {
+		res.Text = f.line(req)
+	}
+	return res, delay, true
+}
+
+func (r *Reply) matches(call int, req *engine.LLMRequest) bool {
+	return (r.Call == 0 || r.Call == call) &&
+		(r.Job == "" || r.Job == req.Job) &&
+		(r.Role == "" || r.Role == req.Role) &&
+		(r.Kind == "" || r.Kind == req.Kind) &&
+		(r.Goal == "" || r.Goal == req.TurnGoal)
+}
+
+// line picks the role's next scripted line for the goal, then the kind,
+// then "default", then the role's fallback.
+func (f *Model) line(req *engine.LLMRequest) string {
+	role, ok := f.pack.Role(req.Role)
+	if !ok {
+		return "Let's continue."
+	}
+	for _, key := range []string{req.TurnGoal, req.Kind, "default"} {
+		for _, ls := range role.Lines {
+			if ls.ID != key || len(ls.Text) == 0 {
+				continue
+			}
+			k := req.Role + "\x00" + key
+			i := f.rotate[k]
+			f.rotate[k] = i + 1
+			return ls.Text[i%len(ls.Text)]
+		}
+	}
+	if l, ok := role.Fallback.Get("default"); ok {
+		return l
+	}
+	return "Let's continue."
+}
+
+// Voice simulates speech: a line takes as long as its words at the role's
+// words-per-minute rate. It is the one speech-duration model: dry runs,
+// the server's simulated playback and offline replays all time speech
+// with it, and as a voice.Speaker it stands in for text-to-speech.
+type Voice struct {
+	pack *rules.Pack
+}
+
+var _ voice.Speaker = (*Voice)(nil)
+
+// NewVoice makes a simulated voice for pack p.
+func NewVoice(p *rules.Pack) *Voice { return &Voice{pack: p} }
+
+// MinSpeechMS is the shortest simulated utterance.
+const MinSpeechMS = 400
+
+// Duration is how long role takes to say line, in ms.
+func (v *Voice) Duration(role, line string) int64 {
+	wpm := v.pack.Voice.WordsPerMinute
+	if r, ok := v.pack.Role(role); ok && r.WordsPerMinute > 0 {
+		wpm = r.WordsPerMinute
+	}
+	words := text.CountWords(strings.TrimSpace(line))
+	ms := int64(words) * 60000 / int64(wpm)
+	return max(ms, MinSpeechMS)
+}
+
+// Speak implements voice.Speaker without audio: the utterance lasts
+// Duration.
+func (v *Voice) Speak(ctx context.Context, role, _ string, line string) (voice.Utterance, error) {
+	if err := ctx.Err(); err != nil {
+		return voice.Utterance{}, err
+	}
+	return voice.Utterance{Duration: time.Duration(v.Duration(role, line)) * time.Millisecond}, nil
+}
