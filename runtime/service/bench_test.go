@@ -2,7 +2,7 @@ package service
 
 import (
 	"fmt"
-	"runtime"
+	goruntime "runtime" // the Go runtime, not baton's runtime/ packages
 	"slices"
 	"testing"
 	"time"
@@ -12,7 +12,8 @@ import (
 
 // BenchmarkEventToFirstEffect measures, over a loopback WebSocket with
 // fsync on, the time from sending a candidate message to receiving the
-// first effect it caused (its routing decision). Real clock, fake LLM.
+// first effect it caused (its routing decision). Real clock, simulated
+// model.
 func BenchmarkEventToFirstEffect(b *testing.B) {
 	cfg := Config{DataDir: b.TempDir(), Dev: true, Logger: testLogger(), EventRate: 1e9, EventBurst: 1 << 30}
 	h := startHarness(b, cfg, nil, nil)
@@ -43,9 +44,9 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 	cfg := Config{DataDir: b.TempDir(), Dev: true, Logger: testLogger(), Clock: clk, MaxOpenLogs: DefaultMaxOpenLogs()}
 	cfg.Model = SimModel(0, nil)
 	h := startHarness(b, cfg, clk, nil)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
+	var before, after goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&before)
 	b.ResetTimer()
 	for i := range b.N {
 		if _, pe := h.srv.start(startParams{sessionID: fmt.Sprintf("idle%d", i), packRef: "dayone"}); pe != nil {
@@ -56,8 +57,8 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 		h.quiesce(fmt.Sprintf("idle%d", i))
 	}
 	b.StopTimer()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
+	goruntime.GC()
+	goruntime.ReadMemStats(&after)
 	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(b.N), "heap-bytes/session")
 	b.ReportMetric(float64(after.NumGC-before.NumGC), "gcs")
 }

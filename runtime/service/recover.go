@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
+	goruntime "runtime" // the Go runtime, not baton's runtime/ packages
 	"sort"
 	"sync"
 	"time"
@@ -48,7 +48,7 @@ func (srv *Server) Recover(ctx context.Context) (*RecoveryReport, error) {
 	var mu sync.Mutex
 	work := make(chan string)
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), max(1, len(ids))) {
+	for range min(goruntime.GOMAXPROCS(0), max(1, len(ids))) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -21,7 +21,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"runtime"
+	goruntime "runtime" // the Go runtime, not baton's runtime/ packages
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -230,14 +230,14 @@ type Stats struct {
 // figures show live memory only.
 func (srv *Server) Stats(gc bool) Stats {
 	if gc {
-		runtime.GC()
+		goruntime.GC()
 	}
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
 	srv.mu.Lock()
 	st := Stats{Sessions: len(srv.sessions), Connections: len(srv.conns), FailedSessions: len(srv.failed)}
 	srv.mu.Unlock()
-	st.Goroutines = runtime.NumGoroutine()
+	st.Goroutines = goruntime.NumGoroutine()
 	st.HeapAlloc, st.HeapInuse, st.Sys, st.GCBeforeMeasure = ms.HeapAlloc, ms.HeapInuse, ms.Sys, gc
 	if st.Sessions > 0 {
 		st.HeapPerSession = ms.HeapAlloc / uint64(st.Sessions)

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
-	"runtime"
+	goruntime "runtime" // the Go runtime, not baton's runtime/ packages
 	"strconv"
 	"strings"
 	"sync"
@@ -117,7 +117,7 @@ func checkNoLeaks(t *testing.T) {
 	var stacks string
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		buf := make([]byte, 1<<20)
-		stacks = string(buf[:runtime.Stack(buf, true)])
+		stacks = string(buf[:goruntime.Stack(buf, true)])
 		if !strings.Contains(stacks, "geminilive.(*Session)") && !strings.Contains(stacks, "geminilive.(*Client)") {
 			return
 		}
