@@ -7,6 +7,9 @@
 // instructions and tools (live_session effects); the bridge turns what the
 // live model hears, says and calls into engine inputs (candidate messages,
 // agent transcripts, tool calls) and sends the engine's tool results back.
+//
+// No binary links it yet: baton serve takes these inputs from a client
+// that hosts the live session itself (docs/protocol.md, "Speech").
 package live
 
 import (

@@ -6,6 +6,11 @@
 // duration. A LiveSession is a speech-to-speech model session (Gemini Live):
 // candidate audio streams in, agent audio, transcripts and tool calls
 // stream out as Events. Like runtime/llm, nothing here imports a vendor SDK.
+//
+// The simulated voice (the speech model of dry runs and of the server) is
+// a Speaker without audio. The Gemini implementations, geminitts and
+// geminilive, are linked into no binary yet: baton serve simulates speech
+// (docs/protocol.md, "Speech").
 package voice
 
 import (
