@@ -5,6 +5,7 @@ import (
 
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/clock"
+	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/internal/sim"
 	"github.com/batonhq/baton/runtime/llm"
 )
@@ -22,10 +23,10 @@ import (
 type ModelFactory func(sessionID string, p *rules.Pack, c clock.Clock) llm.Answerer
 
 // SimModel makes the default model: the pack's simulated one, the dry
-// run's, scripted by replies (dryrun.Reply; dryrun.ReadReplies reads a
-// script) and answering after the pack's dry-run latency, or after
-// latency when it is not negative.
-func SimModel(latency time.Duration, replies []sim.Reply) ModelFactory {
+// run's, scripted by replies (dryrun.ReadReplies reads a script) and
+// answering after the pack's dry-run latency, or after latency when it is
+// not negative.
+func SimModel(latency time.Duration, replies []dryrun.Reply) ModelFactory {
 	return func(_ string, p *rules.Pack, _ clock.Clock) llm.Answerer {
 		return sim.NewModel(p, replies, latency)
 	}

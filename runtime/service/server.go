@@ -484,11 +484,6 @@ func (srv *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// Metrics exposes the server's registry (for tests and embedding).
-func (srv *Server) Metrics() http.Handler {
-	return promhttp.HandlerFor(srv.m.reg, promhttp.HandlerOpts{})
-}
-
 // Pack opens a pack the way clients name it (bundled name or permitted
 // folder); tools use it to replay a session's log.
 func (srv *Server) Pack(ref string) (*rules.Pack, error) { return srv.packs.open(ref) }
