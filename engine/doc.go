@@ -1,7 +1,9 @@
 // Package engine is baton's deterministic core: one Session per interview,
 // driven only by the inputs it is given and answering with effects. It does
-// no I/O, starts no goroutines, reads no clock and never ranges over a map,
-// so the same pack and inputs always give byte-identical effects.
+// no I/O, starts no goroutines and reads no clock, and no map order reaches
+// an effect or a script, so the same pack and inputs always give
+// byte-identical effects. (A pack script's time budget is the one
+// exception, and it is recorded: see "Inputs, effects, facts".)
 //
 // # The host loop
 //

@@ -59,11 +59,13 @@ type ScriptFacts struct {
 }
 
 // ScriptStop is one call stopped at its budget: its ordinal among the
-// step's script calls, how long it had run, and where it was.
+// step's script calls, how long it had run, where it was, and how many
+// numbers it had drawn from the session's random source (Math.random).
 type ScriptStop struct {
 	Call   int    `json:"call"`
 	TookUS int64  `json:"took_us"`
 	At     string `json:"at,omitempty"`
+	Draws  int    `json:"draws,omitempty"`
 }
 
 func (f *ScriptFacts) stopped(call int) (ScriptStop, bool) {

@@ -53,6 +53,13 @@ func (j *jobs) start(s *Session) {
 			j.phases = append(j.phases, phaseItem{job: job, args: s.evalArgs(ph.Args, map[string]any{"item": item})})
 		}
 	}
+	if len(j.phases) == 0 {
+		// Every for_each came out empty: live at once, and live_start
+		// fires after session_start, as for a pack without phases.
+		j.live = true
+		s.emit(Effect{Type: EffectLive})
+		return
+	}
 	j.next(s)
 }
 
@@ -168,8 +175,9 @@ func (s *Session) evalArgs(defs []rules.Arg, base map[string]any) map[string]any
 	for k, v := range base {
 		args[k] = v
 	}
+	result := s.env.Result() // a job started from a handler may pass on its result
 	for i := range defs {
-		s.env.SetArgs(args, nil)
+		s.env.SetArgs(args, result)
 		v, err := s.env.Eval(&defs[i].Value.Expr)
 		if err != nil {
 			s.note("", "args "+defs[i].ID+": "+err.Error())

@@ -37,8 +37,6 @@ type scriptRuns struct {
 
 func (r *scriptRuns) begin(f *ScriptFacts) { r.n, r.facts = 0, f }
 
-func (s *Session) random() float64 { return s.rng.Float64() }
-
 // callScript runs a pack function. A failure is reported as a
 // script_error effect naming the rule and the script's file:line:col.
 func (s *Session) callScript(ref *rules.ScriptRef, arg map[string]any, rule string) (any, bool) {
@@ -51,21 +49,27 @@ func (s *Session) callScript(ref *rules.ScriptRef, arg map[string]any, rule stri
 	budget := time.Duration(s.p.Scripting.Budget.MS) * time.Millisecond
 	if f := s.scripts.facts; f != nil {
 		if stop, ok := f.stopped(call); ok {
+			// The call drew from the session's random source before it
+			// was stopped; draw as much so later calls see what they saw.
+			for range stop.Draws {
+				s.rng.Float64()
+			}
 			s.budgetSpent(ref, rule, call, budget, stop)
 			return nil, false
 		}
 	}
+	draws := 0
 	out, err := s.p.Scripts.Run(script.Call{
 		Func:   ref.Func,
 		Arg:    arg,
 		NowMS:  s.now,
-		Rand:   s.random,
+		Rand:   func() float64 { draws++; return s.rng.Float64() },
 		Budget: budget,
 		Replay: s.scripts.facts != nil,
 	})
 	var re *script.RunError
 	if errors.As(err, &re) && re.Kind == "timeout" {
-		s.budgetSpent(ref, rule, call, budget, ScriptStop{Call: call, TookUS: re.Took.Microseconds(), At: re.Pos})
+		s.budgetSpent(ref, rule, call, budget, ScriptStop{Call: call, TookUS: re.Took.Microseconds(), At: re.Pos, Draws: draws})
 		return nil, false
 	}
 	if err != nil {
@@ -254,15 +258,23 @@ func (s *Session) runScript(rule string, h *rules.Hook) {
 	acts, err := s.p.ScriptActions(out)
 	if err != nil {
 		s.badResult(&h.Script, rule, "%v", err)
-		if s.scriptFailed(h.OnError, rule) {
-			return
-		}
+		s.scriptFailed(h.OnError, rule)
+		return
 	}
+	// In order: the actions before a bad one are done, the bad one is
+	// reported, and on_error decides whether the rest are.
 	for _, a := range acts {
 		if s.ended {
 			return
 		}
-		s.do(a, rule)
+		if a.Err != nil {
+			s.badResult(&h.Script, rule, "%v", a.Err)
+			if s.scriptFailed(h.OnError, rule) {
+				return
+			}
+			continue
+		}
+		s.do(a.Action, rule)
 	}
 }
 

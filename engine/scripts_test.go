@@ -72,6 +72,35 @@ func TestScriptBudgetIsARecordedFact(t *testing.T) {
 		t.Fatalf("replay of a stopped call differs (-live +replay):\n%s", diff)
 	}
 
+	// A call stopped after drawing from Math.random leaves the session's
+	// random source where it was live, so later scripts draw the same.
+	code := engine.Input{T: 2000, Type: engine.InputCandidate, Candidate: &engine.CandidateEvent{Type: engine.EventCodeSubmitted, Code: "rand"}}
+	steps := func(facts1, facts2 *engine.ScriptFacts) ([]engine.Effect, []engine.Effect) {
+		s := engine.New(p, engine.Options{Seed: 1})
+		in1 := say("drawloop")
+		in1.Scripts = facts1
+		out1, err := s.Step(in1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in2 := code
+		in2.Scripts = facts2
+		out2, err := s.Step(in2, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out1, out2
+	}
+	live1, live2 := steps(nil, nil)
+	f1 := engine.FactsOf(live1)
+	if f1 == nil || f1.Stopped[0].Draws != 2 {
+		t.Fatalf("draws before the stop not recorded: %+v", f1)
+	}
+	rep1, rep2 := steps(f1, &engine.ScriptFacts{})
+	if diff := cmp.Diff(append(live1, live2...), append(rep1, rep2...)); diff != "" {
+		t.Fatalf("replay after a stopped call that drew numbers differs (-live +replay):\n%s", diff)
+	}
+
 	// With a 1ms budget the slow route is stopped when it runs live on
 	// any machine this runs on; replayed as a call that finished, it
 	// finishes and routes.

@@ -156,7 +156,10 @@ func (s *Session) scriptTickets(t *rules.Tickets, total int) ([]int, bool) {
 	for i, r := range t.Roles {
 		f, _ := m[r].(int64)
 		if ff, isF := m[r].(float64); isF {
-			f = int64(ff)
+			f = 0 // NaN, infinities and huge numbers convert differently per machine
+			if ff >= 1 && ff <= float64(total) {
+				f = int64(ff)
+			}
 		}
 		if f < 1 {
 			s.badResult(&t.Distribute.Script, hook, "%s gets %v; every role needs at least 1", r, m[r])

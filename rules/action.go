@@ -69,11 +69,15 @@ func (l *Actions) decodeNode(d *decoder, n *yaml.Node) {
 }
 
 func decodeAction(d *decoder, n *yaml.Node) Action {
-	if n == nil || n.Kind != yaml.MappingNode || len(n.Content) != 2 {
+	var pairs [][2]*yaml.Node
+	if n != nil && n.Kind == yaml.MappingNode {
+		pairs = d.pairs(n)
+	}
+	if len(pairs) != 1 {
 		d.errorf(n, "each action is a mapping with exactly one of %s", strings.Join(ActionKeys(), ", "))
 		return nil
 	}
-	key, val := n.Content[0], resolve(n.Content[1])
+	key, val := pairs[0][0], resolve(pairs[0][1])
 	for _, k := range actionKinds {
 		if k.key != key.Value {
 			continue
@@ -81,7 +85,8 @@ func decodeAction(d *decoder, n *yaml.Node) Action {
 		a := k.new()
 		v := reflect.ValueOf(a).Elem()
 		setPos(v, d.pos(key))
-		if sh, ok := a.(shorthand); ok && val != nil && val.Kind != yaml.MappingNode {
+		_, valued := a.(valueBody)
+		if sh, ok := a.(shorthand); ok && val != nil && (val.Kind != yaml.MappingNode || valued) {
 			sh.setShorthand(d, val)
 		} else {
 			d.decode(val, v)
@@ -141,6 +146,13 @@ func (a *RunAction) decodeNode(d *decoder, n *yaml.Node) {
 	a.Pos = d.pos(n)
 	d.decode(n, refValue(&a.Hook))
 }
+
+// valueBody marks actions whose whole body is one value: a mapping there
+// is the value (an object a script answers with), not the action's fields.
+type valueBody interface{ valueBody() }
+
+func (*ToolResultAction) valueBody() {}
+func (*FloorAction) valueBody()      {}
 
 // ToolResultAction answers the tool call being handled with a value.
 type ToolResultAction struct {
@@ -242,18 +254,24 @@ func (a *RecordAction) Position() Pos     { return a.Pos }
 func (a *ReportAction) Position() Pos     { return a.Pos }
 
 func (a *SayAction) check(c *compiler, where string) {
-	c.turn(a.Pos, &a.Turn, where+" say", RoleLast, RoleAddressed, RoleActive)
+	c.turn(a.Pos, &a.Turn, where+": say", RoleLast, RoleSame, RoleAddressed, RoleActive)
 	if a.Turn.Line == "" && a.Turn.Goal == "" {
 		c.errorf(a.Pos, "%s: say needs a line or a goal", where)
 	}
 }
 
 func (a *SetAction) check(c *compiler, where string) {
-	if c.p.env.names[a.Var] != "variable" {
+	kind, declared := c.p.varKind(a.Var)
+	if !declared {
 		c.errorf(a.Pos, "%s: set: %q is not a declared variable%s", where, a.Var, c.suggest(a.Var, c.p.varNames()))
 	}
 	if !a.Value.Set() {
 		c.errorf(a.Pos, "%s: set needs a value", where)
+	}
+	if declared && a.Value.isLit {
+		if _, err := varValue(a.Var, kind, a.Value.lit); err != nil {
+			c.errorf(a.Pos, "%s: set: %v", where, err)
+		}
 	}
 }
 
@@ -326,11 +344,17 @@ func (a *RecordAction) check(c *compiler, where string) {
 	if !isIdent(a.Name) {
 		c.errorf(a.Pos, "%s: record needs a name (letters, digits and _)", where)
 	}
+	if !a.Value.Set() {
+		c.errorf(a.Pos, "%s: record needs a value", where)
+	}
 }
 
 func (a *ReportAction) check(c *compiler, where string) {
 	if a.Kind == "" {
 		c.errorf(a.Pos, "%s: report needs a kind", where)
+	}
+	if !a.Value.Set() {
+		c.errorf(a.Pos, "%s: report needs a value", where)
 	}
 }
 
@@ -338,48 +362,93 @@ func (a *ReportAction) check(c *compiler, where string) {
 // line a script makes).
 const MaxActionText = 2000
 
-// ScriptActions turns what a script returned into actions of p, decoded
-// and checked exactly as the same actions written in YAML would be, except
-// that values are values, not expressions. A say without a kind is of kind
-// "script".
-func (p *Pack) ScriptActions(out any) (Actions, error) {
+// ScriptAction is one action a script returned, or why it was refused.
+type ScriptAction struct {
+	Action Action
+	Err    error
+}
+
+// maxScriptDepth bounds how deeply a script's answer may nest.
+const maxScriptDepth = 32
+
+// ScriptActions turns what a script returned into actions of p, each
+// decoded and checked exactly as the same action written in YAML would
+// be, except that values are values, not expressions, and text is said
+// as it is. A say without a kind is of kind "script". A script may not
+// return run: a script that wants another's actions calls it. Each item
+// gets its own outcome, so a host can do the good ones in order and
+// report the others where they stood.
+func (p *Pack) ScriptActions(out any) ([]ScriptAction, error) {
 	list, ok := out.([]any)
 	if !ok {
 		return nil, fmt.Errorf("want a list of actions, got %s", Describe(out))
 	}
+	acts := make([]ScriptAction, len(list))
+	for i, item := range list {
+		acts[i] = p.scriptAction(i, item)
+	}
+	return acts, nil
+}
+
+func (p *Pack) scriptAction(i int, item any) (sa ScriptAction) {
+	fail := func(format string, args ...any) ScriptAction {
+		return ScriptAction{Err: fmt.Errorf("action %d: "+format, append([]any{i}, args...)...)}
+	}
+	if err := plainData(item, 0); err != nil {
+		return fail("%v", err)
+	}
 	var n yaml.Node
-	if err := n.Encode(list); err != nil {
-		return nil, fmt.Errorf("actions: %w", err)
+	if err := n.Encode(item); err != nil {
+		return fail("%v", err)
 	}
 	var errs ErrorList
 	d := &decoder{file: "script", errs: &errs, literal: true}
-	c := &compiler{p: p, errs: &errs, ids: map[string]Pos{}}
-	var acts Actions
-	for i, item := range n.Content {
-		before := len(errs)
-		a := decodeAction(d, item)
-		if a == nil {
-			continue
+	a := decodeAction(d, &n)
+	if a != nil {
+		if _, isRun := a.(*RunAction); isRun {
+			return fail("a script cannot return run (call the other function from this one)")
 		}
 		if say, ok := a.(*SayAction); ok && say.Turn.Kind == "" {
 			say.Turn.Kind = "script"
 		}
-		if say, ok := a.(*SayAction); ok && len(say.Turn.Line) > MaxActionText {
-			errs.add(say.Pos, "say: line longer than %d characters", MaxActionText)
-		}
+		c := &compiler{p: p, errs: &errs, ids: map[string]Pos{}}
 		a.check(c, fmt.Sprintf("action %d", i))
-		if len(errs) == before {
-			acts = append(acts, a)
-		}
 	}
 	if len(errs) > 0 {
 		msgs := make([]string, len(errs))
-		for i, e := range errs {
-			msgs[i] = e.Msg
+		for k, e := range errs {
+			msgs[k] = strings.TrimPrefix(e.Msg, fmt.Sprintf("action %d: ", i))
 		}
-		return acts, fmt.Errorf("%s", strings.Join(msgs, "; "))
+		return fail("%s", strings.Join(msgs, "; "))
 	}
-	return acts, nil
+	return ScriptAction{Action: a}
+}
+
+// plainData accepts only what a script can mean: text, numbers, booleans,
+// null, lists and objects (not functions or other host values).
+func plainData(v any, depth int) error {
+	if depth > maxScriptDepth {
+		return fmt.Errorf("nested more than %d deep", maxScriptDepth)
+	}
+	switch x := v.(type) {
+	case nil, bool, string, int64, float64:
+		return nil
+	case []any:
+		for _, e := range x {
+			if err := plainData(e, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case map[string]any:
+		for _, e := range x {
+			if err := plainData(e, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("%s is not data a pack action takes", Describe(v))
 }
 
 // Describe names the shape of a value a script returned, for messages.
@@ -397,6 +466,9 @@ func Describe(v any) string {
 		return "a list"
 	case map[string]any:
 		return "an object"
+	}
+	if reflect.ValueOf(v).Kind() == reflect.Func {
+		return "a function"
 	}
 	return fmt.Sprintf("%T", v)
 }

@@ -279,11 +279,7 @@ func (t *Tool) check(c *compiler) {
 	if !isIdent(t.Name) {
 		c.errorf(t.Pos, "tool %q: names are letters, digits and _", t.Name)
 	}
-	params := t.Parameters
-	if params == nil {
-		params = map[string]any{"type": "object", "properties": map[string]any{}}
-	}
-	sc, err := schema.Compile(params)
+	sc, err := schema.Compile(t.Parameters)
 	if err != nil {
 		c.errorf(t.Pos, "tool %s: %v", t.Name, err)
 	}

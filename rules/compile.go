@@ -139,6 +139,11 @@ func (c *compiler) defaults() {
 			w.Turn.Kind = "window"
 		}
 	}
+	for i := range p.Tools {
+		if t := &p.Tools[i]; t.Parameters == nil {
+			t.Parameters = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+	}
 	for i := range p.Jobs {
 		if j := &p.Jobs[i]; !j.Timeout.IsSet() {
 			j.Timeout = p.LLM.Timeout
@@ -368,7 +373,6 @@ func (p *Pack) RoleIDs() []string {
 	return out
 }
 
-// Role returns the role with id.
 // RoleIndex is the index of role id in Roles, or -1.
 func (p *Pack) RoleIndex(id string) int {
 	if i, ok := p.roles[id]; ok {
@@ -377,6 +381,7 @@ func (p *Pack) RoleIndex(id string) int {
 	return -1
 }
 
+// Role returns the role with id.
 func (p *Pack) Role(id string) (*Role, bool) {
 	i, ok := p.roles[id]
 	if !ok {

@@ -10,8 +10,9 @@
 //     (enum.go); actions are one interface with a type per kind
 //     (action.go); a rule's on: is a typed Trigger (trigger.go). YAML
 //     merge keys are expanded.
-//   - compile (compile.go): numeric defaults (compiler.defaults, the one
-//     place defaults are set: an enum's zero value is its default),
+//   - compile (compile.go): defaults (compiler.defaults, the one place a
+//     pack's defaults are set: an enum's zero value is its default; a say
+//     a script returns without a kind is of kind "script"),
 //     constants resolved, every expression compiled against the typed
 //     environment of env.go, every script reference checked against the
 //     pack's scripts.

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 
 	"github.com/batonhq/baton/rules/text"
@@ -150,6 +151,9 @@ func (p *Pack) NewEnv() *Env {
 // SetHost connects the session state behind the panel functions.
 func (e *Env) SetHost(h Host) { e.host = h }
 
+// Result is the `result` in scope (a job's, in its handlers).
+func (e *Env) Result() any { return e.m["result"] }
+
 // SetArgs sets `args` and `result` for a job or phase expression.
 func (e *Env) SetArgs(args map[string]any, result any) {
 	if args == nil {
@@ -214,6 +218,9 @@ func (e *Env) Eval(x *Expr) (any, error) {
 	if x.isLit {
 		return x.lit, nil
 	}
+	if x.prog == nil {
+		return nil, fmt.Errorf("%s: no expression", x.Pos)
+	}
 	e.hostOr().Refresh(e)
 	out, err := e.vm.Run(x.prog, e.m)
 	if err != nil {
@@ -228,17 +235,49 @@ func (e *Env) SetVar(name string, v any) error {
 	if !ok {
 		return fmt.Errorf("unknown variable %q", name)
 	}
-	nv := normalize(v)
-	switch {
-	case kind == reflect.Int64 && isNumber(nv):
-		nv = int64(toFloat(nv))
-	case kind == reflect.Float64 && isNumber(nv):
-		nv = toFloat(nv)
-	case reflect.ValueOf(nv).Kind() != kind:
-		return fmt.Errorf("variable %q holds %s, cannot set %T", name, kind, v)
+	nv, err := varValue(name, kind, v)
+	if err != nil {
+		return err
 	}
 	e.m[name] = nv
 	return nil
+}
+
+// varValue converts v to the kind of variable name holds, or says why it
+// cannot. Numbers convert between whole and fractional; NaN, infinities
+// and whole numbers out of range are refused, since what they convert to
+// differs between machines.
+func varValue(name string, kind reflect.Kind, v any) (any, error) {
+	nv := normalize(v)
+	if f, ok := nv.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		return nil, fmt.Errorf("variable %q cannot hold %v", name, f)
+	}
+	switch {
+	case kind == reflect.Int64 && isNumber(nv):
+		f := toFloat(nv)
+		if i, isInt := nv.(int64); isInt {
+			return i, nil
+		}
+		if f < math.MinInt64 || f >= math.MaxInt64 {
+			return nil, fmt.Errorf("variable %q holds whole numbers; %v is out of range", name, f)
+		}
+		return int64(f), nil
+	case kind == reflect.Float64 && isNumber(nv):
+		return toFloat(nv), nil
+	case reflect.ValueOf(nv).Kind() != kind:
+		return nil, fmt.Errorf("variable %q holds %s, cannot set %T", name, kind, v)
+	}
+	return nv, nil
+}
+
+// varKind is the kind of value variable name holds.
+func (p *Pack) varKind(name string) (reflect.Kind, bool) {
+	for _, v := range p.Vars {
+		if v.ID == name {
+			return reflect.ValueOf(normalize(v.Initial)).Kind(), true
+		}
+	}
+	return reflect.Invalid, false
 }
 
 // Var reads a session variable.

@@ -423,16 +423,28 @@ type Expr struct {
 	// values, they do not write expressions.
 	lit   any
 	isLit bool
+	// broken marks an expression already reported as wrong where it was
+	// written; it counts as written, so "needs a value" stays quiet.
+	broken bool
 }
 
 // Set reports whether the condition was written.
-func (e *Expr) Set() bool { return e.Src != "" || e.Script.Set() || e.isLit }
+func (e *Expr) Set() bool { return e.Src != "" || e.Script.Set() || e.isLit || e.broken }
 
 // Value is an expression of any type (what set, record and report store,
 // a job's arguments), where an Expr is a condition and must be boolean.
 type Value struct{ Expr }
 
-func (v *Value) decodeNode(d *decoder, n *yaml.Node) { v.Expr.decodeNode(d, n) }
+func (v *Value) decodeNode(d *decoder, n *yaml.Node) {
+	if !d.literal && n.Kind != yaml.ScalarNode {
+		// Conditions may be scripts; values are computed by expressions
+		// (a script that computes values returns actions from run:).
+		v.Pos, v.broken = d.pos(n), true
+		d.errorf(n, "expected an expression, found %s", kindName(n))
+		return
+	}
+	v.Expr.decodeNode(d, n)
+}
 
 // ScriptRef names a function in the pack's scripts/ folder, written
 // "file.js#function" (or just "function": names are unique pack-wide).

@@ -464,9 +464,9 @@ func (p *Pool) Run(c Call) (out any, err error) {
 	}()
 	var arg any = map[string]any{}
 	if c.Arg != nil {
-		arg = capInput(c.Arg)
+		arg = c.Arg
 	}
-	res, err := v.fns[c.Func](goja.Undefined(), v.rt.ToValue(arg))
+	res, err := v.fns[c.Func](goja.Undefined(), toJS(v.rt, arg))
 	if err != nil {
 		var ie *goja.InterruptedError
 		if errors.As(err, &ie) {
@@ -514,78 +514,45 @@ func stackPos(st []goja.StackFrame) string {
 // capInput returns arg with long strings truncated, so builtins that run
 // in Go stay cheap however long the candidate's message was. It copies only
 // when something is over the cap.
-func capInput(v any) any {
-	if !overCap(v) {
-		return v
-	}
-	return capCopy(v)
-}
-
-func overCap(v any) bool {
-	switch x := v.(type) {
-	case string:
-		return len(x) > MaxInputString
-	case map[string]any:
-		for _, e := range x {
-			if overCap(e) {
-				return true
-			}
-		}
-	case []any:
-		for _, e := range x {
-			if overCap(e) {
-				return true
-			}
-		}
-	case []map[string]any:
-		for _, e := range x {
-			if overCap(e) {
-				return true
-			}
-		}
-	case []string:
-		for _, e := range x {
-			if len(e) > MaxInputString {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func capCopy(v any) any {
+// toJS builds the script's argument as plain JavaScript values: objects
+// with their keys in sorted order (a Go map handed to goja as it is shows
+// its keys in Go's random map order, which a script iterating them would
+// turn into a different run each time) and strings truncated to
+// MaxInputString, so builtins that grow their input stay bounded.
+func toJS(rt *goja.Runtime, v any) goja.Value {
 	switch x := v.(type) {
 	case string:
 		if len(x) > MaxInputString {
-			return x[:MaxInputString]
+			x = x[:MaxInputString]
 		}
-		return x
+		return rt.ToValue(x)
 	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = capCopy(e)
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
 		}
-		return out
+		slices.Sort(keys)
+		o := rt.NewObject()
+		for _, k := range keys {
+			_ = o.Set(k, toJS(rt, x[k]))
+		}
+		return o
 	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = capCopy(e)
-		}
-		return out
+		return array(rt, len(x), func(i int) any { return x[i] })
 	case []map[string]any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = capCopy(e)
-		}
-		return out
+		return array(rt, len(x), func(i int) any { return x[i] })
 	case []string:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = capCopy(e)
-		}
-		return out
+		return array(rt, len(x), func(i int) any { return x[i] })
 	}
-	return v
+	return rt.ToValue(v)
+}
+
+func array(rt *goja.Runtime, n int, at func(int) any) goja.Value {
+	vals := make([]any, n)
+	for i := range n {
+		vals[i] = toJS(rt, at(i))
+	}
+	return rt.NewArray(vals...)
 }
 
 // size estimates the encoded size of an exported value, stopping early

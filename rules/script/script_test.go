@@ -2,6 +2,7 @@ package script_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -214,6 +215,32 @@ func BenchmarkBuild(b *testing.B) {
 	for b.Loop() {
 		if _, err := script.NewPool([]*script.File{f}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// A script that walks its argument's keys sees them in the same order on
+// every run: sorted, not in Go's random map order.
+func TestArgumentKeysInSortedOrder(t *testing.T) {
+	p := pool(t, "function keys(ctx) { return Object.keys(ctx.vars).join(',') + '|' + Object.keys(ctx.vars.nested).join(','); }")
+	vars := map[string]any{"nested": map[string]any{}}
+	nested := vars["nested"].(map[string]any)
+	var want []string
+	for i := range 26 {
+		k := string(rune('a' + i))
+		vars[k], nested[k] = i, i
+		want = append(want, k)
+	}
+	top := append(append([]string(nil), want...), "nested")
+	slices.Sort(top)
+	wantTop := strings.Join(top, ",")
+	for range 20 {
+		got, err := p.Run(script.Call{Func: "keys", Arg: map[string]any{"vars": vars}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != wantTop+"|"+strings.Join(want, ",") {
+			t.Fatalf("keys in order %v", got)
 		}
 	}
 }
