@@ -24,7 +24,6 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
-	"github.com/batonhq/baton/runtime/fake"
 )
 
 // Dir is the folder inside a pack that holds its tests.
@@ -36,11 +35,11 @@ type Case struct {
 	About string `yaml:"about"`
 	// Events are candidate events in the wire shape; EventsFile names a
 	// JSON-lines file in the pack instead ("candidate.jsonl").
-	Events     []events.Wire `yaml:"events"`
-	EventsFile string        `yaml:"events_file"`
-	LLM        []fake.Reply  `yaml:"llm"`
-	Expect     []Match       `yaml:"expect"`
-	Forbid     []Match       `yaml:"forbid"`
+	Events     []events.Wire  `yaml:"events"`
+	EventsFile string         `yaml:"events_file"`
+	LLM        []dryrun.Reply `yaml:"llm"`
+	Expect     []Match        `yaml:"expect"`
+	Forbid     []Match        `yaml:"forbid"`
 	// Golden compares the whole printed timeline with tests/NAME.golden.
 	Golden bool `yaml:"golden"`
 

@@ -95,6 +95,9 @@ type Step struct {
 	Effects []EffectDigest `json:"effects"`
 	// Err is the engine's error for the input, if it refused it.
 	Err string `json:"err,omitempty"`
+	// Scripts are the step's script calls stopped at their time budget:
+	// the one outcome a replay cannot recompute, so it is recorded.
+	Scripts *engine.ScriptFacts `json:"scripts,omitempty"`
 }
 
 // EffectDigest names one effect and hashes its full JSON form.
@@ -115,7 +118,7 @@ type End struct {
 // Digest summarizes effects for a step record. Effects are plain data with
 // a fixed field order and no maps, so their JSON is canonical.
 func Digest(effects []engine.Effect, stepErr error) Step {
-	st := Step{Effects: make([]EffectDigest, len(effects))}
+	st := Step{Effects: make([]EffectDigest, len(effects)), Scripts: engine.FactsOf(effects)}
 	for i := range effects {
 		st.Effects[i] = DigestEffect(&effects[i])
 	}

@@ -88,8 +88,18 @@ func Replay(p *rules.Pack, rec *Recovered, fn StepFunc) (res *ReplayResult, err 
 	for i := range rec.Inputs {
 		seq = uint64(i + 1)
 		in := &rec.Inputs[i]
+		step := *in
+		if st := rec.Steps[i]; st != nil {
+			// The step's recorded script outcomes: calls stopped live stop
+			// again, every other call runs to completion. Without a step
+			// record (a torn tail) the input replays as it first ran.
+			step.Scripts = st.Scripts
+			if step.Scripts == nil {
+				step.Scripts = &engine.ScriptFacts{}
+			}
+		}
 		var stepErr error
-		buf, stepErr = res.Session.Step(*in, buf[:0])
+		buf, stepErr = res.Session.Step(step, buf[:0])
 		res.Effects += len(buf)
 		if st := rec.Steps[i]; st == nil {
 			res.Unverified++
