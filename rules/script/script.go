@@ -476,7 +476,7 @@ func (p *Pool) Run(c Call) (out any, err error) {
 		}
 		return nil, describe(err)
 	}
-	exp := res.Export()
+	exp := plain(res.Export())
 	if n := size(exp, 0); n > MaxResultBytes {
 		return nil, &RunError{Kind: "result", Msg: fmt.Sprintf("%s returned about %d bytes; the limit is %d", c.Func, n, MaxResultBytes)}
 	}
@@ -514,11 +514,13 @@ func stackPos(st []goja.StackFrame) string {
 // capInput returns arg with long strings truncated, so builtins that run
 // in Go stay cheap however long the candidate's message was. It copies only
 // when something is over the cap.
-// toJS builds the script's argument as plain JavaScript values: objects
-// with their keys in sorted order (a Go map handed to goja as it is shows
-// its keys in Go's random map order, which a script iterating them would
-// turn into a different run each time) and strings truncated to
-// MaxInputString, so builtins that grow their input stay bounded.
+// toJS hands the script its argument. A Go map given to goja as it is
+// shows its keys in Go's random map order, which a script iterating them
+// would turn into a different run each time; so objects are dynamic
+// objects listing their keys sorted, converting each value on first use
+// (most scripts read a few fields of a large argument). Strings are
+// truncated to MaxInputString, so builtins that grow their input stay
+// bounded.
 func toJS(rt *goja.Runtime, v any) goja.Value {
 	switch x := v.(type) {
 	case string:
@@ -527,24 +529,41 @@ func toJS(rt *goja.Runtime, v any) goja.Value {
 		}
 		return rt.ToValue(x)
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		o := rt.NewObject()
-		for _, k := range keys {
-			_ = o.Set(k, toJS(rt, x[k]))
-		}
-		return o
+		return rt.NewDynamicObject(&jsObject{rt: rt, m: x})
 	case []any:
+		if flat(x) {
+			// goja's own view of a slice of plain values keeps no order
+			// of its own to leak and hands the slice back to helpers
+			// without copying.
+			return rt.ToValue(x)
+		}
 		return array(rt, len(x), func(i int) any { return x[i] })
 	case []map[string]any:
 		return array(rt, len(x), func(i int) any { return x[i] })
 	case []string:
-		return array(rt, len(x), func(i int) any { return x[i] })
+		for _, e := range x {
+			if len(e) > MaxInputString {
+				return array(rt, len(x), func(i int) any { return x[i] })
+			}
+		}
+		return rt.ToValue(x)
 	}
 	return rt.ToValue(v)
+}
+
+// flat reports whether a slice holds only short scalars.
+func flat(x []any) bool {
+	for _, e := range x {
+		switch s := e.(type) {
+		case string:
+			if len(s) > MaxInputString {
+				return false
+			}
+		case map[string]any, []any, []string, []map[string]any:
+			return false
+		}
+	}
+	return true
 }
 
 func array(rt *goja.Runtime, n int, at func(int) any) goja.Value {
@@ -553,6 +572,86 @@ func array(rt *goja.Runtime, n int, at func(int) any) goja.Value {
 		vals[i] = toJS(rt, at(i))
 	}
 	return rt.NewArray(vals...)
+}
+
+// jsObject is a Go map seen from a script, keys in sorted order.
+type jsObject struct {
+	rt   *goja.Runtime
+	m    map[string]any
+	keys []string
+	vals map[string]goja.Value
+}
+
+func (o *jsObject) Get(k string) goja.Value {
+	if v, ok := o.vals[k]; ok {
+		return v
+	}
+	x, ok := o.m[k]
+	if !ok {
+		return nil
+	}
+	v := toJS(o.rt, x)
+	if o.vals == nil {
+		o.vals = make(map[string]goja.Value, 4)
+	}
+	o.vals[k] = v
+	return v
+}
+
+func (o *jsObject) Set(k string, v goja.Value) bool {
+	if _, ok := o.m[k]; !ok {
+		o.keys = nil
+	}
+	o.m[k] = v.Export()
+	if o.vals == nil {
+		o.vals = make(map[string]goja.Value, 4)
+	}
+	o.vals[k] = v
+	return true
+}
+
+func (o *jsObject) Has(k string) bool { _, ok := o.m[k]; return ok }
+
+func (o *jsObject) Delete(k string) bool {
+	delete(o.m, k)
+	delete(o.vals, k)
+	o.keys = nil
+	return true
+}
+
+func (o *jsObject) Keys() []string {
+	if o.keys == nil {
+		o.keys = make([]string, 0, len(o.m))
+		for k := range o.m {
+			o.keys = append(o.keys, k)
+		}
+		slices.Sort(o.keys)
+	}
+	return o.keys
+}
+
+// plain turns what a script returned back into plain Go data: an object
+// of the argument it hands back is its map again.
+func plain(v any) any {
+	switch x := v.(type) {
+	case *jsObject:
+		out := make(map[string]any, len(x.m))
+		for k, e := range x.m {
+			out[k] = plain(e)
+		}
+		return out
+	case map[string]any:
+		for k, e := range x {
+			x[k] = plain(e)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = plain(e)
+		}
+		return x
+	}
+	return v
 }
 
 // size estimates the encoded size of an exported value, stopping early
