@@ -2,10 +2,12 @@ package rules
 
 import (
 	"fmt"
+	"io/fs"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"testing/fstest"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -20,6 +22,10 @@ type decoder struct {
 	// literal decodes what a script returned: expressions and templates
 	// are values and text, not source.
 	literal bool
+	// unique makes a key given twice in one mapping a problem instead of
+	// the later one winning. DecodeFile sets it; Load does not, because
+	// packs that load today would start to fail.
+	unique bool
 }
 
 // nodeDecoder is implemented by model types with their own YAML syntax
@@ -162,6 +168,12 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value) {
 			return
 		}
 		v.SetFloat(f)
+	case reflect.Map:
+		// Free-form mappings (a scripted tool call's arguments) take any
+		// shape, so yaml.v3 builds them.
+		if err := n.Decode(v.Addr().Interface()); err != nil {
+			d.errorf(n, "%v", err)
+		}
 	case reflect.Interface:
 		var x any
 		if err := n.Decode(&x); err != nil {
@@ -228,6 +240,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) {
 		return
 	}
 	idx, names := fieldIndex(t)
+	seen := map[string]bool{}
 	for _, kv := range d.pairs(n) {
 		k, val := kv[0], kv[1]
 		fi, ok := idx[k.Value]
@@ -235,7 +248,16 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) {
 			d.errorf(k, "unknown field %q (known: %s)", k.Value, strings.Join(names, ", "))
 			continue
 		}
-		d.decode(val, v.Field(fi))
+		if d.unique && seen[k.Value] {
+			d.errorf(k, "field %q given twice", k.Value)
+			continue
+		}
+		seen[k.Value] = true
+		f := v.Field(fi)
+		if kf, ok := f.Addr().Interface().(keyed); ok {
+			kf.setKey(d.pos(k))
+		}
+		d.decode(val, f)
 	}
 }
 
@@ -298,3 +320,59 @@ func setPos(v reflect.Value, p Pos) {
 		}
 	}
 }
+
+// DecodeFile decodes the YAML document data into v, a pointer, as Load
+// decodes a pack, so every YAML file of the project reads and reports
+// alike: unknown fields are named with the known ones, merge keys are
+// expanded, rules types (Duration, Expr, ...) take their own syntax, and a
+// key given twice in one mapping is a problem. Every problem comes back at
+// once in an ErrorList, sorted, each at file:line:col; file is the name
+// positions give. An empty document leaves v as it was. Fields of type At
+// keep where their values were written, for the caller's own checks.
+func DecodeFile(file string, data []byte, v any) error {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("rules.DecodeFile: want a non-nil pointer, got %T", v)
+	}
+	var errs ErrorList
+	root, _, err := parseFile(oneFile(data), file, &errs)
+	if err != nil {
+		return err
+	}
+	if root != nil && root.Kind != 0 {
+		d := &decoder{file: file, errs: &errs, unique: true}
+		d.decode(root, rv.Elem())
+	}
+	return errs.Err()
+}
+
+// oneFile serves data under any name, so DecodeFile parses through Load's
+// parseFile, syntax errors and size limit included, whatever file is.
+type oneFile []byte
+
+func (f oneFile) Open(string) (fs.File, error) { return fstest.MapFS{"f": {Data: f}}.Open("f") }
+
+// At is a value with where it was written, for callers of DecodeFile whose
+// own checks point at it: a time that does not parse, fields that exclude
+// each other.
+type At[T any] struct {
+	Val T
+	// Pos is where the value is written; Key, for a mapping's field, where
+	// its key is, which is where a problem with giving the field belongs.
+	Pos, Key Pos
+	// Bad is set when decoding the value reported a problem already, so
+	// checks of it can stay quiet rather than add a knock-on error.
+	Bad bool
+}
+
+func (a *At[T]) decodeNode(d *decoder, n *yaml.Node) {
+	a.Pos = d.pos(n)
+	before := len(*d.errs)
+	d.decode(n, refValue(&a.Val))
+	a.Bad = len(*d.errs) > before
+}
+
+func (a *At[T]) setKey(p Pos) { a.Key = p }
+
+// keyed is implemented by field types that keep where their key was.
+type keyed interface{ setKey(Pos) }

@@ -13,12 +13,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/rogpeppe/go-internal/diff"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
@@ -31,15 +29,19 @@ const Dir = "tests"
 
 // Case is one test file.
 type Case struct {
+	// Pos is where the case starts, set by decoding, so a file with no
+	// case in it shows as one without a position.
+	rules.Pos
 	Name  string `yaml:"name"`
 	About string `yaml:"about"`
 	// Events are candidate events in the wire shape; EventsFile names a
-	// JSON-lines file in the pack instead ("candidate.jsonl").
-	Events     []events.Wire  `yaml:"events"`
-	EventsFile string         `yaml:"events_file"`
-	LLM        []dryrun.Reply `yaml:"llm"`
-	Expect     []Match        `yaml:"expect"`
-	Forbid     []Match        `yaml:"forbid"`
+	// JSON-lines file in the pack instead ("candidate.jsonl"). Each event
+	// keeps where it was written, for the checks that convert it.
+	Events     rules.At[[]rules.At[events.Wire]] `yaml:"events"`
+	EventsFile string                            `yaml:"events_file"`
+	LLM        []dryrun.Reply                    `yaml:"llm"`
+	Expect     []Match                           `yaml:"expect"`
+	Forbid     []Match                           `yaml:"forbid"`
 	// Golden compares the whole printed timeline with tests/NAME.golden.
 	Golden bool `yaml:"golden"`
 
@@ -47,27 +49,28 @@ type Case struct {
 	timed []events.Timed // Events, checked and converted when read
 }
 
-// Match selects effects. Every field that is set must hold.
+// Match selects effects. Every field that is set must hold. Times keep
+// where they were written, to report one that does not parse there.
 type Match struct {
-	At           string `yaml:"at"`
-	After        string `yaml:"after"`
-	Before       string `yaml:"before"`
-	Type         string `yaml:"type"`
-	Agent        string `yaml:"agent"`
-	Kind         string `yaml:"kind"`
-	Rule         string `yaml:"rule"`
-	Text         string `yaml:"text"`
-	TextContains string `yaml:"text_contains"`
-	IntentTag    string `yaml:"intent_tag"`
-	Reason       string `yaml:"reason_contains"`
-	Fallback     *bool  `yaml:"fallback"`
-	Guardrail    string `yaml:"guardrail"`
+	At           rules.At[string] `yaml:"at"`
+	After        rules.At[string] `yaml:"after"`
+	Before       rules.At[string] `yaml:"before"`
+	Type         string           `yaml:"type"`
+	Agent        string           `yaml:"agent"`
+	Kind         string           `yaml:"kind"`
+	Rule         string           `yaml:"rule"`
+	Text         string           `yaml:"text"`
+	TextContains string           `yaml:"text_contains"`
+	IntentTag    string           `yaml:"intent_tag"`
+	Reason       string           `yaml:"reason_contains"`
+	Fallback     *bool            `yaml:"fallback"`
+	Guardrail    string           `yaml:"guardrail"`
 	// DataContains matches the effect's JSON payload, compacted.
 	DataContains string `yaml:"data_contains"`
 	IsError      *bool  `yaml:"is_error"`
 	// ThenNothingUntil: after this effect, no other visible effect occurs
 	// before the given time.
-	ThenNothingUntil string `yaml:"then_nothing_until"`
+	ThenNothingUntil rules.At[string] `yaml:"then_nothing_until"`
 
 	at, after, before, until int64
 }
@@ -119,81 +122,6 @@ func runFile(p *rules.Pack, name string, opt Options) Result {
 	return res
 }
 
-func readCase(fsys fs.FS, name string) (*Case, error) {
-	data, err := fs.ReadFile(fsys, name)
-	if err != nil {
-		return nil, err
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		// yaml.v3 numbers the line of a parser error one too low, so its
-		// message is passed on as it is rather than as a file:line:col.
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	root := resolve(&doc)
-	if root == nil || root.Kind == 0 {
-		return nil, fmt.Errorf("%s: empty test case", name)
-	}
-	c := Case{file: name}
-	p := newProblems(name)
-	p.decode(root, reflect.ValueOf(&c).Elem())
-	if err := p.err(); err != nil {
-		return nil, err
-	}
-	return &c, nil
-}
-
-// checkNode converts the inline events now, so a bad event is reported at
-// its line like any other mistake in the file rather than when the case runs.
-func (c *Case) checkNode(p *problems, n *yaml.Node) {
-	evKey, evs := value(n, "events")
-	if c.EventsFile != "" && len(c.Events) > 0 {
-		p.add(evKey, "give events or events_file, not both")
-	}
-	last := int64(-1)
-	for i := range c.Events {
-		en := resolve(evs.Content[i])
-		if p.failed[en] {
-			continue
-		}
-		ev, err := c.Events[i].Timed()
-		if err != nil {
-			p.add(en, "%v", err)
-			continue
-		}
-		if ev.T < last {
-			p.add(en, "time goes backwards (%s after %s)", rules.FormatClock(ev.T), rules.FormatClock(last))
-		}
-		last = ev.T
-		c.timed = append(c.timed, ev)
-	}
-}
-
-func parseTime(s string) (int64, error) {
-	if s == "" {
-		return -1, nil
-	}
-	return rules.ParseDuration(s)
-}
-
-// checkNode parses the match's times, reporting each bad one at its value.
-func (m *Match) checkNode(p *problems, n *yaml.Node) {
-	for _, f := range []struct {
-		key, src string
-		dst      *int64
-	}{
-		{"at", m.At, &m.at}, {"after", m.After, &m.after}, {"before", m.Before, &m.before},
-		{"then_nothing_until", m.ThenNothingUntil, &m.until},
-	} {
-		t, err := parseTime(f.src)
-		if err != nil {
-			_, v := value(n, f.key)
-			p.add(v, "%s: %v", f.key, err)
-		}
-		*f.dst = t
-	}
-}
-
 func (c *Case) events(p *rules.Pack) ([]events.Timed, error) {
 	if c.EventsFile == "" {
 		return c.timed, nil
@@ -239,7 +167,7 @@ func (c *Case) run(p *rules.Pack, opt Options) (updated bool, err error) {
 					break
 				}
 				if visible(r.Type) {
-					errs = append(errs, fmt.Errorf("expect[%d] %s: then nothing until %s, but: %s", i, m, m.ThenNothingUntil, dryrun.TextLine(&r)))
+					errs = append(errs, fmt.Errorf("expect[%d] %s: then nothing until %s, but: %s", i, m, m.ThenNothingUntil.Val, dryrun.TextLine(&r)))
 					break
 				}
 			}
@@ -337,9 +265,9 @@ func (m *Match) String() string {
 			parts = append(parts, k+"="+v)
 		}
 	}
-	add("at", m.At)
-	add("after", m.After)
-	add("before", m.Before)
+	add("at", m.At.Val)
+	add("after", m.After.Val)
+	add("before", m.Before.Val)
 	add("type", m.Type)
 	add("agent", m.Agent)
 	add("kind", m.Kind)

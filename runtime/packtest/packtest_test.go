@@ -80,7 +80,7 @@ tests/fail_bad_values.yaml:14:9: expected true or false, found "yes please"`,
 
 	"fail_events_and_file.yaml": `tests/fail_events_and_file.yaml:3:1: give events or events_file, not both`,
 
-	"fail_syntax.yaml": `tests/fail_syntax.yaml: yaml: line 4: did not find expected ',' or '}'`,
+	"fail_syntax.yaml": `tests/fail_syntax.yaml:4:1: YAML syntax: did not find expected ',' or '}'`,
 
 	"fail_empty.yaml": `tests/fail_empty.yaml: empty test case`,
 }
