@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -133,10 +134,18 @@ func (tr *transcript) needPack(t *testing.T, d *datadriven.TestData) {
 
 func (tr *transcript) loadPack(t *testing.T, d *datadriven.TestData) string {
 	if len(d.CmdArgs) == 0 || len(d.CmdArgs[0].Vals) > 0 {
-		d.Fatalf(t, "usage: pack DIR [seed=N] [voice=MODE]")
+		d.Fatalf(t, "usage: pack DIR [base=DIR] [seed=N] [voice=MODE]")
 	}
 	dir := d.CmdArgs[0].Key
-	p, err := rules.Load(os.DirFS(filepath.Join("testdata", "packs", dir)), ".")
+	var fsys fs.FS = os.DirFS(filepath.Join("testdata", "packs", dir))
+	if d.HasArg("base") {
+		// A variant pack holds only what differs (its pack.yaml); the
+		// rest, its scripts, comes from the base pack.
+		var base string
+		d.ScanArgs(t, "base", &base)
+		fsys = overlay{fsys, os.DirFS(filepath.Join("testdata", "packs", base))}
+	}
+	p, err := rules.Load(fsys, ".")
 	if err != nil {
 		// A pack that does not load is worth a transcript of its own.
 		tr.pack = nil
@@ -146,6 +155,17 @@ func (tr *transcript) loadPack(t *testing.T, d *datadriven.TestData) string {
 	tr.events, tr.replies = nil, nil
 	tr.newSession(t, d)
 	return "loaded " + p.Name
+}
+
+// overlay reads a file from top, or from base when top lacks it.
+type overlay struct{ top, base fs.FS }
+
+func (o overlay) Open(name string) (fs.File, error) {
+	f, err := o.top.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return o.base.Open(name)
+	}
+	return f, err
 }
 
 func (tr *transcript) options(t *testing.T, d *datadriven.TestData) engine.Options {

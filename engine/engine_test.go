@@ -27,16 +27,7 @@ func loadDayOne(t testing.TB) *rules.Pack {
 
 func dayOneCandidate(t testing.TB) []events.Timed {
 	t.Helper()
-	f, err := os.Open("../scenarios/dayone/candidate.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	evs, err := events.ReadAll(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return evs
+	return readCandidate(t, "../scenarios/dayone/candidate.jsonl")
 }
 
 func jsonl(t testing.TB, recs []dryrun.Record) []byte {

@@ -446,34 +446,21 @@ func (c *compiler) id(pos Pos, kind, id string) {
 
 func oneOf(v string, allowed ...string) bool { return slices.Contains(allowed, v) }
 
-func (p *Pack) jobNames() []string {
-	out := make([]string, len(p.Jobs))
-	for i := range p.Jobs {
-		out[i] = p.Jobs[i].ID
+// names lists what name picks out of each element, for "did you mean".
+func names[T any](list []T, name func(*T) string) []string {
+	out := make([]string, len(list))
+	for i := range list {
+		out[i] = name(&list[i])
 	}
 	return out
 }
 
+func (p *Pack) jobNames() []string { return names(p.Jobs, func(j *Job) string { return j.ID }) }
 func (p *Pack) templateNames() []string {
-	out := make([]string, len(p.Templates))
-	for i := range p.Templates {
-		out[i] = p.Templates[i].ID
-	}
-	return out
+	return names(p.Templates, func(t *TemplateDef) string { return t.ID })
 }
-
 func (p *Pack) constantNames() []string {
-	out := make([]string, len(p.Constants))
-	for i := range p.Constants {
-		out[i] = p.Constants[i].ID
-	}
-	return out
+	return names(p.Constants, func(k *Constant) string { return k.ID })
 }
-
-func (p *Pack) varNames() []string {
-	out := make([]string, len(p.Vars))
-	for i := range p.Vars {
-		out[i] = p.Vars[i].ID
-	}
-	return out
-}
+func (p *Pack) varNames() []string  { return names(p.Vars, func(v *Var) string { return v.ID }) }
+func (p *Pack) toolNames() []string { return names(p.Tools, func(t *Tool) string { return t.Name }) }

@@ -365,13 +365,7 @@ func (c *compiler) keywords(pos Pos, what string, list []string) *text.Keywords 
 func (p *Pack) RulesOn(t Trigger) []*Rule { return p.ruleOn[t] }
 
 // RoleIDs lists the role ids in pack order.
-func (p *Pack) RoleIDs() []string {
-	out := make([]string, len(p.Roles))
-	for i, r := range p.Roles {
-		out[i] = r.ID
-	}
-	return out
-}
+func (p *Pack) RoleIDs() []string { return names(p.Roles, func(r *Role) string { return r.ID }) }
 
 // RoleIndex is the index of role id in Roles, or -1.
 func (p *Pack) RoleIndex(id string) int {

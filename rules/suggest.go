@@ -42,11 +42,3 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
-
-func (p *Pack) toolNames() []string {
-	out := make([]string, len(p.Tools))
-	for i := range p.Tools {
-		out[i] = p.Tools[i].Name
-	}
-	return out
-}

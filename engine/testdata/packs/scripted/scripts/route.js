@@ -47,3 +47,7 @@ function lucky(ctx) {
   if (ctx.msg.text === "undef") return undefined;
   return Math.random() < 2;
 }
+function shape(ctx) {
+  if (ctx.msg.text === "bad shape") return 42;
+  return {system: ctx.system + " [" + ctx.turn.kind + "]", turn_goal: "g2", context: {b: 2, a: "one"}};
+}
