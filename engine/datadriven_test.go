@@ -48,6 +48,7 @@ import (
 //	      candidate {JSON}          any candidate event, wire shape without ts
 //	      llm ID TEXT               llm_result
 //	      llm-error ID KIND         a failed llm_result
+//	      llm-json ID {JSON}        any llm_result, in its JSON shape
 //	      speech_done ID [interrupted]
 //	      tool ID NAME [ARGS-JSON]  tool_call from a live session
 //	      end [REASON]
@@ -326,6 +327,14 @@ func (tr *transcript) parseOne(ms int64, kind, rest string) (engine.Input, error
 			return in, err
 		}
 		in.Type, in.LLM = engine.InputLLMResult, res
+	case "llm-json":
+		id, arg, _ := strings.Cut(rest, " ")
+		res := &engine.LLMResult{}
+		if err := json.Unmarshal([]byte(arg), res); err != nil {
+			return in, fmt.Errorf("llm-json: %w", err)
+		}
+		res.ID = tr.ref(id)
+		in.Type, in.LLM = engine.InputLLMResult, res
 	case "speech_done":
 		id, flag, _ := strings.Cut(rest, " ")
 		in.Type = engine.InputSpeechDone
@@ -536,6 +545,17 @@ func writeEffect(b interface{ WriteString(string) (int, error) }, e *engine.Effe
 			names[i] = tl.Name
 		}
 		b.WriteString("  tools: " + strings.Join(names, " ") + "\n")
+	}
+	for i, round := range r.ToolRounds {
+		b.WriteString(fmt.Sprintf("  round %d: %q\n", i+1, round.Text))
+		for _, st := range round.Steps {
+			c := st.Call
+			sig := ""
+			if len(c.Signature) > 0 {
+				sig = " signature=" + strconv.Quote(string(c.Signature))
+			}
+			b.WriteString(fmt.Sprintf("    call id=%s %s %s%s -> %s\n", c.ID, c.Name, c.Args, sig, st.Result))
+		}
 	}
 	if r.Prompt != "" {
 		b.WriteString("  prompt: " + strconv.Quote(r.Prompt) + "\n")

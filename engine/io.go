@@ -192,6 +192,11 @@ type ToolCall struct {
 	// Role is the calling role; set on tool_call inputs (an llm_result's
 	// calls belong to the request's role).
 	Role string `json:"role,omitempty"`
+	// Signature is opaque vendor data the model attached to the call (a
+	// Gemini thought signature). It is recorded with the result and sent
+	// back unchanged with the call in the turn's later requests: some
+	// models refuse a history whose calls lack it.
+	Signature []byte `json:"signature,omitempty"`
 }
 
 // ToolDecl is a tool offered to a model.
@@ -201,8 +206,16 @@ type ToolDecl struct {
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
 }
 
-// ToolStep is one call and its result inside a turn, sent back to the
-// model so it can act on the result (baton runs the tool loop).
+// ToolRound is one reply of the model inside a turn that called tools:
+// what it said with the calls, and each call with its result. Rounds are
+// sent back to the model as it gave them (one model message with all its
+// calls) so it can act on a refusal; baton runs the tool loop.
+type ToolRound struct {
+	Text  string     `json:"text,omitempty"`
+	Steps []ToolStep `json:"steps"`
+}
+
+// ToolStep is one call and its result inside a tool round.
 type ToolStep struct {
 	Call    ToolCall        `json:"call"`
 	Result  json.RawMessage `json:"result"`
@@ -342,9 +355,9 @@ type LLMRequest struct {
 	// Assembly is the pack's order of the system prompt's parts (persona,
 	// role, goal, context, constraints); empty means the default.
 	Assembly []string `json:"assembly,omitempty"`
-	// Tools offered for this turn, and the calls made so far in it.
-	Tools     []ToolDecl `json:"tools,omitempty"`
-	ToolSteps []ToolStep `json:"tool_steps,omitempty"`
+	// Tools offered for this turn, and the rounds of calls made so far in it.
+	Tools      []ToolDecl  `json:"tools,omitempty"`
+	ToolRounds []ToolRound `json:"tool_rounds,omitempty"`
 	// Job requests: the job id, its rendered prompt and output schema.
 	// Background jobs never hold the floor.
 	Job        string          `json:"job,omitempty"`

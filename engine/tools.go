@@ -10,13 +10,13 @@ import (
 	"github.com/batonhq/baton/rules"
 )
 
-// maxToolRounds bounds the tool loop inside one turn.
-const maxToolRounds = 3
-
-// ToolLoopLimit is how many refused tool calls in a row from one role
-// count as a loop: an adapter_error is reported and rules on: tool_loop
-// run (a live model keeps calling by itself, so the engine must notice).
-const ToolLoopLimit = 5
+// ToolLoopLimit is how many refused rounds of tool calls in a row from one
+// role count as a loop. It is also the most rounds one turn may take: the
+// turn that reaches it ends (with the role's fallback line if it said
+// nothing), an adapter_error is reported and rules on: tool_loop run, so
+// the two limits can never disagree. A live model keeps calling by
+// itself, so each of its refused calls counts as a round.
+const ToolLoopLimit = 3
 
 // tools are functions agents call. A call is checked (offered now, valid
 // arguments) and handed to the pack's rules on: tool:NAME, whose
@@ -51,19 +51,10 @@ func (s *Session) offeredTools(role string) []ToolDecl {
 // reported as a tool_result effect and returned.
 func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 	step := ToolStep{Call: call}
-	ri := s.roleIdx(role)
 	fail := func(msg string) ToolStep {
 		step.IsError = true
 		step.Result, _ = json.Marshal(map[string]string{"error": msg})
 		s.emit(Effect{Type: EffectToolResult, ID: call.ID, Agent: role, Kind: call.Name, Data: step.Result, IsError: true, Reason: msg})
-		if ri >= 0 {
-			s.tools.refused[ri]++
-			if s.tools.refused[ri] == ToolLoopLimit {
-				s.emit(Effect{Type: EffectAdapterError, Agent: role, Kind: call.Name, Reason: fmt.Sprintf("tool loop: %d refused calls in a row", ToolLoopLimit)})
-				s.env.Tool = rules.ToolView{ID: call.ID, Name: call.Name, Caller: role}
-				s.fireRules(rules.EngineTrigger(rules.TriggerToolLoop))
-			}
-		}
 		return step
 	}
 	tool, ok := s.p.Tool(call.Name)
@@ -98,7 +89,7 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 	if tc.errText != "" {
 		return fail(tc.errText)
 	}
-	if ri >= 0 {
+	if ri := s.roleIdx(role); ri >= 0 {
 		s.tools.refused[ri] = 0
 	}
 	step.Result = tc.result
@@ -109,9 +100,28 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 	return step
 }
 
+// refusedRound counts a round with a refused call; it reports whether
+// the role has now looped (ToolLoopLimit rounds in a row).
+func (s *Session) refusedRound(role string, last ToolCall) bool {
+	ri := s.roleIdx(role)
+	if ri < 0 {
+		return false
+	}
+	s.tools.refused[ri]++
+	if s.tools.refused[ri] < ToolLoopLimit {
+		return false
+	}
+	if s.tools.refused[ri] == ToolLoopLimit {
+		s.emit(Effect{Type: EffectAdapterError, Agent: role, Kind: last.Name, Reason: fmt.Sprintf("tool loop: %d refused rounds of tool calls in a row", ToolLoopLimit)})
+		s.env.Tool = rules.ToolView{ID: last.ID, Name: last.Name, Caller: role}
+		s.fireRules(rules.EngineTrigger(rules.TriggerToolLoop))
+	}
+	return true
+}
+
 // turnTools handles a reply that calls tools: any text is said first, then
-// each call runs; a refused call goes back to the model (the tool loop),
-// at most maxToolRounds times per turn.
+// each call runs; a refused call goes back to the model with the round
+// (the tool loop) until the role loops (ToolLoopLimit).
 func (s *Session) turnTools(a *turn, r *LLMResult) {
 	if r.IntentTag != "" {
 		a.intentTag = r.IntentTag
@@ -120,37 +130,41 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 	if spoke {
 		s.deliver(a, r.Text, false)
 	}
-	refused := false
-	var steps []ToolStep
-	for _, c := range r.ToolCalls {
+	round := ToolRound{Text: r.Text}
+	var refused *ToolCall
+	for i, c := range r.ToolCalls {
 		if s.ended {
 			return
 		}
+		if c.ID == "" {
+			// Unique in the session, and the same on every replay.
+			c.ID = a.reqID + "-call-" + strconv.Itoa(i+1)
+		}
 		st := s.handleTool(a.role, c)
-		steps = append(steps, st)
-		refused = refused || st.IsError
+		round.Steps = append(round.Steps, st)
+		if st.IsError {
+			refused = &round.Steps[len(round.Steps)-1].Call
+		}
 	}
 	if s.ended {
 		return
 	}
 	f := &s.floor
-	if !refused {
+	if refused == nil {
 		if !spoke && f.active == a {
 			f.active = nil // the turn was only a tool call
 		}
 		return
 	}
-	if a.toolRounds+1 >= maxToolRounds {
-		if !spoke {
-			s.emit(Effect{Type: EffectAdapterError, ID: a.reqID, Agent: a.role, Kind: a.kind, Rule: a.rule, Reason: "tool calls refused " + strconv.Itoa(maxToolRounds) + " times"})
+	if s.refusedRound(a.role, *refused) {
+		if !spoke && !s.ended && f.active == a {
 			s.deliver(a, s.fallback(a), true)
 		}
 		return
 	}
 	again := *a
 	again.id = s.nextID('t')
-	again.toolSteps = append(append([]ToolStep(nil), a.toolSteps...), steps...)
-	again.toolRounds = a.toolRounds + 1
+	again.toolRounds = append(append([]ToolRound(nil), a.toolRounds...), round)
 	again.state = tsQueued
 	again.reqID, again.msgID, again.text = "", "", ""
 	again.deferrable = false
@@ -169,7 +183,9 @@ func (s *Session) onToolCall(c *ToolCall) {
 	if role == "" {
 		role = s.resolveRole(rules.RoleRef{Kind: rules.RoleRefActive}, "")
 	}
-	s.handleTool(role, *c)
+	if st := s.handleTool(role, *c); st.IsError {
+		s.refusedRound(role, *c)
+	}
 }
 
 // normalizeJSON turns json.Number into int64 or float64, as expressions

@@ -47,8 +47,7 @@ type turn struct {
 	fallback   bool
 	violations []string
 	original   string
-	toolSteps  []ToolStep
-	toolRounds int
+	toolRounds []ToolRound
 }
 
 // resolveRole turns a turn's role reference into a role id; same is the
@@ -249,7 +248,7 @@ func (s *Session) buildRequest(t *turn) *LLMRequest {
 		System:               s.injected(t.role, s.persona(t.role)),
 		Tools:                s.offeredTools(t.role),
 		Assembly:             p.LLM.AssemblyWords(),
-		ToolSteps:            t.toolSteps,
+		ToolRounds:           t.toolRounds,
 		CandidateLastMessage: s.cand.lastMsg,
 		Constraints: Constraints{
 			MaxSentences:     p.Guardrails.MaxSentences,

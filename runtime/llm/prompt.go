@@ -73,13 +73,19 @@ func FromTurn(req *engine.LLMRequest) Request {
 	for _, t := range req.Tools {
 		out.Tools = append(out.Tools, ToolDecl{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
-	// Calls made earlier in this turn and their results, so the model can
-	// act on a refusal (the tool loop).
-	for _, st := range req.ToolSteps {
-		call := ToolCall{ID: st.Call.ID, Name: st.Call.Name, Args: st.Call.Args}
-		out.Messages = append(out.Messages,
-			Message{Role: RoleModel, ToolCalls: []ToolCall{call}},
-			Message{Role: RoleTool, ToolResult: &ToolResult{CallID: st.Call.ID, Name: st.Call.Name, Content: st.Result, IsError: st.IsError}})
+	// Rounds of calls made earlier in this turn and their results, so the
+	// model can act on a refusal (the tool loop). Each round goes back as
+	// the model gave it: its text and all its calls in one model message,
+	// with their signatures, then one tool message per result.
+	for _, round := range req.ToolRounds {
+		msg := Message{Role: RoleModel, Text: round.Text}
+		for _, st := range round.Steps {
+			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: st.Call.ID, Name: st.Call.Name, Args: st.Call.Args, Signature: st.Call.Signature})
+		}
+		out.Messages = append(out.Messages, msg)
+		for _, st := range round.Steps {
+			out.Messages = append(out.Messages, Message{Role: RoleTool, ToolResult: &ToolResult{CallID: st.Call.ID, Name: st.Call.Name, Content: st.Result, IsError: st.IsError}})
+		}
 	}
 	return out
 }

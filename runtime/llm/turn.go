@@ -63,7 +63,7 @@ func (t *Turns) Answer(ctx context.Context, id string, req *engine.LLMRequest) A
 		res.Text, res.IntentTag = ParseReply(resp.Text)
 	}
 	for _, c := range resp.ToolCalls {
-		res.ToolCalls = append(res.ToolCalls, engine.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
+		res.ToolCalls = append(res.ToolCalls, engine.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args, Signature: c.Signature})
 	}
 	return Answer{Result: res, After: elapsed}
 }

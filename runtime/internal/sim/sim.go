@@ -221,11 +221,13 @@ func (f *Model) scripted(id string, req *engine.LLMRequest, res engine.LLMResult
 	for i, t := range req.Tools {
 		tools[i] = t.Name
 	}
-	steps := make([]any, len(req.ToolSteps))
-	for i, st := range req.ToolSteps {
-		var result any
-		_ = json.Unmarshal(st.Result, &result)
-		steps[i] = map[string]any{"name": st.Call.Name, "result": result, "is_error": st.IsError}
+	steps := []any{}
+	for _, round := range req.ToolRounds {
+		for _, st := range round.Steps {
+			var result any
+			_ = json.Unmarshal(st.Result, &result)
+			steps = append(steps, map[string]any{"name": st.Call.Name, "result": result, "is_error": st.IsError})
+		}
 	}
 	lines := make([]any, len(req.TranscriptTail))
 	for i, l := range req.TranscriptTail {
