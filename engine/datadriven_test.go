@@ -545,6 +545,12 @@ func writeEffect(b interface{ WriteString(string) (int, error) }, e *engine.Effe
 			names[i] = tl.Name
 		}
 		b.WriteString("  tools: " + strings.Join(names, " ") + "\n")
+		for _, tl := range r.Tools {
+			// Packs that describe their tools show what the model sees.
+			if tl.Description != "" {
+				b.WriteString("  tool " + tl.Name + ": " + strconv.Quote(tl.Description) + " " + string(tl.Parameters) + "\n")
+			}
+		}
 	}
 	for i, round := range r.ToolRounds {
 		b.WriteString(fmt.Sprintf("  round %d: %q\n", i+1, round.Text))

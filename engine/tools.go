@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,13 +36,95 @@ type toolCall struct {
 
 func (tl *tools) init(p *rules.Pack) { tl.refused = make([]int, len(p.Roles)) }
 
-// offeredTools lists the tools offered to role now.
+// offeredTools lists the tools offered to role now, as the model sees
+// them: descriptions rendered for the role, choices as enums.
 func (s *Session) offeredTools(role string) []ToolDecl {
 	var out []ToolDecl
 	for i := range s.p.Tools {
 		t := &s.p.Tools[i]
-		if s.evalBool(&t.Offered, role) {
-			out = append(out, ToolDecl{Name: t.Name, Description: t.Description, Parameters: t.Params().JSON()})
+		if !s.evalBool(&t.Offered, role) {
+			continue
+		}
+		choices, ok := s.toolChoices(t, role)
+		if !ok {
+			continue
+		}
+		out = append(out, ToolDecl{Name: t.Name, Description: s.render(&t.Description, role), Parameters: withEnums(t, choices)})
+	}
+	return out
+}
+
+// toolChoices evaluates a tool's choices for role, in declared order; ok
+// is false when a list is empty or not a list, as no call could be valid.
+func (s *Session) toolChoices(t *rules.Tool, role string) ([][]string, bool) {
+	if len(t.Choices) == 0 {
+		return nil, true
+	}
+	out := make([][]string, len(t.Choices))
+	for i := range t.Choices {
+		ch := &t.Choices[i]
+		s.env.SetRole(role)
+		v, err := s.env.Eval(&ch.Values.Expr)
+		if err != nil {
+			s.note("", "tool "+t.Name+" choices for "+ch.Param+": "+err.Error())
+			return nil, false
+		}
+		list, isList := v.([]any)
+		if strs, ok := v.([]string); ok {
+			isList = true
+			for _, x := range strs {
+				list = append(list, x)
+			}
+		}
+		if !isList {
+			s.note("", "tool "+t.Name+" choices for "+ch.Param+": not a list")
+			return nil, false
+		}
+		for _, x := range list {
+			out[i] = append(out[i], rules.Stringify(x))
+		}
+		if len(out[i]) == 0 {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// withEnums is the tool's parameter schema with each choice's current
+// values as its enum.
+func withEnums(t *rules.Tool, choices [][]string) json.RawMessage {
+	raw := t.Params().JSON()
+	if len(choices) == 0 {
+		return raw
+	}
+	var sc map[string]any
+	if json.Unmarshal(raw, &sc) != nil {
+		return raw
+	}
+	props, _ := sc["properties"].(map[string]any)
+	for i, ch := range t.Choices {
+		if p, ok := props[ch.Param].(map[string]any); ok {
+			p["enum"] = choices[i]
+		}
+	}
+	// encoding/json sorts map keys, so the bytes are the same every time.
+	out, err := json.Marshal(sc)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// badChoices lists the arguments outside their current choices.
+func badChoices(t *rules.Tool, choices [][]string, args map[string]any) []string {
+	var out []string
+	for i, ch := range t.Choices {
+		v, ok := args[ch.Param]
+		if !ok {
+			continue // required-ness is the schema's business
+		}
+		if str, isStr := v.(string); !isStr || !slices.Contains(choices[i], str) {
+			out = append(out, fmt.Sprintf("%s: %v is not one of [%s]", ch.Param, v, strings.Join(choices[i], " ")))
 		}
 	}
 	return out
@@ -78,7 +161,11 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 		return fail("arguments are not a JSON object: " + err.Error())
 	}
 	args = normalizeJSON(args).(map[string]any)
-	if problems := tool.Params().Validate(args); len(problems) > 0 {
+	problems := tool.Params().Validate(args)
+	if choices, ok := s.toolChoices(tool, role); ok {
+		problems = append(problems, badChoices(tool, choices, args)...)
+	}
+	if len(problems) > 0 {
 		return fail("invalid arguments: " + strings.Join(problems, "; "))
 	}
 	s.env.Tool = rules.ToolView{ID: call.ID, Name: call.Name, Caller: role, Args: args}

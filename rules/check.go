@@ -284,6 +284,21 @@ func (t *Tool) check(c *compiler) {
 		c.errorf(t.Pos, "tool %s: %v", t.Name, err)
 	}
 	t.params = sc
+	for _, ch := range t.Choices {
+		var prop *schema.Schema
+		if sc != nil {
+			prop = sc.Properties[ch.Param]
+		}
+		switch {
+		case sc == nil:
+		case prop == nil:
+			c.errorf(ch.Pos, "tool %s: choices for %q, which is not one of its parameters%s", t.Name, ch.Param, c.suggest(ch.Param, sc.PropertyNames()))
+		case len(prop.Types) != 1 || prop.Types[0] != "string":
+			c.errorf(ch.Pos, "tool %s: choices for %q need it to be {type: string}", t.Name, ch.Param)
+		case len(prop.Enum) > 0:
+			c.errorf(ch.Pos, "tool %s: %q has both a fixed enum and choices; keep one", t.Name, ch.Param)
+		}
+	}
 }
 
 func (j *Job) check(c *compiler) {

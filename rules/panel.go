@@ -171,15 +171,32 @@ func (w *Weight) setShorthand(d *decoder, n *yaml.Node) { w.Weight.decodeNode(d,
 // Tool is a function agents may call.
 type Tool struct {
 	Pos
-	Name        string `yaml:"id"`
-	Description string `yaml:"description"`
+	Name string `yaml:"id"`
+	// Description is rendered for the role each time the tool is offered,
+	// so it can name what the model needs to call it well (who it may
+	// hand over to now, say).
+	Description Template `yaml:"description"`
 	// Parameters is a JSON Schema object for the arguments.
 	Parameters any `yaml:"parameters"`
 	// Offered decides, per call, whether the tool is offered to a role.
 	Offered Expr `yaml:"offered"`
+	// Choices are parameters whose allowed values depend on the session.
+	Choices []ToolChoice `yaml:"choices"`
 
 	params *schema.Schema
 }
+
+// ToolChoice gives a string parameter its allowed values from session
+// state: the expression's list is evaluated whenever the tool is offered,
+// sent to the model as the parameter's enum and enforced on calls. An
+// empty list means no call could be valid, so the tool is not offered.
+type ToolChoice struct {
+	Pos
+	Param  string `yaml:"id"`
+	Values Value  `yaml:"values"`
+}
+
+func (c *ToolChoice) setShorthand(d *decoder, n *yaml.Node) { d.decode(n, refValue(&c.Values)) }
 
 // Params is the compiled parameter schema.
 func (t *Tool) Params() *schema.Schema { return t.params }

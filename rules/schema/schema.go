@@ -31,6 +31,9 @@ type Schema struct {
 	raw       json.RawMessage
 }
 
+// PropertyNames lists the object's properties in name order.
+func (s *Schema) PropertyNames() []string { return s.order }
+
 // JSON returns the schema as written, for sending to a model.
 func (s *Schema) JSON() json.RawMessage { return s.raw }
 
