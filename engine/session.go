@@ -71,6 +71,7 @@ type Session struct {
 	memory     memory     // memory.go
 	handoff    handoff    // handoff.go
 	transcript transcript // transcript.go
+	liveness   liveness   // liveness.go
 }
 
 // New starts a session of pack p at time 0. The first Step runs the
@@ -86,6 +87,7 @@ func New(p *rules.Pack, opts Options) *Session {
 	s.memory.init(p)
 	s.handoff.init(p, opts)
 	s.transcript.init(p)
+	s.liveness.init()
 	return s
 }
 
@@ -233,6 +235,8 @@ func (s *Session) fire(tm timer) {
 		s.candidateIdle()
 	case tSilence:
 		s.silence.step(s)
+	case tStall:
+		s.liveness.stall(s)
 	case tRule:
 		r := &s.p.Rules[tm.ref]
 		if r.Every.IsSet() {
@@ -249,6 +253,7 @@ func (s *Session) settle() {
 	if !converge(maxSettle, func() bool { return !s.ended && s.settleOnce() }) {
 		s.emit(Effect{Type: EffectEngineError, Reason: fmt.Sprintf("settle: still making progress after %d passes; a pack rule is looping", maxSettle)})
 	}
+	s.liveness.watch(s)
 }
 
 // converge runs step until it reports no more progress, at most max

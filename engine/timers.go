@@ -20,6 +20,7 @@ const (
 	tWindowClose
 	tWindowOpen
 	tRule
+	tStall
 )
 
 // timer is one entry of the timer table. ref identifies what it belongs to

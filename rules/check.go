@@ -40,6 +40,7 @@ func (c *compiler) check() {
 	}
 	p.TurnTaking.check(c)
 	p.Silence.check(c)
+	p.Liveness.check(c)
 	p.SpeechConfidence.check(c)
 	p.Guardrails.check(c)
 	if p.Tickets != nil {
@@ -221,6 +222,21 @@ func (t *TurnTaking) check(c *compiler) {
 	if d.OnCap.Kind != "" || d.OnCap.Role != "" {
 		c.turn(d.When.Pos, &d.OnCap, "turn_taking.defer.on_cap", RoleSame, RoleLast)
 	}
+}
+
+func (l *Liveness) check(c *compiler) {
+	if !l.StallAfter.IsSet() {
+		return
+	}
+	if l.StallAfter.MS <= 0 {
+		c.errorf(l.StallAfter.Pos, "liveness.stall_after must be positive")
+	}
+	for i := range c.p.Rules {
+		if c.p.Rules[i].On.Trigger == EngineTrigger(TriggerStalled) {
+			return
+		}
+	}
+	c.errorf(l.Pos, "liveness.stall_after is set but no rule runs on: stalled; add one (say, end the session with its outcome)")
 }
 
 func (s *Silence) check(c *compiler) {

@@ -50,6 +50,7 @@ type Pack struct {
 	Jobs             []Job            `yaml:"jobs"`
 	Phases           []Phase          `yaml:"phases"`
 	Scripting        Scripting        `yaml:"scripting"`
+	Liveness         Liveness         `yaml:"liveness"`
 	End              []EndRule        `yaml:"end"`
 	DryRun           DryRun           `yaml:"dryrun"`
 
@@ -488,6 +489,15 @@ func (r *ScriptRef) decodeNode(d *decoder, n *yaml.Node) {
 type Hook struct {
 	Script  ScriptRef `yaml:"script"`
 	OnError OnError   `yaml:"on_error"`
+}
+
+// Liveness keeps a session from idling silently. When no turn, job,
+// silence step or timer (other than the session's duration) is pending
+// and the candidate is neither talking nor typing for StallAfter, the
+// rules on: stalled run, once, until something happens again.
+type Liveness struct {
+	Pos
+	StallAfter Duration `yaml:"stall_after"`
 }
 
 // Scripting configures the pack's scripts.

@@ -31,6 +31,7 @@ const (
 	TriggerAgentMessage
 	TriggerAgentTranscript
 	TriggerSpeechDone
+	TriggerStalled
 	TriggerTool
 )
 
@@ -47,6 +48,7 @@ var engineTriggers = [...]struct {
 	{TriggerAgentMessage, "agent_message", "an agent line was sent"},
 	{TriggerAgentTranscript, "agent_transcript", "a live speech session finished a line"},
 	{TriggerSpeechDone, "speech_done", "an agent line finished playing"},
+	{TriggerStalled, "stalled", "nothing was pending for liveness.stall_after"},
 	{TriggerTool, "tool:", "an agent called the named tool"},
 }
 
