@@ -57,7 +57,11 @@ func (s *Session) do(a rules.Action, rule string) {
 			s.note(rule, "set "+a.Var+": "+err.Error())
 		}
 	case *rules.EmitAction:
-		s.emit(Effect{Type: EffectNote, Rule: rule, Text: a.Text})
+		e := Effect{Type: EffectNote, Rule: rule, Text: a.Text}
+		if a.Level == rules.LevelWarning {
+			e.Kind = NoteWarning
+		}
+		s.emit(e)
 	case *rules.EndAction:
 		s.end(a.Reason, rule)
 	case *rules.RunAction:

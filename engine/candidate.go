@@ -102,6 +102,7 @@ func (s *Session) candidateIdle() {
 func (s *Session) onMessage(ev *CandidateEvent) {
 	c := &s.cand
 	c.messages++
+	s.handoff.answered()
 	c.lastMsgAt = s.now
 	c.lastMsg = ev.Text
 	if c.typing {

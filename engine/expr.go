@@ -64,6 +64,8 @@ func (h envHost) Refresh(e *rules.Env) {
 	v.HardTurnPending = s.hardPending()
 	v.TurnPending = s.floor.active != nil || len(s.floor.queue) > 0
 	v.LiveVoice = s.handoff.liveVoice
+	f := &s.handoff
+	e.Floor = rules.FloorView{Holder: f.holder, SinceMS: f.since, Lines: f.lines, Answers: f.answers, AutoAdvances: f.autoAdvances}
 }
 
 func (h envHost) Tickets(role string) int       { return h.s.tickets.of(h.s, role) }

@@ -12,8 +12,11 @@ import (
 // holder: when the floor moves, the host is asked to reconnect it with the
 // new holder's instructions, and what it says comes back as transcripts.
 type handoff struct {
-	holder    string
-	liveVoice bool
+	holder string
+	// what the holder has done since taking the floor (the floor view)
+	since                        int64
+	lines, answers, autoAdvances int
+	liveVoice                    bool
 	// pending is set when the floor moved in live voice mode; the
 	// live_session effect goes out after the actions that moved it, so the
 	// instructions they queued for the new holder are in it.
@@ -37,9 +40,31 @@ func (h *handoff) give(s *Session, role, rule string) {
 		reason = "from " + h.holder
 	}
 	h.holder = role
+	h.since, h.lines, h.answers, h.autoAdvances = s.now, 0, 0, 0
 	s.emit(Effect{Type: EffectHandoff, Agent: role, Rule: rule, Reason: reason})
 	if h.liveVoice {
 		h.pending = true
+	}
+}
+
+// said notes a line said by role.
+func (h *handoff) said(role string) {
+	if role == h.holder {
+		h.lines++
+	}
+}
+
+// answered notes a candidate message.
+func (h *handoff) answered() {
+	if h.lines > 0 {
+		h.answers++
+	}
+}
+
+// gaveUp notes a silence ladder that stopped waiting.
+func (h *handoff) gaveUp() {
+	if h.lines > 0 {
+		h.autoAdvances++
 	}
 }
 
@@ -68,6 +93,7 @@ func (s *Session) onAgentLine(a *AgentLine) {
 	}
 	s.floor.lastRole = a.Role
 	s.floor.turns++
+	s.handoff.said(a.Role)
 	s.transcript.add(s.now, a.Role, a.Text, false)
 	s.fireRules(rules.EngineTrigger(rules.TriggerAgentTranscript))
 }

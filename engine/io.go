@@ -280,7 +280,8 @@ const (
 	// EffectScriptError reports a pack script that threw, ran out of time
 	// or stack, or returned the wrong shape; Reason has file:line:col.
 	EffectScriptError EffectType = "script_error"
-	// EffectNote is a pack-defined notice (rules' emit action).
+	// EffectNote is a notice: from the pack (rules' emit action) or the
+	// engine. Kind NoteWarning marks one an operator should see.
 	EffectNote EffectType = "note"
 	// EffectToolResult answers a tool call (ID is the call's id); Data holds
 	// the result and IsError marks a refusal the agent should act on.
@@ -308,6 +309,9 @@ const (
 	// EffectSessionEnd ends the session; nothing follows it.
 	EffectSessionEnd EffectType = "session_end"
 )
+
+// NoteWarning is the Kind of a note emitted with level: warning.
+const NoteWarning = "warning"
 
 // Effect is one output of the engine at time T.
 type Effect struct {

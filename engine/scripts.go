@@ -138,6 +138,10 @@ func (s *Session) scriptArg(role string) map[string]any {
 			"last_role": v.LastRole, "turns": v.Turns, "agent_speaking": v.AgentSpeaking,
 			"awaiting_reply": v.AwaitingReply, "turn_pending": v.TurnPending, "hard_turn_pending": v.HardTurnPending,
 		},
+		"floor": map[string]any{
+			"holder": s.env.Floor.Holder, "since_ms": s.env.Floor.SinceMS, "lines": s.env.Floor.Lines,
+			"answers": s.env.Floor.Answers, "auto_advances": s.env.Floor.AutoAdvances,
+		},
 		"last_message": s.cand.lastMsg,
 		"transcript":   lines,
 		"vars":         vars,

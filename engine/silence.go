@@ -92,6 +92,7 @@ func (sl *silence) step(s *Session) {
 		s.enqueue(t)
 	case rules.SilenceAutoAdvance:
 		sl.await = nil
+		s.handoff.gaveUp()
 		s.emit(Effect{Type: EffectAutoAdvance, Agent: w.role, Rule: "silence"})
 	case rules.SilenceEnd:
 		s.end("silence", "silence")

@@ -360,6 +360,7 @@ func (s *Session) speak(t *turn) {
 	})
 	s.floor.lastRole = t.role
 	s.floor.turns++
+	s.handoff.said(t.role)
 	s.transcript.add(s.now, t.role, t.text, false)
 	s.silence.stop(s)
 	s.fireRules(rules.EngineTrigger(rules.TriggerAgentMessage))

@@ -124,6 +124,8 @@ type SetAction struct {
 type EmitAction struct {
 	Pos
 	Text string `yaml:"text"`
+	// Level warning makes the note something operators see.
+	Level Level `yaml:"level"`
 }
 
 func (a *EmitAction) setShorthand(d *decoder, n *yaml.Node) { d.decode(n, refValue(&a.Text)) }

@@ -40,7 +40,6 @@ func (c *compiler) check() {
 	}
 	p.TurnTaking.check(c)
 	p.Silence.check(c)
-	p.Liveness.check(c)
 	p.SpeechConfidence.check(c)
 	p.Guardrails.check(c)
 	if p.Tickets != nil {
@@ -58,6 +57,7 @@ func (c *compiler) check() {
 	for i := range p.Rules {
 		p.Rules[i].check(c)
 	}
+	p.Liveness.check(c) // after the rules: it looks for on: stalled
 	for i := range p.End {
 		p.End[i].check(c)
 	}

@@ -346,7 +346,8 @@ func (c *compiler) compileExpr(x *Expr, asBool bool) {
 		}
 		msg = strings.NewReplacer("type *rules.CandidateView", "candidate", "type rules.CandidateView", "candidate",
 			"type *rules.MessageView", "msg", "type rules.MessageView", "msg",
-			"type *rules.SessionView", "session", "type rules.SessionView", "session").Replace(msg)
+			"type *rules.SessionView", "session", "type rules.SessionView", "session",
+			"type *rules.FloorView", "floor", "type rules.FloorView", "floor").Replace(msg)
 		c.errorf(pos, "expression %q: %s", x.Src, msg)
 		return
 	}

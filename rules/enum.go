@@ -171,6 +171,24 @@ func (o OnError) String() string                       { return word(onErrorWord
 func (OnError) enumWords() []string                    { return onErrorWords }
 func (o *OnError) decodeNode(d *decoder, n *yaml.Node) { decodeEnum(d, n, o, onErrorWords) }
 
+// Level is how loud an emitted note is.
+type Level uint8
+
+// Note levels.
+const (
+	// LevelInfo is a notice on the timeline.
+	LevelInfo Level = iota
+	// LevelWarning is something an operator should see: the dry run
+	// lists it in its summary and the service counts it.
+	LevelWarning
+)
+
+var levelWords = []string{"info", "warning"}
+
+func (l Level) String() string                       { return word(levelWords, uint8(l)) }
+func (Level) enumWords() []string                    { return levelWords }
+func (l *Level) decodeNode(d *decoder, n *yaml.Node) { decodeEnum(d, n, l, levelWords) }
+
 // VoiceMode is how agents speak.
 type VoiceMode uint8
 

@@ -50,6 +50,21 @@ type SessionView struct {
 	TurnPending     bool `expr:"turn_pending"`
 }
 
+// FloorView is what the role holding the floor has done since it took
+// it, as `floor`: enough to tell "has asked and been answered" from
+// "has just arrived".
+type FloorView struct {
+	Holder  string `expr:"holder"`
+	SinceMS int64  `expr:"since_ms"`
+	// Lines is how many lines the holder has said since taking the floor.
+	Lines int `expr:"lines"`
+	// Answers counts candidate messages after the holder's first line.
+	Answers int `expr:"answers"`
+	// AutoAdvances counts silence ladders that gave up waiting after the
+	// holder's first line.
+	AutoAdvances int `expr:"auto_advances"`
+}
+
 // ToolView is the tool call being handled, as `tool`.
 type ToolView struct {
 	ID     string         `expr:"id"`
@@ -83,7 +98,7 @@ type envSpec struct {
 	names map[string]string // name -> "constant" | "variable" | "built-in"
 }
 
-var builtinNames = []string{"candidate", "msg", "session", "now", "role", "tool", "args", "result",
+var builtinNames = []string{"candidate", "msg", "session", "floor", "now", "role", "tool", "args", "result",
 	"scenario", "tickets", "tickets_total", "finished", "available", "finished_roles", "active", "memory", "slot", "records", "transcript_text"}
 
 func exprFunctions() []expr.Option {
@@ -102,6 +117,7 @@ type Env struct {
 	Candidate CandidateView
 	Msg       MessageView
 	Session   SessionView
+	Floor     FloorView
 	Tool      ToolView
 	Now       int64
 	host      Host
@@ -124,6 +140,7 @@ func (p *Pack) NewEnv() *Env {
 	e.m["candidate"] = &e.Candidate
 	e.m["msg"] = &e.Msg
 	e.m["session"] = &e.Session
+	e.m["floor"] = &e.Floor
 	e.m["now"] = func() int64 { return e.Now }
 	e.m["role"] = ""
 	e.m["tool"] = &e.Tool
@@ -331,6 +348,7 @@ func (p *Pack) buildEnvSpec() {
 	s.decl["candidate"] = &CandidateView{}
 	s.decl["msg"] = &MessageView{}
 	s.decl["session"] = &SessionView{}
+	s.decl["floor"] = &FloorView{}
 	s.decl["now"] = func() int64 { return 0 }
 	s.decl["role"] = ""
 	s.decl["tool"] = &ToolView{}

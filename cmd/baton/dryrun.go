@@ -120,7 +120,9 @@ func cmdDryrun(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		err = dryrun.WriteJSONL(w, res.Records, fo)
 	} else {
 		fmt.Fprintf(w, "# %s: %d events, simulated %s in %s\n", p.Name, len(opt.Events), rules.FormatClock(res.EndMS), elapsed.Round(time.Microsecond))
-		err = dryrun.WriteText(w, res.Records, fo)
+		if err = dryrun.WriteText(w, res.Records, fo); err == nil {
+			err = dryrun.WriteSummary(w, res.Records)
+		}
 	}
 	if err != nil {
 		return err

@@ -78,6 +78,61 @@ func TextLine(r *Record) string {
 	return fmt.Sprintf("%s  %-10s %-20s %s", rules.FormatClock(r.T), who, kind, text)
 }
 
+// WriteSummary prints what a reader of a long timeline checks first, as
+// comment lines: how the session ended and with what outcome (its last
+// report), each warning, and how many adapter, job and script errors
+// there were.
+func WriteSummary(w io.Writer, recs []Record) error {
+	var b strings.Builder
+	var report, end *Record
+	var warnings []*Record
+	counts := map[engine.EffectType]int{}
+	for i := range recs {
+		r := &recs[i]
+		switch r.Type {
+		case engine.EffectReport:
+			report = r
+		case engine.EffectSessionEnd:
+			end = r
+		case engine.EffectNote:
+			if r.Kind == engine.NoteWarning {
+				warnings = append(warnings, r)
+			}
+		case engine.EffectAdapterError, engine.EffectJobError, engine.EffectScriptError, engine.EffectEngineError:
+			counts[r.Type]++
+		}
+	}
+	if end != nil {
+		fmt.Fprintf(&b, "# ended at %s: %s", rules.FormatClock(end.T), end.Reason)
+		if end.Rule != "" {
+			fmt.Fprintf(&b, " (%s)", end.Rule)
+		}
+		b.WriteString("\n")
+	} else {
+		b.WriteString("# not ended\n")
+	}
+	if report != nil {
+		fmt.Fprintf(&b, "# outcome: %s %s\n", report.Kind, compactJSON(report.Data))
+	}
+	if len(warnings) > 0 {
+		fmt.Fprintf(&b, "# warnings: %d\n", len(warnings))
+		for _, r := range warnings {
+			fmt.Fprintf(&b, "#   %s %s: %s\n", rules.FormatClock(r.T), r.Rule, r.Text)
+		}
+	}
+	var errs []string
+	for _, t := range []engine.EffectType{engine.EffectAdapterError, engine.EffectJobError, engine.EffectScriptError, engine.EffectEngineError} {
+		if n := counts[t]; n > 0 {
+			errs = append(errs, fmt.Sprintf("%s %d", t, n))
+		}
+	}
+	if len(errs) > 0 {
+		b.WriteString("# errors: " + strings.Join(errs, ", ") + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 // WriteJSONL prints one JSON object per effect. Adapter request bodies are
 // left out unless verbose, to keep lines readable.
 func WriteJSONL(w io.Writer, recs []Record, opt FormatOptions) error {

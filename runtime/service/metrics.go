@@ -32,6 +32,7 @@ type metrics struct {
 	slowConsumers    prometheus.Counter
 	resumes          *prometheus.CounterVec
 	eventToEffectSec prometheus.Histogram
+	warnings         *prometheus.CounterVec
 }
 
 // Latency buckets from 50 µs to 10 s: engine steps are microseconds, fsyncs
@@ -61,11 +62,12 @@ func newMetrics() *metrics {
 	m.slowConsumers = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_slow_consumer_disconnects_total", Help: "Connections closed because their send queue was full."})
 	m.resumes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_resumes_total", Help: "Session resumes, by how missed effects were found."}, []string{"source"})
 	m.eventToEffectSec = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "baton_event_to_first_effect_seconds", Help: "From a candidate event being read to its first effect being queued for sending.", Buckets: latencyBuckets})
+	m.warnings = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_pack_warnings_total", Help: "Notes a pack emitted with level: warning (a setup job failed and defaults were used, say), by pack and rule."}, []string{"pack", "rule"})
 	for _, c := range []prometheus.Collector{
 		m.sessionsActive, m.sessionsStarted, m.sessionsEnded, m.connections, m.events, m.inputs, m.effects,
 		m.clientErrors, m.stepSeconds, m.adapterSeconds, m.adapterErrors, m.adapterInflight,
 		m.walSyncSeconds, m.walErrors, m.walTruncations, m.recoveries, m.panics,
-		m.slowConsumers, m.resumes, m.eventToEffectSec,
+		m.slowConsumers, m.resumes, m.eventToEffectSec, m.warnings,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {

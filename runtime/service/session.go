@@ -440,6 +440,9 @@ func (s *session) recordEffect(e *engine.Effect) EffectFrame {
 		return fr
 	}
 	s.srv.m.effects.WithLabelValues(string(e.Type)).Inc()
+	if e.Type == engine.EffectNote && e.Kind == engine.NoteWarning {
+		s.srv.m.warnings.WithLabelValues(s.pack.Name, e.Rule).Inc()
+	}
 	if !s.eventRead.IsZero() {
 		s.srv.m.eventToEffectSec.Observe(s.srv.clock.Now().Sub(s.eventRead).Seconds())
 		s.eventRead = time.Time{}
