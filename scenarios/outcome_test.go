@@ -1,0 +1,119 @@
+package scenarios_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/dryrun"
+	"github.com/batonhq/baton/runtime/events"
+	"github.com/batonhq/baton/scenarios"
+)
+
+// outcomes says, for every bundled pack, what a finished session of it
+// has produced. A session that idles to its hard limit, or closes without
+// its verdict, is a broken product whatever its timeline looked like.
+var outcomes = map[string]func(recs []dryrun.Record) error{
+	"dayone": func(recs []dryrun.Record) error {
+		return endsWith(recs, "session_complete")
+	},
+	"hotseat": func(recs []dryrun.Record) error {
+		if err := endsWith(recs, "verdict"); err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if r.Type == engine.EffectReport && r.Kind == "verdict" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no verdict report")
+	},
+}
+
+func endsWith(recs []dryrun.Record, reason string) error {
+	if len(recs) == 0 {
+		return fmt.Errorf("no effects")
+	}
+	last := recs[len(recs)-1]
+	if last.Type != engine.EffectSessionEnd || last.Reason != reason {
+		return fmt.Errorf("last effect at %s is %s %q, want session_end %q", rules.FormatClock(last.T), last.Type, last.Reason, reason)
+	}
+	return nil
+}
+
+// failingInTurn scripts a model whose calls fail in turn: a rate limit, a
+// server error and a call that never answers (the engine's timeout), then
+// one the pack's own model answers, over and over.
+func failingInTurn(n int) []dryrun.Reply {
+	var out []dryrun.Reply
+	for call := 1; call <= n; call++ {
+		switch call % 4 {
+		case 1:
+			out = append(out, dryrun.Reply{Call: call, Error: "rate_limit"})
+		case 2:
+			out = append(out, dryrun.Reply{Call: call, Error: "server"})
+		case 3:
+			out = append(out, dryrun.Reply{Call: call, NoReply: true})
+		}
+	}
+	return out
+}
+
+// TestEveryPackReachesItsOutcome runs every bundled pack with its own
+// candidate and with a silent one, against its scripted model and against
+// a model whose calls keep failing, and checks that each session ends
+// with the pack's outcome.
+func TestEveryPackReachesItsOutcome(t *testing.T) {
+	for _, name := range scenarios.Names() {
+		outcome, ok := outcomes[name]
+		if !ok {
+			t.Errorf("pack %s: add how its sessions end to outcomes", name)
+			continue
+		}
+		p, err := rules.Load(os.DirFS(name), ".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		builtin, err := packEvents(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cand := range []struct {
+			name   string
+			events []events.Timed
+		}{{"own candidate", builtin}, {"silent candidate", nil}} {
+			for _, model := range []struct {
+				name    string
+				replies []dryrun.Reply
+			}{{"scripted model", nil}, {"failing model", failingInTurn(400)}} {
+				t.Run(name+"/"+cand.name+"/"+model.name, func(t *testing.T) {
+					res, err := dryrun.Run(p, dryrun.Options{Events: cand.events, Replies: model.replies})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := outcome(res.Records); err != nil {
+						var tl []byte
+						for i := range res.Records {
+							tl = append(tl, dryrun.TextLine(&res.Records[i])+"\n"...)
+						}
+						t.Fatalf("%v\n%s", err, tl)
+					}
+				})
+			}
+		}
+	}
+}
+
+func packEvents(p *rules.Pack) ([]events.Timed, error) {
+	if p.DryRun.Candidate == "" {
+		return nil, nil
+	}
+	f, err := p.FS.Open(p.DryRun.Candidate)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return events.ReadAll(f)
+}
