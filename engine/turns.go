@@ -295,6 +295,12 @@ func (s *Session) onLLMResult(r *LLMResult) {
 		s.turnTools(a, r)
 		return
 	}
+	if r.Err == nil && strings.TrimSpace(r.Text) == "" && a.spokeInRounds() {
+		// Asked again after a refused call, a model that has already said
+		// its line may rightly have nothing to add.
+		s.floor.active = nil
+		return
+	}
 	if r.Err != nil || strings.TrimSpace(r.Text) == "" {
 		reason := "empty reply"
 		if r.Err != nil {
@@ -311,6 +317,17 @@ func (s *Session) onLLMResult(r *LLMResult) {
 		a.intentTag = r.IntentTag
 	}
 	s.deliver(a, r.Text, false)
+}
+
+// spokeInRounds reports whether the turn said a line along with an
+// earlier round of tool calls.
+func (t *turn) spokeInRounds() bool {
+	for _, r := range t.toolRounds {
+		if strings.TrimSpace(r.Text) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Session) fallback(t *turn) string {
