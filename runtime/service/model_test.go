@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/runtime/llm"
 )
@@ -69,5 +71,31 @@ func TestModelRetryWaitsOnServerClock(t *testing.T) {
 	}
 	if want := asked + 1000; m.Effect.T < want {
 		t.Fatalf("answer applied at %d ms, before the backoff ended at %d ms", m.Effect.T, want)
+	}
+}
+
+// refusing fails every call with an error no retry can fix.
+type refusing struct{}
+
+func (refusing) Generate(context.Context, llm.Request) (llm.Response, error) {
+	return llm.Response{}, llm.NewError(llm.KindBadRequest, 400, nil, "refused")
+}
+
+// TestPackWarningsAreCounted: a Hot Seat whose setup jobs fail carries on
+// with defaults; the pack says so with level: warning notes, which the
+// service counts by pack and rule for operators to alert on.
+func TestPackWarningsAreCounted(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Model = RealModel(refusing{}) })
+	c := h.dial(nil)
+	c.send(map[string]any{"id": "s", "type": "start", "pack": "hotseat", "session_id": "warn1", "candidate_id": "c"})
+	c.expectAck("s")
+	w := c.waitFor("the analysis warning", func(f *ServerFrame) bool {
+		return f.Type == FrameEffect && f.Effect.Type == engine.EffectNote && f.Effect.Kind == engine.NoteWarning
+	})
+	if w.Effect.Rule != "analyze" {
+		t.Fatalf("first warning from %q, want analyze", w.Effect.Rule)
+	}
+	if got := testutil.ToFloat64(h.srv.m.warnings.WithLabelValues("hotseat", "analyze")); got != 1 {
+		t.Fatalf("baton_pack_warnings_total{pack=hotseat,rule=analyze} = %v, want 1", got)
 	}
 }
