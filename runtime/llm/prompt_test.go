@@ -126,6 +126,25 @@ func TestFromTurnMessages(t *testing.T) {
 			},
 		},
 		{
+			name: "a tool round goes back as one model message with every call and its signature",
+			req: engine.LLMRequest{TurnGoal: "g", ToolRounds: []engine.ToolRound{{
+				Text: "One moment.",
+				Steps: []engine.ToolStep{
+					{Call: engine.ToolCall{ID: "r1-call-1", Name: "pass", Args: json.RawMessage(`{"to":"c"}`), Signature: []byte("sig")}, Result: json.RawMessage(`{"error":"no"}`), IsError: true},
+					{Call: engine.ToolCall{ID: "m-2", Name: "look", Args: json.RawMessage(`{}`)}, Result: json.RawMessage(`{"ok":true}`)},
+				},
+			}}},
+			want: []Message{
+				{Role: RoleUser, Text: "[Turn goal: g]\n[The candidate has not said anything yet.]"},
+				{Role: RoleModel, Text: "One moment.", ToolCalls: []ToolCall{
+					{ID: "r1-call-1", Name: "pass", Args: json.RawMessage(`{"to":"c"}`), Signature: []byte("sig")},
+					{ID: "m-2", Name: "look", Args: json.RawMessage(`{}`)},
+				}},
+				{Role: RoleTool, ToolResult: &ToolResult{CallID: "r1-call-1", Name: "pass", Content: json.RawMessage(`{"error":"no"}`), IsError: true}},
+				{Role: RoleTool, ToolResult: &ToolResult{CallID: "m-2", Name: "look", Content: json.RawMessage(`{"ok":true}`)}},
+			},
+		},
+		{
 			name: "missing goal has a neutral default",
 			req:  engine.LLMRequest{CandidateLastMessage: "done"},
 			want: []Message{{Role: RoleUser, Text: "[Turn goal: continue the interview]\n[Candidate's last message: done]"}},
