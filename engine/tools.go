@@ -42,16 +42,19 @@ func (s *Session) offeredTools(role string) []ToolDecl {
 	var out []ToolDecl
 	for i := range s.p.Tools {
 		t := &s.p.Tools[i]
-		if !s.evalBool(&t.Offered, role) {
-			continue
+		if choices, ok := s.offer(t, role); ok {
+			out = append(out, ToolDecl{Name: t.Name, Description: s.render(&t.Description, role), Parameters: t.ParamsWith(choices)})
 		}
-		choices, ok := s.toolChoices(t, role)
-		if !ok {
-			continue
-		}
-		out = append(out, ToolDecl{Name: t.Name, Description: s.render(&t.Description, role), Parameters: withEnums(t, choices)})
 	}
 	return out
+}
+
+// offer reports whether t is offered to role now, and with which choices.
+func (s *Session) offer(t *rules.Tool, role string) ([][]string, bool) {
+	if !s.evalBool(&t.Offered, role) {
+		return nil, false
+	}
+	return s.toolChoices(t, role)
 }
 
 // toolChoices evaluates a tool's choices for role, in declared order; ok
@@ -90,31 +93,6 @@ func (s *Session) toolChoices(t *rules.Tool, role string) ([][]string, bool) {
 	return out, true
 }
 
-// withEnums is the tool's parameter schema with each choice's current
-// values as its enum.
-func withEnums(t *rules.Tool, choices [][]string) json.RawMessage {
-	raw := t.Params().JSON()
-	if len(choices) == 0 {
-		return raw
-	}
-	var sc map[string]any
-	if json.Unmarshal(raw, &sc) != nil {
-		return raw
-	}
-	props, _ := sc["properties"].(map[string]any)
-	for i, ch := range t.Choices {
-		if p, ok := props[ch.Param].(map[string]any); ok {
-			p["enum"] = choices[i]
-		}
-	}
-	// encoding/json sorts map keys, so the bytes are the same every time.
-	out, err := json.Marshal(sc)
-	if err != nil {
-		return raw
-	}
-	return out
-}
-
 // badChoices lists the arguments outside their current choices.
 func badChoices(t *rules.Tool, choices [][]string, args map[string]any) []string {
 	var out []string
@@ -140,14 +118,17 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 		s.emit(Effect{Type: EffectToolResult, ID: call.ID, Agent: role, Kind: call.Name, Data: step.Result, IsError: true, Reason: msg})
 		return step
 	}
-	tool, ok := s.p.Tool(call.Name)
+	tool, known := s.p.Tool(call.Name)
+	var choices [][]string
 	offered := false
-	var names []string
-	for _, d := range s.offeredTools(role) {
-		names = append(names, d.Name)
-		offered = offered || d.Name == call.Name
+	if known {
+		choices, offered = s.offer(tool, role)
 	}
-	if !ok || !offered {
+	if !offered {
+		var names []string
+		for _, d := range s.offeredTools(role) {
+			names = append(names, d.Name)
+		}
 		return fail(fmt.Sprintf("tool %s is not available now (available: %s)", call.Name, strings.Join(names, ", ")))
 	}
 	var args map[string]any
@@ -161,10 +142,7 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 		return fail("arguments are not a JSON object: " + err.Error())
 	}
 	args = normalizeJSON(args).(map[string]any)
-	problems := tool.Params().Validate(args)
-	if choices, ok := s.toolChoices(tool, role); ok {
-		problems = append(problems, badChoices(tool, choices, args)...)
-	}
+	problems := append(tool.Params().Validate(args), badChoices(tool, choices, args)...)
 	if len(problems) > 0 {
 		return fail("invalid arguments: " + strings.Join(problems, "; "))
 	}

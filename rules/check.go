@@ -315,6 +315,7 @@ func (t *Tool) check(c *compiler) {
 			c.errorf(ch.Pos, "tool %s: %q has both a fixed enum and choices; keep one", t.Name, ch.Param)
 		}
 	}
+	t.cutParams()
 }
 
 func (j *Job) check(c *compiler) {

@@ -1,7 +1,10 @@
 package rules
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -184,7 +187,97 @@ type Tool struct {
 	Choices []ToolChoice `yaml:"choices"`
 
 	params *schema.Schema
+	// paramParts is the parameter schema's JSON cut where each choice's
+	// enum goes, so offering the tool writes bytes instead of rebuilding
+	// the schema.
+	paramParts [][]byte
+	paramOrder []int // which choice goes after each part
 }
+
+// ParamsWith is the parameter schema with each choice's values (in the
+// order of Choices) as its enum.
+func (t *Tool) ParamsWith(choices [][]string) json.RawMessage {
+	if len(t.paramParts) == 0 || len(choices) != len(t.Choices) {
+		return t.params.JSON()
+	}
+	n := 0
+	for _, p := range t.paramParts {
+		n += len(p)
+	}
+	out := make([]byte, 0, n+32*len(choices))
+	for i, p := range t.paramParts {
+		out = append(out, p...)
+		if i < len(t.paramOrder) {
+			out = append(out, '[')
+			for j, v := range choices[t.paramOrder[i]] {
+				if j > 0 {
+					out = append(out, ',')
+				}
+				out = appendJSONString(out, v)
+			}
+			out = append(out, ']')
+		}
+	}
+	return out
+}
+
+// appendJSONString appends v as a JSON string: plain ASCII as is (role
+// ids, the common case), anything else through encoding/json.
+func appendJSONString(out []byte, v string) []byte {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(v)
+			return append(out, b...)
+		}
+	}
+	out = append(out, '"')
+	out = append(out, v...)
+	return append(out, '"')
+}
+
+// cutParams prepares paramParts: the schema marshalled with a marker as
+// each choice's enum, cut at the markers.
+func (t *Tool) cutParams() {
+	var sc map[string]any
+	if len(t.Choices) == 0 || t.params == nil || json.Unmarshal(t.params.JSON(), &sc) != nil {
+		return
+	}
+	props, _ := sc["properties"].(map[string]any)
+	for i, ch := range t.Choices {
+		if p, ok := props[ch.Param].(map[string]any); ok {
+			p["enum"] = choiceMarker(i)
+		}
+	}
+	raw, err := json.Marshal(sc)
+	if err != nil {
+		return
+	}
+	// Cut at the markers in the order they occur (encoding/json sorts
+	// keys, so not necessarily the order of Choices).
+	var parts [][]byte
+	var order []int
+	for range t.Choices {
+		at, which := -1, -1
+		for i := range t.Choices {
+			m, _ := json.Marshal(choiceMarker(i))
+			if j := bytes.Index(raw, m); j >= 0 && (at < 0 || j < at) {
+				at, which = j, i
+			}
+		}
+		if which < 0 {
+			return
+		}
+		m, _ := json.Marshal(choiceMarker(which))
+		parts = append(parts, raw[:at])
+		order = append(order, which)
+		raw = raw[at+len(m):]
+	}
+	t.paramParts, t.paramOrder = append(parts, raw), order
+}
+
+// choiceMarker cannot occur in a schema a pack wrote: YAML text holds no
+// NUL characters.
+func choiceMarker(i int) string { return "\x00choice:" + strconv.Itoa(i) }
 
 // ToolChoice gives a string parameter its allowed values from session
 // state: the expression's list is evaluated whenever the tool is offered,
