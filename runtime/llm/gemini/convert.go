@@ -19,19 +19,43 @@ func badRequest(format string, args ...any) *llm.Error {
 // toGenai converts a request. Invalid input (unknown role, args that are
 // not a JSON object, malformed schemas) is a bad_request error raised here,
 // before any network traffic.
+//
+// The wire uses only what the API reference documents for
+// generateContent:
+//
+//   - A user message is its text, then for each attached file a text part
+//     naming it (AttachmentLabel) right before its inlineData blob. The
+//     reference's Blob has only mimeType and data, so a name sent anywhere
+//     else would not reach the model, which would see anonymous blobs.
+//   - A model message is one model content: its text (when any), then a
+//     functionCall part per tool call, in order (a reply that spoke and
+//     called tools in parallel). Each part carries the call's ID when it
+//     has one and its thought signature when it has one.
+//   - Consecutive tool messages are one user content of functionResponse
+//     parts in call order, each with the call's ID when it has one.
+//
+// A message with nothing to send (no text, files or calls) is left out,
+// since the API rejects a part without data.
 func toGenai(req llm.Request) ([]*genai.Content, *genai.GenerateContentConfig, error) {
 	contents := make([]*genai.Content, 0, len(req.Messages))
 	for i, msg := range req.Messages {
 		switch msg.Role {
 		case llm.RoleUser:
-			c := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: msg.Text}}}
-			for _, b := range msg.Blobs {
-				c.Parts = append(c.Parts, &genai.Part{InlineData: &genai.Blob{MIMEType: b.MIME, Data: b.Data, DisplayName: b.Name}})
+			c := &genai.Content{Role: genai.RoleUser}
+			if msg.Text != "" {
+				c.Parts = append(c.Parts, &genai.Part{Text: msg.Text})
 			}
-			contents = append(contents, c)
+			for j, b := range msg.Blobs {
+				c.Parts = append(c.Parts,
+					&genai.Part{Text: AttachmentLabel(j, b)},
+					&genai.Part{InlineData: &genai.Blob{MIMEType: b.MIME, Data: b.Data}})
+			}
+			if len(c.Parts) > 0 {
+				contents = append(contents, c)
+			}
 		case llm.RoleModel:
 			c := &genai.Content{Role: genai.RoleModel}
-			if msg.Text != "" || len(msg.ToolCalls) == 0 {
+			if msg.Text != "" {
 				c.Parts = append(c.Parts, &genai.Part{Text: msg.Text})
 			}
 			for _, tc := range msg.ToolCalls {
@@ -41,7 +65,9 @@ func toGenai(req llm.Request) ([]*genai.Content, *genai.GenerateContentConfig, e
 				}
 				c.Parts = append(c.Parts, p)
 			}
-			contents = append(contents, c)
+			if len(c.Parts) > 0 {
+				contents = append(contents, c)
+			}
 		case llm.RoleTool:
 			if msg.ToolResult == nil {
 				return nil, nil, badRequest("message %d: tool message without a tool result", i)
@@ -60,6 +86,9 @@ func toGenai(req llm.Request) ([]*genai.Content, *genai.GenerateContentConfig, e
 		default:
 			return nil, nil, badRequest("message %d: unknown role %q", i, msg.Role)
 		}
+	}
+	if len(contents) == 0 {
+		return nil, nil, badRequest("no message has anything to send")
 	}
 
 	config := &genai.GenerateContentConfig{
@@ -84,7 +113,20 @@ func toGenai(req llm.Request) ([]*genai.Content, *genai.GenerateContentConfig, e
 	return contents, config, nil
 }
 
-// FunctionCallPart converts a tool call from history back to a model part.
+// AttachmentLabel is the text part sent right before an attached file's
+// blob, so the model knows which file it is reading: its name (quoted, so
+// no name can pass for more text) and MIME type. An unnamed file is
+// numbered from 1 within its message.
+func AttachmentLabel(i int, b llm.Blob) string {
+	if b.Name == "" {
+		return fmt.Sprintf("Attached file %d (%s):", i+1, b.MIME)
+	}
+	return fmt.Sprintf("Attached file %q (%s):", b.Name, b.MIME)
+}
+
+// FunctionCallPart converts a tool call from history back to a model part,
+// with its ID (when it has one) and its thought signature exactly as the
+// model gave it: Gemini 3 rejects a history whose calls lack them.
 func FunctionCallPart(tc llm.ToolCall) (*genai.Part, error) {
 	args, err := objectOrEmpty(tc.Args)
 	if err != nil {
@@ -96,9 +138,13 @@ func FunctionCallPart(tc llm.ToolCall) (*genai.Part, error) {
 	}, nil
 }
 
-// FunctionResponse converts a tool result. Gemini wants an object: a JSON
-// object is sent as is, any other value is wrapped as {"output": v}, and an
-// error result as {"error": v}, the keys the Gemini docs recommend.
+// FunctionResponse converts a tool result. Gemini wants an object: a
+// successful result that is a JSON object is sent as is and any other value
+// as {"output": v}. An error result is flattened to one {"error": ...}: an
+// object that already has an "error" key (the engine's refusals are
+// {"error": "..."}) is sent as is, anything else is wrapped once as
+// {"error": v}. "output" and "error" are the keys the Gemini docs
+// recommend. The call's ID goes back when it has one.
 func FunctionResponse(r llm.ToolResult) (*genai.FunctionResponse, error) {
 	var value any
 	if len(bytes.TrimSpace(r.Content)) > 0 {
@@ -106,21 +152,24 @@ func FunctionResponse(r llm.ToolResult) (*genai.FunctionResponse, error) {
 			return nil, fmt.Errorf("tool result %q content is not JSON: %w", r.Name, err)
 		}
 	}
+	obj, isObject := value.(map[string]any)
 	var resp map[string]any
-	switch v := value.(type) {
-	case map[string]any:
-		resp = v
-		if r.IsError {
-			resp = map[string]any{"error": v}
-		}
+	switch {
+	case r.IsError && isObject && hasKey(obj, "error"):
+		resp = obj
+	case r.IsError:
+		resp = map[string]any{"error": value}
+	case isObject:
+		resp = obj
 	default:
-		key := "output"
-		if r.IsError {
-			key = "error"
-		}
-		resp = map[string]any{key: v}
+		resp = map[string]any{"output": value}
 	}
 	return &genai.FunctionResponse{ID: r.CallID, Name: r.Name, Response: resp}, nil
+}
+
+func hasKey(m map[string]any, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // Tools converts declarations to one Gemini tool. Parameters go through
@@ -147,19 +196,42 @@ func Tools(decls []llm.ToolDecl) ([]*genai.Tool, error) {
 	return []*genai.Tool{{FunctionDeclarations: fds}}, nil
 }
 
-// ToolCalls converts function calls, numbering the ones the API sent
-// without an ID ("call-1", "call-2", ... in order) so the same response
-// always yields the same IDs.
+// ToolCalls converts function calls as the Live API delivers them,
+// numbering the ones without an ID ("call-1", "call-2", ... by position)
+// because a Live tool response must name the call it answers. The
+// generateContent path does not invent IDs (see toolCalls).
 func ToolCalls(fcs []*genai.FunctionCall, signatures [][]byte) ([]llm.ToolCall, error) {
+	out, err := toolCalls(fcs, signatures)
+	if err != nil {
+		return nil, err
+	}
+	k := 0
+	for i, fc := range fcs {
+		if fc == nil {
+			continue
+		}
+		if out[k].ID == "" {
+			out[k].ID = "call-" + strconv.Itoa(i+1)
+		}
+		k++
+	}
+	return out, nil
+}
+
+// toolCalls converts function calls from a response. Each keeps the ID the
+// model gave it, or none: an invented ID would repeat across a turn's
+// retries and a session's turns, so the caller (the engine) assigns
+// session-unique IDs to calls without one, and whatever ID a call then
+// carries goes back with it (FunctionCallPart, FunctionResponse).
+// signatures[i] is the thought signature of fcs[i]'s part; with parallel
+// calls the model signs only the first.
+func toolCalls(fcs []*genai.FunctionCall, signatures [][]byte) ([]llm.ToolCall, error) {
 	var out []llm.ToolCall
 	for i, fc := range fcs {
 		if fc == nil {
 			continue
 		}
 		tc := llm.ToolCall{ID: fc.ID, Name: fc.Name}
-		if tc.ID == "" {
-			tc.ID = "call-" + strconv.Itoa(i+1)
-		}
 		if fc.Args != nil {
 			// encoding/json sorts map keys, so Args bytes are deterministic.
 			b, err := json.Marshal(fc.Args)
@@ -221,7 +293,7 @@ func fromGenai(resp *genai.GenerateContentResponse) (llm.Response, error) {
 		}
 	}
 	out.Text = text.String()
-	tcs, err := ToolCalls(calls, sigs)
+	tcs, err := toolCalls(calls, sigs)
 	if err != nil {
 		return out, llm.NewError(llm.KindServer, 0, err, "%v", err)
 	}

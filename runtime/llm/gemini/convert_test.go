@@ -24,8 +24,11 @@ func TestFunctionResponse(t *testing.T) {
 		{"string is wrapped", llm.ToolResult{Content: json.RawMessage(`"done"`)}, map[string]any{"output": "done"}, false},
 		{"array is wrapped", llm.ToolResult{Content: json.RawMessage(`[1,2]`)}, map[string]any{"output": []any{1.0, 2.0}}, false},
 		{"empty content", llm.ToolResult{}, map[string]any{"output": nil}, false},
-		{"error string", llm.ToolResult{Content: json.RawMessage(`"boom"`), IsError: true}, map[string]any{"error": "boom"}, false},
-		{"error object", llm.ToolResult{Content: json.RawMessage(`{"code":7}`), IsError: true}, map[string]any{"error": map[string]any{"code": 7.0}}, false},
+		{"error string is wrapped once", llm.ToolResult{Content: json.RawMessage(`"boom"`), IsError: true}, map[string]any{"error": "boom"}, false},
+		{"error object is wrapped once", llm.ToolResult{Content: json.RawMessage(`{"code":7}`), IsError: true}, map[string]any{"error": map[string]any{"code": 7.0}}, false},
+		{"refusal is sent as is", llm.ToolResult{Content: json.RawMessage(`{"error":"tool x is not available now"}`), IsError: true}, map[string]any{"error": "tool x is not available now"}, false},
+		{"error object with an error key is sent as is", llm.ToolResult{Content: json.RawMessage(`{"error":{"code":7},"hint":"retry"}`), IsError: true}, map[string]any{"error": map[string]any{"code": 7.0}, "hint": "retry"}, false},
+		{"empty error", llm.ToolResult{IsError: true}, map[string]any{"error": nil}, false},
 		{"invalid JSON", llm.ToolResult{Content: json.RawMessage(`{oops`)}, nil, true},
 	}
 	for _, tt := range tests {
@@ -49,22 +52,37 @@ func TestFunctionResponse(t *testing.T) {
 }
 
 func TestToolCallsIDs(t *testing.T) {
-	got, err := ToolCalls([]*genai.FunctionCall{
+	fcs := []*genai.FunctionCall{
 		{Name: "a"},
 		nil,
 		{ID: "x", Name: "b", Args: map[string]any{"z": 1, "a": 2}},
 		{Name: "c"},
-	}, nil)
+	}
+	sigs := [][]byte{[]byte("s1"), nil, nil, nil}
+	// generateContent: the model's IDs, none invented.
+	got, err := toolCalls(fcs, sigs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []llm.ToolCall{
-		{ID: "call-1", Name: "a", Args: json.RawMessage(`{}`)},
+		{Name: "a", Args: json.RawMessage(`{}`), Signature: []byte("s1")},
 		{ID: "x", Name: "b", Args: json.RawMessage(`{"a":2,"z":1}`)},
-		{ID: "call-4", Name: "c", Args: json.RawMessage(`{}`)},
+		{Name: "c", Args: json.RawMessage(`{}`)},
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %#v\nwant %#v", got, want)
+		t.Fatalf("toolCalls:\n got %#v\nwant %#v", got, want)
+	}
+	// Live: calls without an ID are numbered by position.
+	live, err := ToolCalls(fcs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range live {
+		ids = append(ids, c.ID)
+	}
+	if wantIDs := []string{"call-1", "x", "call-4"}; !reflect.DeepEqual(ids, wantIDs) {
+		t.Fatalf("ToolCalls IDs = %v, want %v", ids, wantIDs)
 	}
 }
 
@@ -81,6 +99,8 @@ func TestToGenaiRejectsBadInput(t *testing.T) {
 		{"tool without name", llm.Request{Messages: []llm.Message{user}, Tools: []llm.ToolDecl{{Description: "x"}}}},
 		{"parameters not an object", llm.Request{Messages: []llm.Message{user}, Tools: []llm.ToolDecl{{Name: "f", Parameters: json.RawMessage(`"string"`)}}}},
 		{"schema not an object", llm.Request{Messages: []llm.Message{user}, ResponseSchema: json.RawMessage(`[`)}},
+		{"nothing to send", llm.Request{Messages: []llm.Message{{Role: llm.RoleUser}, {Role: llm.RoleModel}}}},
+		{"no messages", llm.Request{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,9 +116,11 @@ func TestToGenaiRejectsBadInput(t *testing.T) {
 func TestToGenaiShapes(t *testing.T) {
 	contents, cfg, err := toGenai(llm.Request{
 		Messages: []llm.Message{
-			{Role: llm.RoleUser, Text: "q"},
-			{Role: llm.RoleModel, Text: "thinking aloud", ToolCalls: []llm.ToolCall{{ID: "1", Name: "f", Args: json.RawMessage(`{"k":"v"}`)}}},
+			{Role: llm.RoleUser, Text: "q", Blobs: []llm.Blob{{Name: "cv.pdf", MIME: "application/pdf", Data: []byte("%PDF")}, {MIME: "image/png", Data: []byte{1}}}},
+			{Role: llm.RoleModel}, // nothing to send: left out
+			{Role: llm.RoleModel, Text: "thinking aloud", ToolCalls: []llm.ToolCall{{ID: "1", Name: "f", Args: json.RawMessage(`{"k":"v"}`)}, {Name: "g"}}},
 			{Role: llm.RoleTool, ToolResult: &llm.ToolResult{CallID: "1", Name: "f", Content: json.RawMessage(`{"ok":true}`)}},
+			{Role: llm.RoleTool, ToolResult: &llm.ToolResult{Name: "g", Content: json.RawMessage(`1`)}},
 			{Role: llm.RoleUser, Text: "and?"},
 		},
 		MaxOutputTokens: -5,
@@ -113,8 +135,17 @@ func TestToGenaiShapes(t *testing.T) {
 	if want := []string{"user", "model", "user", "user"}; !reflect.DeepEqual(roles, want) {
 		t.Fatalf("roles = %v, want %v", roles, want)
 	}
-	if p := contents[1].Parts; len(p) != 2 || p[0].Text != "thinking aloud" || p[1].FunctionCall.Args["k"] != "v" {
+	u := contents[0].Parts
+	if len(u) != 5 || u[0].Text != "q" ||
+		u[1].Text != `Attached file "cv.pdf" (application/pdf):` || u[2].InlineData == nil || u[2].InlineData.DisplayName != "" ||
+		u[3].Text != "Attached file 2 (image/png):" || u[4].InlineData == nil || u[4].InlineData.MIMEType != "image/png" {
+		t.Fatalf("user parts = %#v", u)
+	}
+	if p := contents[1].Parts; len(p) != 3 || p[0].Text != "thinking aloud" || p[1].FunctionCall.ID != "1" || p[1].FunctionCall.Args["k"] != "v" || p[2].FunctionCall.ID != "" {
 		t.Fatalf("model parts = %#v", p)
+	}
+	if p := contents[2].Parts; len(p) != 2 || p[0].FunctionResponse.ID != "1" || p[1].FunctionResponse.Response["output"] != 1.0 {
+		t.Fatalf("tool parts = %#v", p)
 	}
 	if cfg.MaxOutputTokens != 0 || cfg.SystemInstruction != nil || cfg.Tools != nil || cfg.ResponseMIMEType != "" {
 		t.Fatalf("config = %#v", cfg)

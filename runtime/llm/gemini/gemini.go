@@ -21,8 +21,18 @@ import (
 	"github.com/batonhq/baton/runtime/llm"
 )
 
-// DefaultModel is used when neither Config.Model nor Request.Model is set.
-const DefaultModel = "gemini-2.5-flash"
+// DefaultModel is used when neither Config.Model nor Request.Model is set:
+// Gemini 3.8 Flash, the current stable (GA) Flash model of the Gemini 3
+// family on the Gemini API (released September 2026; the models overview
+// and deprecations pages list no shutdown date for it). gemini-2.5-flash,
+// the previous default, is deprecated, with its shutdown announced for
+// December 1, 2026.
+//
+// Gemini 3 models enforce thought signatures on function calling: the
+// signature a response gives a function call must come back with that
+// call in later requests (llm.ToolCall.Signature), or the call fails with
+// 400.
+const DefaultModel = "gemini-3.8-flash"
 
 // ErrNoAPIKey is returned by New when no API key is configured.
 var ErrNoAPIKey = errors.New("gemini: no API key: set Config.APIKey or the GEMINI_API_KEY or GOOGLE_API_KEY environment variable")
@@ -33,7 +43,7 @@ type Config struct {
 	APIKey string
 	// BaseURL overrides the API endpoint (tests point it at a local fake).
 	BaseURL string
-	// Model is the default model name, e.g. "gemini-2.5-flash".
+	// Model is the default model name, e.g. "gemini-3.8-flash".
 	Model string
 	// HTTPClient defaults to a client whose transport keeps enough idle
 	// connections for a panel's concurrent calls.

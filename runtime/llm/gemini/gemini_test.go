@@ -2,147 +2,166 @@ package gemini
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/batonhq/baton/runtime/internal/wiretest"
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/runtime/clock"
 	"github.com/batonhq/baton/runtime/llm"
+	"github.com/batonhq/baton/runtime/llm/gemini/geminifake"
+	"github.com/batonhq/baton/runtime/llm/llmtest"
 )
 
-const (
-	testKey   = "test-key"
-	testModel = "gemini-test"
-)
-
-// fakeGemini implements the public Gemini REST wire format for
-// generateContent. Each test scripts it with a handler that receives the
-// decoded request body and the request number (0-based); the fake itself
-// checks the method, path and API key header.
-type fakeGemini struct {
-	t       *testing.T
-	srv     *httptest.Server
-	handler func(n int, body map[string]any, w http.ResponseWriter, r *http.Request)
-	wantKey string
-
-	mu     sync.Mutex
-	bodies []map[string]any
+// TestConformance runs the vendor-neutral suite against the adapter and
+// geminifake, the strict stand-in written from the Gemini API reference.
+// The model is DefaultModel, a Gemini 3 model, so thought signatures are
+// enforced on every tool call the suite makes.
+func TestConformance(t *testing.T) {
+	llmtest.Conformance(t, geminiVendor{})
 }
 
-func newFake(t *testing.T, handler func(n int, body map[string]any, w http.ResponseWriter, r *http.Request)) *fakeGemini {
-	t.Helper()
-	f := &fakeGemini{t: t, handler: handler, wantKey: testKey}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
+// geminiVendor plugs the adapter and geminifake into llmtest.
+type geminiVendor struct{}
+
+func (geminiVendor) Caps() llmtest.Caps {
+	return llmtest.Caps{OptionalCallIDs: true, Signatures: true}
 }
 
-func (f *fakeGemini) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		f.t.Errorf("method = %s, want POST", r.Method)
+func (geminiVendor) Start(t *testing.T, script ...llmtest.Reply) llmtest.Fake {
+	replies := make([]geminifake.Reply, len(script))
+	for i, r := range script {
+		replies[i] = fakeReply(r)
 	}
-	if want := "/v1beta/models/" + testModel + ":generateContent"; r.URL.Path != want {
-		f.t.Errorf("path = %q, want %q", r.URL.Path, want)
-	}
-	if got := r.Header.Get("x-goog-api-key"); got != f.wantKey {
-		f.t.Errorf("x-goog-api-key = %q, want %q", got, f.wantKey)
-	}
-	raw, err := io.ReadAll(r.Body)
-	if err != nil {
-		f.t.Errorf("read body: %v", err)
-		return
-	}
-	var body map[string]any
-	if err := json.Unmarshal(raw, &body); err != nil {
-		f.t.Errorf("request body is not JSON: %v\n%s", err, raw)
-		return
-	}
-	f.mu.Lock()
-	n := len(f.bodies)
-	f.bodies = append(f.bodies, body)
-	f.mu.Unlock()
-	f.handler(n, body, w, r)
-}
-
-func (f *fakeGemini) hits() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.bodies)
-}
-
-func (f *fakeGemini) model(t *testing.T) *Model {
-	t.Helper()
-	m, err := New(context.Background(), Config{APIKey: testKey, BaseURL: f.srv.URL, Model: testModel})
+	s := geminifake.New(geminifake.Script(replies...))
+	t.Cleanup(s.Close)
+	m, err := New(context.Background(), Config{APIKey: s.APIKey, BaseURL: s.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m
+	return &geminiFake{s: s, m: m}
 }
 
-func decode(t *testing.T, s string) any {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		t.Fatal(err)
+func fakeReply(r llmtest.Reply) geminifake.Reply {
+	out := geminifake.Reply{Text: r.Text, Hang: r.Hang}
+	if r.Status != 0 {
+		out.Status, out.Message = r.Status, "scripted failure: "+http.StatusText(r.Status)
+	}
+	for _, c := range r.Calls {
+		out.Calls = append(out.Calls, geminifake.Call{ID: c.ID, Name: c.Name, Args: c.Args})
+	}
+	return out
+}
+
+type geminiFake struct {
+	s *geminifake.Server
+	m *Model
+}
+
+func (f *geminiFake) Model() llm.Model { return f.m }
+
+func (f *geminiFake) Validate(body []byte) error { return f.s.Validate(DefaultModel, body) }
+
+func (f *geminiFake) Requests() []llmtest.Received {
+	var out []llmtest.Received
+	for _, r := range f.s.Requests() {
+		rec := llmtest.Received{Body: r.Body, Err: r.Err}
+		if r.Request != nil {
+			rec.View = view(r.Request)
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+// view reads a request the way the model does.
+func view(req *geminifake.Request) llmtest.View {
+	var v llmtest.View
+	if si := req.SystemInstruction; si != nil {
+		var texts []string
+		for _, p := range si.Parts {
+			texts = append(texts, p.TextOf())
+		}
+		v.System = strings.Join(texts, "\n")
+	}
+	for _, c := range req.Contents {
+		m := llmtest.Message{Role: llm.RoleUser}
+		if c.Role == "model" {
+			m.Role = llm.RoleModel
+		}
+		for _, p := range c.Parts {
+			var part llmtest.Part
+			switch {
+			case p.InlineData != nil:
+				part.Blob = &llm.Blob{MIME: p.InlineData.MIMEType, Data: p.InlineData.Data}
+			case p.FunctionCall != nil:
+				part.Call = &llm.ToolCall{ID: p.FunctionCall.ID, Name: p.FunctionCall.Name, Args: p.FunctionCall.Args, Signature: p.ThoughtSignature}
+			case p.FunctionResponse != nil:
+				part.Result = &llm.ToolResult{CallID: p.FunctionResponse.ID, Name: p.FunctionResponse.Name, Content: p.FunctionResponse.Response}
+			default:
+				part.Text = p.TextOf()
+			}
+			m.Parts = append(m.Parts, part)
+		}
+		v.Messages = append(v.Messages, m)
+	}
+	for _, tool := range req.Tools {
+		for _, fd := range tool.FunctionDeclarations {
+			v.Tools = append(v.Tools, fd.Name)
+		}
+	}
+	if gc := req.GenerationConfig; gc != nil {
+		for _, s := range []json.RawMessage{gc.ResponseJSONSchema, gc.ResponseJSONSchemaLegacy, gc.ResponseSchema} {
+			if len(s) > 0 {
+				v.ResponseSchema = s
+				break
+			}
+		}
 	}
 	return v
 }
 
-func textResponse(parts ...map[string]any) map[string]any {
-	ps := make([]any, len(parts))
-	for i, p := range parts {
-		ps[i] = p
+func newFake(t *testing.T, b geminifake.Behavior) (*geminifake.Server, *Model) {
+	t.Helper()
+	s := geminifake.New(b)
+	t.Cleanup(s.Close)
+	m, err := New(context.Background(), Config{APIKey: s.APIKey, BaseURL: s.URL})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return map[string]any{
-		"candidates": []any{map[string]any{
-			"content":      map[string]any{"role": "model", "parts": ps},
-			"finishReason": "STOP",
-		}},
-		"usageMetadata": map[string]any{"promptTokenCount": 12, "candidatesTokenCount": 7, "thoughtsTokenCount": 3, "totalTokenCount": 22},
-	}
+	return s, m
 }
 
+// requireValid fails t unless the fake accepted every request it received.
+func requireValid(t *testing.T, s *geminifake.Server) []geminifake.Received {
+	t.Helper()
+	got := s.Requests()
+	for _, r := range got {
+		if r.Err != nil {
+			t.Fatalf("request %d refused: %v\n%s", r.Index, r.Err, r.Body)
+		}
+	}
+	return got
+}
+
+var hi = llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}}
+
+// TestGenerateText covers what the suite leaves to each vendor: Gemini
+// splits an answer across parts, sends thoughts as parts to skip, and bills
+// thinking tokens as output.
 func TestGenerateText(t *testing.T) {
-	temp := float32(0.25)
-	f := newFake(t, func(_ int, body map[string]any, w http.ResponseWriter, _ *http.Request) {
-		wiretest.Expect(t, body, "systemInstruction.parts.0.text", "You are QA.")
-		wiretest.Expect(t, body, "contents.0.role", "user")
-		wiretest.Expect(t, body, "contents.0.parts.0.text", "Hello")
-		wiretest.Expect(t, body, "contents.1.role", "model")
-		wiretest.Expect(t, body, "contents.1.parts.0.text", "tech_lead: Hi.")
-		wiretest.Expect(t, body, "contents.2.role", "user")
-		wiretest.Expect(t, body, "generationConfig.temperature", 0.25)
-		wiretest.Expect(t, body, "generationConfig.maxOutputTokens", 256.0)
-		wiretest.Expect(t, body, "generationConfig.responseMimeType", nil)
-		wiretest.Expect(t, body, "tools", nil)
-		wiretest.WriteJSON(w, 200, textResponse(
-			map[string]any{"text": "I am thinking", "thought": true},
-			map[string]any{"text": "Share your first "},
-			map[string]any{"text": "containment step."},
-		))
-	})
-	resp, err := f.model(t).Generate(context.Background(), llm.Request{
-		System: "You are QA.",
-		Messages: []llm.Message{
-			{Role: llm.RoleUser, Text: "Hello"},
-			{Role: llm.RoleModel, Text: "tech_lead: Hi."},
-			{Role: llm.RoleUser, Text: "Go on"},
-		},
-		MaxOutputTokens: 256,
-		Temperature:     &temp,
-	})
+	s, m := newFake(t, geminifake.Script(geminifake.Reply{
+		Parts: []geminifake.Part{{Text: ptr("I am thinking"), Thought: true}, geminifake.TextPart("Share your first ")},
+		Text:  "containment step.",
+		Usage: &geminifake.UsageMetadata{PromptTokenCount: 12, CandidatesTokenCount: 7, ThoughtsTokenCount: 3, TotalTokenCount: 22},
+	}))
+	resp, err := m.Generate(context.Background(), hi)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,26 +173,18 @@ func TestGenerateText(t *testing.T) {
 	if !reflect.DeepEqual(resp, want) {
 		t.Fatalf("response = %#v, want %#v", resp, want)
 	}
+	if got := requireValid(t, s); got[0].Model != DefaultModel {
+		t.Errorf("model = %q, want %q", got[0].Model, DefaultModel)
+	}
 }
 
+func ptr[T any](v T) *T { return &v }
+
+// TestGenerateFromTurn checks an engine turn end to end on the wire.
 func TestGenerateFromTurn(t *testing.T) {
-	f := newFake(t, func(_ int, body map[string]any, w http.ResponseWriter, _ *http.Request) {
-		sys, _ := wiretest.At(body, "systemInstruction.parts.0.text").(string)
-		for _, s := range []string{"You are QA.", llm.BriefBegin, "Turn goal: ask_for_repro", "- bug_summary: double charge", llm.BriefEnd} {
-			if !strings.Contains(sys, s) {
-				t.Errorf("system instruction lacks %q:\n%s", s, sys)
-			}
-		}
-		wiretest.Expect(t, body, "contents.0.role", "model")
-		wiretest.Expect(t, body, "contents.1.role", "user")
-		last, _ := wiretest.At(body, "contents.1.parts.0.text").(string)
-		if !strings.Contains(last, "[Candidate's last message: I can fix now]") {
-			t.Errorf("last user turn = %q", last)
-		}
-		wiretest.WriteJSON(w, 200, textResponse(map[string]any{"text": "```json\n{\"text\":\"Show me the failing test.\",\"intent_tag\":\"qa_repro\"}\n```"}))
-	})
+	s, _ := newFake(t, geminifake.Script(geminifake.Text("```json\n{\"text\":\"Show me the failing test.\",\"intent_tag\":\"qa_repro\"}\n```")))
 	req := llm.FromTurn(&engine.LLMRequest{
-		Role: "qa", TurnGoal: "ask_for_repro", System: "You are QA.", Model: testModel,
+		Role: "qa", TurnGoal: "ask_for_repro", System: "You are QA.", Model: "gemini-3-flash-preview",
 		CandidateLastMessage: "I can fix now",
 		TranscriptTail: []engine.TranscriptLine{
 			{Speaker: "tech_lead", Text: "We double charge."},
@@ -181,7 +192,7 @@ func TestGenerateFromTurn(t *testing.T) {
 		},
 		ScenarioContext: []engine.KV{{Key: "bug_summary", Value: "double charge"}},
 	})
-	m, err := New(context.Background(), Config{APIKey: testKey, BaseURL: f.srv.URL, Model: "ignored-default"})
+	m, err := New(context.Background(), Config{APIKey: s.APIKey, BaseURL: s.URL, Model: "ignored-default"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,185 +200,155 @@ func TestGenerateFromTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reply, tag := llm.ParseReply(resp.Text)
-	if reply != "Show me the failing test." || tag != "qa_repro" {
+	if reply, tag := llm.ParseReply(resp.Text); reply != "Show me the failing test." || tag != "qa_repro" {
 		t.Fatalf("ParseReply = (%q, %q)", reply, tag)
 	}
-}
-
-func TestGenerateJSONSchema(t *testing.T) {
-	f := newFake(t, func(_ int, body map[string]any, w http.ResponseWriter, _ *http.Request) {
-		wiretest.Expect(t, body, "generationConfig.responseMimeType", "application/json")
-		wiretest.Expect(t, body, "generationConfig.responseJsonSchema", decode(t, string(llm.ReplySchema)))
-		wiretest.Expect(t, body, "generationConfig.responseSchema", nil)
-		wiretest.WriteJSON(w, 200, textResponse(map[string]any{"text": `{"text":"Pick one: hotfix or launch?","intent_tag":"tl_priority"}`}))
-	})
-	resp, err := f.model(t).Generate(context.Background(), llm.Request{
-		Messages:       []llm.Message{{Role: llm.RoleUser, Text: "Go"}},
-		ResponseSchema: llm.ReplySchema,
-	})
-	if err != nil {
-		t.Fatal(err)
+	got := requireValid(t, s)[0]
+	if got.Model != "gemini-3-flash-preview" {
+		t.Errorf("model = %q, want the request's", got.Model)
 	}
-	if reply, tag := llm.ParseReply(resp.Text); reply != "Pick one: hotfix or launch?" || tag != "tl_priority" {
-		t.Fatalf("ParseReply(%q) = (%q, %q)", resp.Text, reply, tag)
-	}
-}
-
-func TestGenerateToolRoundTrip(t *testing.T) {
-	params := `{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`
-	sig := []byte("opaque-signature")
-	f := newFake(t, func(n int, body map[string]any, w http.ResponseWriter, _ *http.Request) {
-		wiretest.Expect(t, body, "tools.0.functionDeclarations.0.name", "lookup_ticket")
-		wiretest.Expect(t, body, "tools.0.functionDeclarations.0.description", "Fetch a ticket")
-		wiretest.Expect(t, body, "tools.0.functionDeclarations.0.parametersJsonSchema", decode(t, params))
-		wiretest.Expect(t, body, "tools.0.functionDeclarations.0.parameters", nil)
-		switch n {
-		case 0:
-			wiretest.Expect(t, body, "contents.0.parts.0.text", "What is PAY-1?")
-			wiretest.WriteJSON(w, 200, map[string]any{
-				"candidates": []any{map[string]any{
-					"content": map[string]any{"role": "model", "parts": []any{
-						map[string]any{"functionCall": map[string]any{"name": "lookup_ticket", "args": map[string]any{"id": "PAY-1"}}, "thoughtSignature": base64.StdEncoding.EncodeToString(sig)},
-						map[string]any{"functionCall": map[string]any{"id": "srv-9", "name": "lookup_ticket", "args": map[string]any{"id": "PAY-2"}}},
-					}},
-					"finishReason": "STOP",
-				}},
-			})
-		case 1:
-			wiretest.Expect(t, body, "contents.1.role", "model")
-			wiretest.Expect(t, body, "contents.1.parts.0.functionCall", map[string]any{"id": "call-1", "name": "lookup_ticket", "args": map[string]any{"id": "PAY-1"}})
-			wiretest.Expect(t, body, "contents.1.parts.0.thoughtSignature", base64.StdEncoding.EncodeToString(sig))
-			wiretest.Expect(t, body, "contents.1.parts.1.functionCall.id", "srv-9")
-			wiretest.Expect(t, body, "contents.2.role", "user")
-			wiretest.Expect(t, body, "contents.2.parts.0.functionResponse", map[string]any{"id": "call-1", "name": "lookup_ticket", "response": map[string]any{"status": "open"}})
-			wiretest.Expect(t, body, "contents.2.parts.1.functionResponse", map[string]any{"id": "srv-9", "name": "lookup_ticket", "response": map[string]any{"error": "not found"}})
-			wiretest.Expect(t, body, "contents.3", nil)
-			wiretest.WriteJSON(w, 200, textResponse(map[string]any{"text": "PAY-1 is open."}))
-		default:
-			t.Errorf("unexpected request %d", n)
+	sys := got.Request.SystemInstruction.Parts[0].TextOf()
+	for _, want := range []string{"You are QA.", llm.BriefBegin, "Turn goal: ask_for_repro", "- bug_summary: double charge", llm.BriefEnd} {
+		if !strings.Contains(sys, want) {
+			t.Errorf("system instruction lacks %q:\n%s", want, sys)
 		}
-	})
-	m := f.model(t)
+	}
+	c := got.Request.Contents
+	if len(c) != 2 || c[0].Role != "model" || c[1].Role != "user" {
+		t.Fatalf("contents = %+v", c)
+	}
+	if last := c[1].Parts[0].TextOf(); !strings.Contains(last, "[Candidate's last message: I can fix now]") {
+		t.Errorf("last user turn = %q", last)
+	}
+}
+
+// TestWireToolTurn pins the Gemini wire of a tool round: one model content
+// with the text and then every call, the signature only where the model put
+// it (the first of parallel calls), IDs on both sides only when the call
+// has one, results in one user content in call order.
+func TestWireToolTurn(t *testing.T) {
+	s, m := newFake(t, geminifake.Script(
+		geminifake.Reply{Text: "Checking.", Calls: []geminifake.Call{
+			{ID: "srv-1", Name: "lookup", Args: map[string]any{"id": "A"}},
+			{Name: "lookup", Args: map[string]any{"id": "B"}},
+		}},
+		geminifake.Text("done"),
+	))
 	req := llm.Request{
-		Messages: []llm.Message{{Role: llm.RoleUser, Text: "What is PAY-1?"}},
-		Tools:    []llm.ToolDecl{{Name: "lookup_ticket", Description: "Fetch a ticket", Parameters: json.RawMessage(params)}},
+		Messages: []llm.Message{{Role: llm.RoleUser, Text: "Look up A and B."}},
+		Tools:    []llm.ToolDecl{{Name: "lookup", Parameters: json.RawMessage(`{"type":"object"}`)}},
 	}
 	first, err := m.Generate(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantCalls := []llm.ToolCall{
-		{ID: "call-1", Name: "lookup_ticket", Args: json.RawMessage(`{"id":"PAY-1"}`), Signature: sig},
-		{ID: "srv-9", Name: "lookup_ticket", Args: json.RawMessage(`{"id":"PAY-2"}`)},
+	if len(first.ToolCalls) != 2 || first.ToolCalls[0].ID != "srv-1" || first.ToolCalls[1].ID != "" {
+		t.Fatalf("tool calls = %+v, want IDs srv-1 and none", first.ToolCalls)
 	}
-	if !reflect.DeepEqual(first.ToolCalls, wantCalls) {
-		t.Fatalf("tool calls = %#v, want %#v", first.ToolCalls, wantCalls)
+	if len(first.ToolCalls[0].Signature) == 0 || first.ToolCalls[1].Signature != nil {
+		t.Fatalf("signatures = %q, %q; want the first call's only", first.ToolCalls[0].Signature, first.ToolCalls[1].Signature)
 	}
+	calls := first.ToolCalls
 	req.Messages = append(req.Messages,
-		llm.Message{Role: llm.RoleModel, ToolCalls: first.ToolCalls},
-		llm.Message{Role: llm.RoleTool, ToolResult: &llm.ToolResult{CallID: "call-1", Name: "lookup_ticket", Content: json.RawMessage(`{"status":"open"}`)}},
-		llm.Message{Role: llm.RoleTool, ToolResult: &llm.ToolResult{CallID: "srv-9", Name: "lookup_ticket", Content: json.RawMessage(`"not found"`), IsError: true}},
+		llm.Message{Role: llm.RoleModel, Text: first.Text, ToolCalls: calls},
+		llm.Message{Role: llm.RoleTool, ToolResult: &llm.ToolResult{Name: "lookup", Content: json.RawMessage(`"B is closed"`)}},
 	)
-	second, err := m.Generate(context.Background(), req)
+	// The model gave the second call no ID and the engine has not given
+	// it one here: the result of the first call is missing, so the fake
+	// must refuse the mismatched history.
+	req.Messages[len(req.Messages)-1].ToolResult.CallID = ""
+	if _, err := m.Generate(context.Background(), req); llm.Classify(err).Kind != llm.KindBadRequest {
+		t.Fatalf("a history answering one of two calls: err = %v, want bad_request", err)
+	}
+	req.Messages = append(req.Messages[:len(req.Messages)-1],
+		llm.Message{Role: llm.RoleTool, ToolResult: &llm.ToolResult{CallID: "srv-1", Name: "lookup", Content: json.RawMessage(`{"error":"refused"}`), IsError: true}},
+		llm.Message{Role: llm.RoleTool, ToolResult: &llm.ToolResult{Name: "lookup", Content: json.RawMessage(`"B is closed"`)}},
+	)
+	if _, err := m.Generate(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	last := s.Requests()[2]
+	if last.Err != nil {
+		t.Fatal(last.Err)
+	}
+	c := last.Request.Contents
+	if len(c) != 3 {
+		t.Fatalf("contents = %+v", c)
+	}
+	model, results := c[1], c[2]
+	if model.Role != "model" || len(model.Parts) != 3 || model.Parts[0].TextOf() != "Checking." {
+		t.Fatalf("model content = %+v", model)
+	}
+	if fc := model.Parts[1].FunctionCall; fc == nil || fc.ID != "srv-1" || string(model.Parts[1].ThoughtSignature) != string(calls[0].Signature) {
+		t.Errorf("first call part = %+v", model.Parts[1])
+	}
+	if fc := model.Parts[2].FunctionCall; fc == nil || fc.ID != "" || model.Parts[2].ThoughtSignature != nil {
+		t.Errorf("second call part = %+v", model.Parts[2])
+	}
+	if results.Role != "user" || len(results.Parts) != 2 {
+		t.Fatalf("results content = %+v", results)
+	}
+	for i, want := range []struct{ id, response string }{{"srv-1", `{"error":"refused"}`}, {"", `{"output":"B is closed"}`}} {
+		fr := results.Parts[i].FunctionResponse
+		if fr == nil || fr.ID != want.id || string(fr.Response) != want.response {
+			t.Errorf("result %d = %+v, want id %q response %s", i, fr, want.id, want.response)
+		}
+	}
+}
+
+// TestMissingSignatureIsRefused shows what the signature round trip
+// guards against: Gemini 3 refuses a tool history without it.
+func TestMissingSignatureIsRefused(t *testing.T) {
+	_, m := newFake(t, geminifake.Script(
+		geminifake.Calls(geminifake.Call{Name: "lookup", Args: map[string]any{"id": "A"}}),
+		geminifake.Text("unreachable"),
+	))
+	req := llm.Request{
+		Messages: []llm.Message{{Role: llm.RoleUser, Text: "Look up A."}},
+		Tools:    []llm.ToolDecl{{Name: "lookup"}},
+	}
+	first, err := m.Generate(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if second.Text != "PAY-1 is open." || len(second.ToolCalls) != 0 {
-		t.Fatalf("second response = %#v", second)
-	}
-	if f.hits() != 2 {
-		t.Fatalf("server saw %d requests, want 2", f.hits())
+	call := first.ToolCalls[0]
+	call.ID, call.Signature = "engine-1", nil
+	req.Messages = append(req.Messages,
+		llm.Message{Role: llm.RoleModel, ToolCalls: []llm.ToolCall{call}},
+		llm.Message{Role: llm.RoleTool, ToolResult: &llm.ToolResult{CallID: "engine-1", Name: "lookup", Content: json.RawMessage(`{"ok":true}`)}},
+	)
+	_, err = m.Generate(context.Background(), req)
+	e := llm.Classify(err)
+	if e.Kind != llm.KindBadRequest || e.Status != 400 || !strings.Contains(e.Message, geminifake.MissingSignature) {
+		t.Fatalf("err = %v, want 400 %q", err, geminifake.MissingSignature)
 	}
 }
 
 func TestGenerateErrors(t *testing.T) {
 	tests := []struct {
 		name      string
-		respond   func(w http.ResponseWriter)
+		reply     geminifake.Reply
 		kind      llm.Kind
 		status    int
 		retryable bool
 		msg       string
 	}{
-		{
-			name: "429 rate limit",
-			respond: func(w http.ResponseWriter) {
-				wiretest.WriteJSON(w, 429, map[string]any{"error": map[string]any{"code": 429, "message": "Resource has been exhausted (e.g. check quota).", "status": "RESOURCE_EXHAUSTED"}})
-			},
-			kind: llm.KindRateLimit, status: 429, retryable: true, msg: "exhausted",
-		},
-		{
-			name: "429 with status name only",
-			respond: func(w http.ResponseWriter) {
-				wiretest.WriteJSON(w, 429, map[string]any{"error": map[string]any{"message": "quota", "status": "RESOURCE_EXHAUSTED"}})
-			},
-			kind: llm.KindRateLimit, status: 429, retryable: true, msg: "quota",
-		},
-		{
-			name: "500 internal",
-			respond: func(w http.ResponseWriter) {
-				wiretest.WriteJSON(w, 500, map[string]any{"error": map[string]any{"code": 500, "message": "An internal error has occurred.", "status": "INTERNAL"}})
-			},
-			kind: llm.KindServer, status: 500, retryable: true, msg: "internal error",
-		},
-		{
-			name: "503 plain text body",
-			respond: func(w http.ResponseWriter) {
-				w.WriteHeader(503)
-				_, _ = io.WriteString(w, "upstream connect error")
-			},
-			kind: llm.KindServer, status: 503, retryable: true, msg: "upstream connect error",
-		},
-		{
-			name: "501 is not retried",
-			respond: func(w http.ResponseWriter) {
-				wiretest.WriteJSON(w, 501, map[string]any{"error": map[string]any{"code": 501, "message": "nope", "status": "UNIMPLEMENTED"}})
-			},
-			kind: llm.KindServer, status: 501, retryable: false, msg: "nope",
-		},
-		{
-			name: "400 bad request",
-			respond: func(w http.ResponseWriter) {
-				wiretest.WriteJSON(w, 400, map[string]any{"error": map[string]any{"code": 400, "message": "Invalid JSON payload", "status": "INVALID_ARGUMENT"}})
-			},
-			kind: llm.KindBadRequest, status: 400, retryable: false, msg: "Invalid JSON payload",
-		},
-		{
-			name: "403 bad key",
-			respond: func(w http.ResponseWriter) {
-				wiretest.WriteJSON(w, 403, map[string]any{"error": map[string]any{"code": 403, "message": "API key not valid", "status": "PERMISSION_DENIED"}})
-			},
-			kind: llm.KindBadRequest, status: 403, retryable: false, msg: "API key not valid",
-		},
-		{
-			name: "malformed 200 body",
-			respond: func(w http.ResponseWriter) {
-				w.Header().Set("Content-Type", "application/json")
-				_, _ = io.WriteString(w, `{"candidates": [{"content": `)
-			},
-			kind: llm.KindServer, retryable: true, msg: "malformed response body",
-		},
-		{
-			name: "200 body of the wrong shape",
-			respond: func(w http.ResponseWriter) {
-				w.Header().Set("Content-Type", "application/json")
-				_, _ = io.WriteString(w, `{"candidates": "not a list"}`)
-			},
-			kind: llm.KindServer, retryable: true, msg: "malformed response body",
-		},
-		{
-			name: "blocked prompt",
-			respond: func(w http.ResponseWriter) {
-				wiretest.WriteJSON(w, 200, map[string]any{"promptFeedback": map[string]any{"blockReason": "SAFETY"}})
-			},
-			kind: llm.KindBadRequest, retryable: false, msg: "prompt blocked: SAFETY",
-		},
+		{"429 rate limit", geminifake.Error(429, "Resource has been exhausted (e.g. check quota)."), llm.KindRateLimit, 429, true, "exhausted"},
+		{"429 with status name only", geminifake.Reply{Status: 429, Body: []byte(`{"error":{"message":"quota","status":"RESOURCE_EXHAUSTED"}}`)}, llm.KindRateLimit, 429, true, "quota"},
+		{"500 internal", geminifake.Error(500, "An internal error has occurred."), llm.KindServer, 500, true, "internal error"},
+		{"503 plain text body", geminifake.Reply{Status: 503, Body: []byte("upstream connect error")}, llm.KindServer, 503, true, "upstream connect error"},
+		{"501 is not retried", geminifake.Error(501, "nope"), llm.KindServer, 501, false, "nope"},
+		{"400 bad request", geminifake.Error(400, "Invalid JSON payload"), llm.KindBadRequest, 400, false, "Invalid JSON payload"},
+		{"403 bad key", geminifake.Error(403, "API key not valid"), llm.KindBadRequest, 403, false, "API key not valid"},
+		{"malformed 200 body", geminifake.Reply{Body: []byte(`{"candidates": [{"content": `)}, llm.KindServer, 0, true, "malformed response body"},
+		// The SDK panics on this one; Generate recovers.
+		{"200 body of the wrong shape", geminifake.Reply{Body: []byte(`{"candidates": "not a list"}`)}, llm.KindServer, 0, true, "malformed response body"},
+		{"blocked prompt", geminifake.Reply{BlockReason: "SAFETY"}, llm.KindBadRequest, 0, false, "prompt blocked: SAFETY"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFake(t, func(_ int, _ map[string]any, w http.ResponseWriter, _ *http.Request) { tt.respond(w) })
-			_, err := f.model(t).Generate(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}})
+			s, m := newFake(t, geminifake.Script(tt.reply))
+			_, err := m.Generate(context.Background(), hi)
 			var e *llm.Error
 			if !errors.As(err, &e) {
 				t.Fatalf("error %v (%T) is not *llm.Error", err, err)
@@ -383,56 +364,10 @@ func TestGenerateErrors(t *testing.T) {
 				t.Errorf("message spans lines: %q", e.Message)
 			}
 			// The SDK must not retry behind WithPolicy's back.
-			if f.hits() != 1 {
-				t.Errorf("server saw %d requests, want exactly 1", f.hits())
-			}
-			if ae := llm.AsAdapterError(err); ae.Kind != string(tt.kind) {
-				t.Errorf("adapter error kind = %q", ae.Kind)
+			if n := len(requireValid(t, s)); n != 1 {
+				t.Errorf("server saw %d requests, want exactly 1", n)
 			}
 		})
-	}
-}
-
-// stall blocks a handler until the client gives up, or until the test ends
-// so a stuck server never outlives it.
-func stall(t *testing.T) func(int, map[string]any, http.ResponseWriter, *http.Request) {
-	done := make(chan struct{})
-	t.Cleanup(func() { close(done) })
-	return func(_ int, _ map[string]any, _ http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-done:
-		}
-	}
-}
-
-func TestGenerateDeadlineExceeded(t *testing.T) {
-	f := newFake(t, stall(t))
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	_, err := f.model(t).Generate(ctx, llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}})
-	e := llm.Classify(err)
-	if e == nil || e.Kind != llm.KindTimeout || !e.Retryable {
-		t.Fatalf("err = %v, want retryable timeout", err)
-	}
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("cause lost: %v", err)
-	}
-}
-
-func TestGenerateCanceled(t *testing.T) {
-	f := newFake(t, stall(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		// Cancel once the request is in flight.
-		for f.hits() == 0 {
-			time.Sleep(time.Millisecond)
-		}
-		cancel()
-	}()
-	_, err := f.model(t).Generate(ctx, llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}})
-	if e := llm.Classify(err); e == nil || e.Kind != llm.KindCanceled || e.Retryable {
-		t.Fatalf("err = %v, want non-retryable canceled", err)
 	}
 }
 
@@ -440,38 +375,33 @@ func TestGenerateNetworkError(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close() // nothing listens there any more
-	m, err := New(context.Background(), Config{APIKey: testKey, BaseURL: url, Model: testModel})
+	m, err := New(context.Background(), Config{APIKey: "k", BaseURL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = m.Generate(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}})
+	_, err = m.Generate(context.Background(), hi)
 	if e := llm.Classify(err); e == nil || e.Kind != llm.KindNetwork || !e.Retryable {
 		t.Fatalf("err = %v, want retryable network", err)
 	}
 }
 
 func TestRetryPolicyOverSDK(t *testing.T) {
-	f := newFake(t, func(n int, _ map[string]any, w http.ResponseWriter, _ *http.Request) {
-		switch n {
-		case 0:
-			wiretest.WriteJSON(w, 429, map[string]any{"error": map[string]any{"code": 429, "message": "quota"}})
-		case 1:
-			wiretest.WriteJSON(w, 503, map[string]any{"error": map[string]any{"code": 503, "message": "overloaded"}})
-		default:
-			wiretest.WriteJSON(w, 200, textResponse(map[string]any{"text": "finally"}))
-		}
-	})
+	s, model := newFake(t, geminifake.Script(
+		geminifake.Error(429, "quota"),
+		geminifake.Error(503, "overloaded"),
+		geminifake.Text("finally"),
+	))
 	// The backoffs wait on the policy's clock, here a fake one that the
 	// test moves past each wait.
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	m := llm.WithPolicy(f.model(t), llm.DefaultRetryPolicy(), clk)
+	m := llm.WithPolicy(model, llm.DefaultRetryPolicy(), clk)
 	type result struct {
 		resp llm.Response
 		err  error
 	}
 	done := make(chan result, 1)
 	go func() {
-		resp, err := m.Generate(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}})
+		resp, err := m.Generate(context.Background(), hi)
 		done <- result{resp, err}
 	}()
 	for _, wait := range []time.Duration{time.Second, 2 * time.Second} {
@@ -488,8 +418,8 @@ func TestRetryPolicyOverSDK(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if r.resp.Text != "finally" || f.hits() != 3 {
-		t.Fatalf("text %q after %d requests", r.resp.Text, f.hits())
+	if n := len(requireValid(t, s)); r.resp.Text != "finally" || n != 3 {
+		t.Fatalf("text %q after %d requests", r.resp.Text, n)
 	}
 }
 
@@ -508,11 +438,9 @@ func TestNewAPIKey(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("GEMINI_API_KEY", tt.gemini)
 			t.Setenv("GOOGLE_API_KEY", tt.google)
-			f := newFake(t, func(_ int, _ map[string]any, w http.ResponseWriter, _ *http.Request) {
-				wiretest.WriteJSON(w, 200, textResponse(map[string]any{"text": "ok"}))
-			})
-			f.wantKey = tt.want
-			m, err := New(context.Background(), Config{APIKey: tt.explicit, BaseURL: f.srv.URL, Model: testModel})
+			s := geminifake.Start(geminifake.Config{APIKey: tt.want})
+			t.Cleanup(s.Close)
+			m, err := New(context.Background(), Config{APIKey: tt.explicit, BaseURL: s.URL})
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) || m != nil {
 					t.Fatalf("New = %v, %v; want %v", m, err, tt.err)
@@ -522,7 +450,8 @@ func TestNewAPIKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := m.Generate(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}}); err != nil {
+			// The fake refuses any other key.
+			if _, err := m.Generate(context.Background(), hi); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -530,17 +459,22 @@ func TestNewAPIKey(t *testing.T) {
 }
 
 func TestNewRejectsBadBaseURL(t *testing.T) {
-	if _, err := New(context.Background(), Config{APIKey: testKey, BaseURL: "not a url"}); err == nil {
+	if _, err := New(context.Background(), Config{APIKey: "k", BaseURL: "not a url"}); err == nil {
 		t.Fatal("New accepted a base URL without scheme and host")
 	}
 }
 
 func TestDefaultModel(t *testing.T) {
-	m, err := New(context.Background(), Config{APIKey: testKey, BaseURL: "http://127.0.0.1:1"})
+	m, err := New(context.Background(), Config{APIKey: "k", BaseURL: "http://127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.model != DefaultModel {
 		t.Fatalf("model = %q, want %q", m.model, DefaultModel)
+	}
+	// The default must be a model that enforces thought signatures, so
+	// the conformance suite tests their round trip as the normal path.
+	if !geminifake.RequiresSignatures(DefaultModel) {
+		t.Fatalf("DefaultModel %q is not a Gemini 3 model", DefaultModel)
 	}
 }
