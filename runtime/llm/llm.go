@@ -69,8 +69,9 @@ type ToolDecl struct {
 
 // ToolCall is a function call requested by the model.
 type ToolCall struct {
-	// ID pairs the call with its ToolResult. Adapters synthesize stable IDs
-	// ("call-1", "call-2", ...) when the provider does not send any.
+	// ID pairs the call with its ToolResult: the id the model gave, empty
+	// when it gave none (the engine then assigns one unique in the
+	// session, which later requests carry).
 	ID   string          `json:"id"`
 	Name string          `json:"name"`
 	Args json.RawMessage `json:"args,omitempty"`

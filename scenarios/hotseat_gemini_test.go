@@ -1,0 +1,296 @@
+package scenarios_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/dryrun"
+	"github.com/batonhq/baton/runtime/llm"
+	"github.com/batonhq/baton/runtime/llm/gemini"
+	"github.com/batonhq/baton/runtime/llm/gemini/geminifake"
+	"github.com/batonhq/baton/runtime/replay"
+)
+
+// standIn plays Hot Seat's Brain and jurors the way a cooperative model
+// does, reading only what the Gemini API puts in front of a model: valid
+// JSON for every schema, a question on a juror's first turn and a
+// transfer on its second, endPanel as soon as it is the only tool, and a
+// question again when a call comes back refused. stubborn makes its first
+// transfer of each turn go to a finished juror when there is one, named in
+// the tool's description, as a model that skims the roster would.
+type standIn struct {
+	stubborn bool
+
+	mu     sync.Mutex
+	turns  map[string]int // juror turns seen, by the system instruction's name
+	wrongs int
+}
+
+func (m *standIn) behave(req *geminifake.Request) geminifake.Reply {
+	if gc := req.GenerationConfig; gc != nil && len(gc.ResponseJSONSchema) > 0 {
+		var sc map[string]any
+		if err := json.Unmarshal(gc.ResponseJSONSchema, &sc); err != nil {
+			return geminifake.Error(400, "schema: "+err.Error())
+		}
+		return geminifake.JSON(instance(sc))
+	}
+	decls := map[string]geminifake.FunctionDeclaration{}
+	for _, t := range req.Tools {
+		for _, d := range t.FunctionDeclarations {
+			decls[d.Name] = d
+		}
+	}
+	if len(decls) == 0 {
+		return geminifake.Text("Noted: the cut-over night, the token export and the missing rollback are the weak points.")
+	}
+	last := req.Contents[len(req.Contents)-1]
+	for _, p := range last.Parts {
+		if p.FunctionResponse != nil && strings.Contains(string(p.FunctionResponse.Response), `"error"`) {
+			if _, ok := decls["transfer"]; ok {
+				r := m.transfer(decls["transfer"], false)
+				r.Text = "" // it has said its line already
+				return r
+			}
+			return geminifake.Text("Before we close: what happens to refunds during the cut-over?")
+		}
+	}
+	if _, ok := decls["transfer"]; !ok {
+		return geminifake.Calls(geminifake.Call{Name: "endPanel", Args: map[string]any{}})
+	}
+	who := systemText(req)
+	m.mu.Lock()
+	m.turns[who]++
+	n := m.turns[who]
+	m.mu.Unlock()
+	if n%2 == 1 {
+		return geminifake.Text("How will you prove the export worked before you switch traffic?")
+	}
+	return m.transfer(decls["transfer"], m.stubborn)
+}
+
+func (m *standIn) transfer(d geminifake.FunctionDeclaration, stubborn bool) geminifake.Reply {
+	var sc struct {
+		Properties struct {
+			Colleague struct {
+				Enum []string `json:"enum"`
+			} `json:"colleague"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(d.ParametersJSONSchema, &sc)
+	to := ""
+	if enum := sc.Properties.Colleague.Enum; len(enum) > 0 {
+		to = enum[0]
+	}
+	if _, finished, ok := strings.Cut(d.Description, "Finished, do not call: "); stubborn && ok {
+		to = strings.TrimRight(strings.Split(finished, ",")[0], ". ")
+		m.mu.Lock()
+		m.wrongs++
+		m.mu.Unlock()
+	}
+	return geminifake.Reply{
+		Text:  "Thank you, that answers my question.",
+		Calls: []geminifake.Call{{Name: "transfer", Args: map[string]any{"colleague": to, "reason": "answered", "summary": "the candidate answered"}}},
+	}
+}
+
+func systemText(req *geminifake.Request) string {
+	if req.SystemInstruction == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range req.SystemInstruction.Parts {
+		b.WriteString(p.TextOf())
+	}
+	s := b.String()
+	if i := strings.Index(s, "You are "); i >= 0 {
+		s = s[i:]
+		if j := strings.Index(s, ","); j >= 0 {
+			s = s[:j]
+		}
+	}
+	return s
+}
+
+// instance makes a value that satisfies a JSON schema: enum values,
+// minimums, minItems copies of the item, every required property.
+func instance(sc map[string]any) any {
+	if e, ok := sc["enum"].([]any); ok && len(e) > 0 {
+		return e[0]
+	}
+	switch sc["type"] {
+	case "object":
+		out := map[string]any{}
+		props, _ := sc["properties"].(map[string]any)
+		for k, v := range props {
+			if sub, ok := v.(map[string]any); ok {
+				out[k] = instance(sub)
+			}
+		}
+		return out
+	case "array":
+		items, _ := sc["items"].(map[string]any)
+		n, _ := sc["minItems"].(float64)
+		out := []any{}
+		for range max(int(n), 1) {
+			out = append(out, instance(items))
+		}
+		return out
+	case "integer", "number":
+		if v, ok := sc["minimum"].(float64); ok {
+			return v + 60
+		}
+		return 70
+	case "boolean":
+		return false
+	}
+	return "A considered answer."
+}
+
+func runHotSeatOnGemini(t *testing.T, m *standIn) (*rules.Pack, *dryrun.Result, *geminifake.Server) {
+	t.Helper()
+	m.turns = map[string]int{}
+	srv := geminifake.New(m.behave)
+	t.Cleanup(srv.Close)
+	p, err := rules.Load(os.DirFS("hotseat"), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := gemini.New(context.Background(), gemini.Config{APIKey: srv.APIKey, BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := packEvents(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := dryrun.Run(p, dryrun.Options{Events: evs, Model: llm.ForPack(model, p, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range srv.Requests() {
+		if r.Err != nil {
+			t.Errorf("request %d refused by the strict fake: %v", r.Index, r.Err)
+		}
+	}
+	return p, res, srv
+}
+
+func timeline(recs []dryrun.Record) string {
+	var b strings.Builder
+	for i := range recs {
+		b.WriteString(dryrun.TextLine(&recs[i]) + "\n")
+	}
+	return b.String()
+}
+
+// TestHotSeatOnGemini runs Hot Seat through the official SDK against a
+// strict stand-in of the Gemini API (a Gemini 3 model, so signatures are
+// enforced): the jurors are told whom they may call, never guess, the
+// final juror asks before closing, the panel reaches its verdict, and the
+// recorded run replays byte for byte, vendor signatures included.
+func TestHotSeatOnGemini(t *testing.T) {
+	m := &standIn{}
+	p, res, srv := runHotSeatOnGemini(t, m)
+	tl := timeline(res.Records)
+	if err := outcomes["hotseat"](res.Records); err != nil {
+		t.Fatalf("%v\n%s", err, tl)
+	}
+	var refusedTransfers, endPanelRefused, endPanelOK, adapterErrors int
+	for _, r := range res.Records {
+		switch {
+		case r.Type == engine.EffectToolResult && r.Kind == "transfer" && r.IsError:
+			refusedTransfers++
+		case r.Type == engine.EffectToolResult && r.Kind == "endPanel" && r.IsError:
+			endPanelRefused++
+		case r.Type == engine.EffectToolResult && r.Kind == "endPanel":
+			endPanelOK++
+		case r.Type == engine.EffectAdapterError:
+			adapterErrors++
+		}
+	}
+	if refusedTransfers != 0 || adapterErrors != 0 {
+		t.Errorf("%d refused transfers, %d adapter errors; want none\n%s", refusedTransfers, adapterErrors, tl)
+	}
+	if endPanelRefused != 1 || endPanelOK != 1 {
+		t.Errorf("endPanel refused %d times and accepted %d; want the call at once refused, then one after the answer\n%s", endPanelRefused, endPanelOK, tl)
+	}
+
+	// The model saw each attachment labelled, and every juror turn that
+	// offered transfer named the colleagues it may call.
+	sawLabel, offered := false, 0
+	for _, r := range srv.Requests() {
+		for _, c := range r.Request.Contents {
+			for _, part := range c.Parts {
+				sawLabel = sawLabel || strings.Contains(part.TextOf(), "architecture.pdf")
+			}
+		}
+		for _, tool := range r.Request.Tools {
+			for _, d := range tool.FunctionDeclarations {
+				if d.Name == "transfer" {
+					offered++
+					if !strings.Contains(d.Description, "Available colleagues") || !strings.Contains(string(d.ParametersJSONSchema), `"enum"`) {
+						t.Errorf("transfer offered without its roster: %q %s", d.Description, d.ParametersJSONSchema)
+					}
+				}
+			}
+		}
+	}
+	if !sawLabel || offered == 0 {
+		t.Errorf("attachment labelled: %t; transfer offered %d times", sawLabel, offered)
+	}
+
+	path, err := replay.SaveDryRun(t.TempDir(), "hotseat", p, 0, time.Unix(0, 0), res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := replay.File(path, func(string) (*rules.Pack, error) { return p, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.OK() || got.Verified == 0 {
+		t.Fatalf("the recorded run does not replay (%d verified): %v", got.Verified, got.Diffs)
+	}
+}
+
+// TestHotSeatJurorPicksFinished: a juror that names a finished colleague
+// recovers within one refusal, because the refusal and the tool's enum
+// both name who may be called.
+func TestHotSeatJurorPicksFinished(t *testing.T) {
+	m := &standIn{stubborn: true}
+	_, res, _ := runHotSeatOnGemini(t, m)
+	tl := timeline(res.Records)
+	if err := outcomes["hotseat"](res.Records); err != nil {
+		t.Fatalf("%v\n%s", err, tl)
+	}
+	if m.wrongs == 0 {
+		t.Fatalf("the stand-in never picked a finished juror: the test proves nothing\n%s", tl)
+	}
+	// Every refused transfer is followed by an accepted one from the same
+	// juror before anything else that juror does with the tool.
+	pending := map[string]int{}
+	for _, r := range res.Records {
+		if r.Type != engine.EffectToolResult || r.Kind != "transfer" {
+			continue
+		}
+		if r.IsError {
+			pending[r.Agent]++
+			if pending[r.Agent] > 1 {
+				t.Fatalf("%s refused twice in a row at %s\n%s", r.Agent, rules.FormatClock(r.T), tl)
+			}
+			continue
+		}
+		pending[r.Agent] = 0
+	}
+	for who, n := range pending {
+		if n > 0 {
+			t.Errorf("%s never recovered from a refused transfer", who)
+		}
+	}
+}
