@@ -15,16 +15,15 @@ import (
 // by all of its sessions. Which pack a reference names is the resolver's
 // rule, the same as the command line's.
 type packCache struct {
-	refs     *packs.Resolver
-	roots    []string // folders under which clients may name pack paths
-	anyPath  bool     // --dev: any folder
-	mu       sync.Mutex
-	byRef    map[string]*rules.Pack
-	scenario map[string]string // scenario id -> bundled pack name
+	refs    *packs.Resolver
+	roots   []string // folders under which clients may name pack paths
+	anyPath bool     // --dev: any folder
+	mu      sync.Mutex
+	byRef   map[string]*rules.Pack
 }
 
 func newPackCache(bundled fs.FS, roots []string, anyPath bool) (*packCache, error) {
-	c := &packCache{anyPath: anyPath, byRef: map[string]*rules.Pack{}, scenario: map[string]string{}}
+	c := &packCache{anyPath: anyPath, byRef: map[string]*rules.Pack{}}
 	c.refs = &packs.Resolver{Bundled: bundled, Folder: c.folderAllowed}
 	for _, r := range roots {
 		abs, err := filepath.Abs(r)
@@ -33,13 +32,11 @@ func newPackCache(bundled fs.FS, roots []string, anyPath bool) (*packCache, erro
 		}
 		c.roots = append(c.roots, abs)
 	}
+	// Bundled packs load at start-up, so a broken one stops the server
+	// here rather than failing its first session.
 	for _, n := range c.refs.Names() {
-		p, err := c.open(n)
-		if err != nil {
+		if _, err := c.open(n); err != nil {
 			return nil, err
-		}
-		if p.Scenario.ID != "" {
-			c.scenario[p.Scenario.ID] = n
 		}
 	}
 	return c, nil
@@ -84,15 +81,4 @@ func (c *packCache) folderAllowed(abs string) error {
 		}
 	}
 	return fmt.Errorf("pack %q is not a bundled pack (%s) and pack folders outside --packs are not allowed", truncate(abs, 80), strings.Join(c.refs.Names(), ", "))
-}
-
-// byScenario maps a DayOne scenario_id (or a pack name) to a pack ref.
-func (c *packCache) byScenario(id string) (string, bool) {
-	if n, ok := c.scenario[id]; ok {
-		return n, true
-	}
-	if c.refs.IsBundled(id) {
-		return id, true
-	}
-	return "", false
 }
