@@ -65,14 +65,14 @@ func (j *juror) tool(name string, args map[string]any) {
 	j.send(voice.Event{Kind: voice.EventToolCall, ToolCalls: []llm.ToolCall{{ID: fmt.Sprintf("%s-%d", j.name, j.calls), Name: name, Args: raw}}})
 }
 
-var availableRE = regexp.MustCompile(`Available jurors: ([\w, ]*)\.`)
+var availableRE = regexp.MustCompile(`is not one of \[([\w ]*)\]`)
 
 func (j *juror) SendToolResponse(results []llm.ToolResult) error {
 	for _, r := range results {
 		j.note(fmt.Sprintf("result %s error=%v %s", r.Name, r.IsError, r.Content))
 		if r.IsError {
 			if m := availableRE.FindStringSubmatch(string(r.Content)); m != nil && m[1] != "" {
-				j.tool("transfer", map[string]any{"colleague": strings.Split(m[1], ", ")[0], "reason": "retry", "summary": "s"})
+				j.tool("transfer", map[string]any{"colleague": strings.Fields(m[1])[0], "reason": "retry", "summary": "s"})
 			}
 		}
 	}
@@ -103,8 +103,8 @@ func (j *juror) hears() {
 		j.send(voice.Event{Kind: voice.EventTurnComplete})
 		j.tool("endPanel", map[string]any{})
 	case slices.Contains(tools, "transfer"):
-		// Always try James next first; once he is finished, the refusal
-		// says who is available.
+		// Always try James next first; once he is finished, the refusal names
+		// who may be called (the tool's enum).
 		next := "james"
 		if j.name == "james" {
 			next = "marcus"
