@@ -115,6 +115,17 @@ func (s *Session) do(a rules.Action, rule string) {
 		}
 		raw, _ := json.Marshal(v)
 		s.emit(Effect{Type: EffectReport, Kind: a.Kind, Rule: rule, Data: raw})
+	case *rules.FlagAction:
+		s.emit(Effect{Type: EffectFlag, Rule: rule, Reason: a.Reason, Agent: s.env.Reply.Role, Text: s.env.Reply.Text})
+	case *rules.RefuseAction:
+		if s.input.checking {
+			s.input.refused = &a.Turn
+		}
+	case *rules.RedactAction:
+		if s.input.checking {
+			text := s.render(&a.Text, "")
+			s.input.redacted = &text
+		}
 	default:
 		s.emit(Effect{Type: EffectEngineError, Rule: rule, Reason: "no executor for action " + describeAction(a)})
 	}

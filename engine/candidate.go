@@ -104,12 +104,22 @@ func (s *Session) onMessage(ev *CandidateEvent) {
 	c.messages++
 	s.handoff.answered()
 	c.lastMsgAt = s.now
-	c.lastMsg = ev.Text
 	if c.typing {
 		c.typing = false
 		s.timers.cancelKind(tTyping)
 	}
 	s.silence.stop(s)
+	ev, allowed := s.screen(ev)
+	if s.ended {
+		return
+	}
+	if !allowed {
+		// The panel hears that something was said, never what.
+		s.transcript.add(s.now, "candidate", "(message withheld by the input guardrails)", false)
+		s.refuse()
+		return
+	}
+	c.lastMsg = ev.Text
 	low := s.conf.low(s, ev)
 	s.env.Msg.LowConfidence = low
 	s.transcript.add(s.now, "candidate", ev.Text, low)

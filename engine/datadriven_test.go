@@ -501,6 +501,7 @@ func writeEffect(b interface{ WriteString(string) (int, error) }, e *engine.Effe
 		add("guardrail", strings.Join(e.Guardrail, ","))
 	}
 	add("original", quote(e.Original))
+	add("outcome", e.Outcome)
 	if len(data) > 0 {
 		var c bytes.Buffer
 		if json.Compact(&c, data) == nil {
@@ -565,5 +566,8 @@ func writeEffect(b interface{ WriteString(string) (int, error) }, e *engine.Effe
 	}
 	if r.Prompt != "" {
 		b.WriteString("  prompt: " + strconv.Quote(r.Prompt) + "\n")
+	}
+	if c := r.Correction; c != nil {
+		b.WriteString(fmt.Sprintf("  correction %d: rejected %q\n    instruction %q\n", c.Attempt, c.Rejected, c.Instruction))
 	}
 }

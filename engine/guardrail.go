@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/batonhq/baton/rules"
@@ -12,56 +14,219 @@ const (
 	GuardMaxQuestions = "max_questions"
 	GuardSentences    = "sentences"
 	GuardRoleFidelity = "role_fidelity"
+	// GuardRepeat: the line was already said guardrails.max_repeats times.
+	GuardRepeat = "max_repeats"
 )
 
-// guard checks a generated line against the pack's guardrails and, per
-// on_violation, rewrites it. A list of questions or an off-role line is
-// replaced by the role's rewrite line for the goal (a single pointed
-// question); a line that is merely too long is trimmed.
-func (s *Session) guard(t *turn, line string) (string, []string) {
-	g := &s.p.Guardrails
-	role, _ := s.p.Role(t.role)
-	line = strings.TrimSpace(line)
-	v := s.violations(t, line)
-	n := text.CountSentences(line)
-	tooLong := g.MaxSentences > 0 && n > g.MaxSentences
-	if len(v) == 0 {
-		return line, nil
-	}
-	switch g.OnViolation {
-	case rules.ViolationPass:
-		return line, v
-	case rules.ViolationFallback:
-		return s.fallback(t), v
-	}
-	if g.Rewrite != nil {
-		if out, ok := s.scriptRewrite(t, line, v); ok {
-			// The script's answer must itself pass; if not, the role's
-			// fallback line goes out rather than a bad line.
-			if len(s.violations(t, out)) > 0 {
-				s.emit(Effect{Type: EffectScriptError, Rule: "guardrails.rewrite", Agent: t.role,
-					Reason: g.Rewrite.Script.String() + ": result still breaks the guardrails: " + strings.Join(s.violations(t, out), ",")})
-				return s.fallback(t), v
-			}
-			return out, v
-		}
-		if s.ended {
-			return line, v
-		}
-	}
-	if tooLong && len(v) == 1 {
-		return strings.Join(text.SplitSentences(line)[:g.MaxSentences], " "), v
-	}
-	if line, ok := role.Rewrite.Get(t.goal); ok {
-		return line, v
-	}
-	if line, ok := role.Rewrite.Get("default"); ok {
-		return line, v
-	}
-	return trimToFirstQuestion(line, g.MaxSentences), v
+// Guardrail outcomes, as agent messages report them. A line the model
+// gave again after a correction is "regenerated(N)", N its attempts.
+const (
+	OutcomePass      = "pass"
+	OutcomeRewritten = "rewritten"
+	OutcomeFallback  = "fallback"
+	OutcomeTripped   = "tripped"
+)
+
+func outcomeRegenerated(attempts int) string { return "regenerated(" + strconv.Itoa(attempts) + ")" }
+
+// guard is the guardrails' state for one generated line: how many answers
+// the model has given for it and where its policy chain stands.
+type guard struct {
+	askedAt    int64 // the turn's first request, when its model budget started
+	answers    int
+	regens     int
+	chain      int // next policy of guardrails.on_violation to try
+	tripped    bool
+	violations []string // of the first violating answer
+	original   string
 }
 
-// violations lists the guardrails a line breaks.
+// check lists what a generated line breaks: the built-in limits, the
+// repeat cap, and the tripwires, whose actions run here.
+func (s *Session) check(t *turn, line string) []string {
+	v := s.violations(t, line)
+	if s.lines.atCap(s, line) {
+		v = append(v, GuardRepeat)
+	}
+	g := &s.p.Guardrails
+	if len(g.Tripwires) == 0 {
+		return v
+	}
+	s.setReply(t, line, v)
+	defer func() { s.env.Reply = rules.ReplyView{} }()
+	for i := range g.Tripwires {
+		tw := &g.Tripwires[i]
+		if !s.evalBool(&tw.When, t.role) {
+			continue
+		}
+		t.guard.tripped = true
+		v = append(v, tw.ID)
+		for _, a := range tw.Do {
+			if s.ended {
+				return v
+			}
+			s.do(a, tw.ID)
+		}
+	}
+	return v
+}
+
+// setReply fills the reply view guardrail conditions and templates read.
+func (s *Session) setReply(t *turn, line string, v []string) {
+	g := &s.p.Guardrails
+	var limits []string
+	if g.MaxQuestions > 0 {
+		limits = append(limits, "at most "+strconv.Itoa(g.MaxQuestions)+" "+plural(g.MaxQuestions, "question", "questions"))
+	}
+	if g.MaxSentences > 0 {
+		limits = append(limits, strconv.Itoa(max(g.MinSentences, 1))+" to "+strconv.Itoa(g.MaxSentences)+" sentences")
+	}
+	if role, _ := s.p.Role(t.role); g.RoleFidelity && len(role.Focus) > 0 {
+		limits = append(limits, "stay on your role's focus ("+strings.Join(role.Focus, ", ")+")")
+	}
+	s.env.Reply = rules.ReplyView{Text: line, Role: t.role, Violations: v, Attempt: t.guard.answers, Limits: strings.Join(limits, "; ")}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// guardLine runs a generated line through the guardrails. It returns the
+// line to say and its outcome, or ok=false when the turn waits for the
+// model again (regenerate) or the session ended.
+func (s *Session) guardLine(t *turn, line string, withCalls bool) (out, outcome string, ok bool) {
+	line = strings.TrimSpace(line)
+	gd := &t.guard
+	gd.answers++
+	v := s.check(t, line)
+	if s.ended {
+		return "", "", false
+	}
+	if len(v) == 0 {
+		switch {
+		case gd.tripped:
+			return line, OutcomeTripped, true
+		case gd.answers > 1:
+			return line, outcomeRegenerated(gd.answers), true
+		}
+		return line, OutcomePass, true
+	}
+	if gd.violations == nil {
+		gd.violations, gd.original = v, line
+	}
+	chain := s.p.Guardrails.OnViolation
+	for ; gd.chain < len(chain); gd.chain++ {
+		policy := chain[gd.chain]
+		switch policy {
+		case rules.ViolationRegenerate:
+			if withCalls || !s.regenerate(t, line, v) {
+				continue
+			}
+			return "", "", false
+		case rules.ViolationRewrite:
+			if r, ok := s.rewrite(t, line, v); ok {
+				s.verdict(t, line, v, OutcomeRewritten, "")
+				return r, s.tripOr(gd, OutcomeRewritten), true
+			}
+			if s.ended {
+				return "", "", false
+			}
+		case rules.ViolationFallback:
+			s.verdict(t, line, v, OutcomeFallback, "")
+			return s.fallback(t), s.tripOr(gd, OutcomeFallback), true
+		case rules.ViolationPass:
+			s.verdict(t, line, v, OutcomePass, "said as it is")
+			return line, s.tripOr(gd, OutcomePass), true
+		}
+	}
+	// Every policy passed: the role's fallback line is the last resort.
+	s.verdict(t, line, v, OutcomeFallback, "every policy of on_violation was tried")
+	return s.fallback(t), s.tripOr(gd, OutcomeFallback), true
+}
+
+func (s *Session) tripOr(gd *guard, outcome string) string {
+	if gd.tripped {
+		return OutcomeTripped
+	}
+	return outcome
+}
+
+// verdict reports what the guardrails did with a violating answer.
+func (s *Session) verdict(t *turn, line string, v []string, policy, reason string) {
+	s.emit(Effect{Type: EffectGuardrail, ID: t.reqID, Agent: t.role, Kind: policy, Rule: t.rule, Text: line,
+		Guardrail: v, Reason: reason})
+}
+
+// regenerate asks the model for the line again with the violations named,
+// if attempts and the turn's model budget remain.
+func (s *Session) regenerate(t *turn, line string, v []string) bool {
+	g := &s.p.Guardrails
+	gd := &t.guard
+	deadline := gd.askedAt + s.p.LLM.Timeout.MS
+	if gd.regens >= *g.Regenerate.Attempts || s.now >= deadline {
+		return false
+	}
+	gd.regens++
+	s.setReply(t, line, v)
+	instruction := s.render(&g.Regenerate.Instruction, t.role)
+	s.env.Reply = rules.ReplyView{}
+	s.verdict(t, line, v, "regenerate", fmt.Sprintf("attempt %d of %d", gd.regens, *g.Regenerate.Attempts))
+	t.state = tsGenerating
+	t.reqID = s.nextID('r')
+	req := s.buildRequest(t)
+	req.Correction = &Correction{Rejected: line, Instruction: instruction, Attempt: gd.regens}
+	req.TimeoutMS = deadline - s.now
+	s.emit(Effect{Type: EffectLLMRequest, ID: t.reqID, Agent: t.role, Kind: t.kind, Rule: t.rule, Request: req})
+	s.addTimer(timer{at: deadline, kind: tLLMTimeout, key: t.reqID})
+	return true
+}
+
+// rewrite replaces a violating line: the pack's rewrite script, a line
+// that is only too long trimmed, the role's rewrite lines for the goal,
+// or the line cut after its first question. A replacement that still
+// breaks a limit is passed over.
+func (s *Session) rewrite(t *turn, line string, v []string) (string, bool) {
+	g := &s.p.Guardrails
+	role, _ := s.p.Role(t.role)
+	if g.Rewrite != nil {
+		if out, ok := s.scriptRewrite(t, line, v); ok {
+			// The script is the pack's rewrite: if its answer breaks the
+			// limits too, this policy has failed.
+			if bad := s.violations(t, out); len(bad) > 0 {
+				s.emit(Effect{Type: EffectScriptError, Rule: "guardrails.rewrite", Agent: t.role,
+					Reason: g.Rewrite.Script.String() + ": result still breaks the guardrails: " + strings.Join(bad, ",")})
+				return "", false
+			}
+			if !s.lines.atCap(s, out) {
+				return out, true
+			}
+		}
+		if s.ended {
+			return "", false
+		}
+	}
+	if tooLong := g.MaxSentences > 0 && text.CountSentences(line) > g.MaxSentences; tooLong && len(v) == 1 {
+		if out := strings.Join(text.SplitSentences(line)[:g.MaxSentences], " "); !s.lines.atCap(s, out) {
+			return out, true
+		}
+	}
+	if out, ok := s.lines.pick(s, t.role, "rewrite", role.Rewrite, t.goal, "default"); ok {
+		return out, true
+	}
+	if _, written := rules.FindLines(role.Rewrite, "default"); written {
+		return "", false // the role's lines are all at their cap
+	}
+	out := trimToFirstQuestion(line, g.MaxSentences)
+	if out == "" || len(s.violations(t, out)) > 0 || s.lines.atCap(s, out) {
+		return "", false
+	}
+	return out, true
+}
+
+// violations lists the built-in limits a line breaks.
 func (s *Session) violations(t *turn, line string) []string {
 	g := &s.p.Guardrails
 	role, _ := s.p.Role(t.role)

@@ -280,6 +280,13 @@ const (
 	// EffectScriptError reports a pack script that threw, ran out of time
 	// or stack, or returned the wrong shape; Reason has file:line:col.
 	EffectScriptError EffectType = "script_error"
+	// EffectGuardrail reports a generated line that broke the guardrails
+	// (Guardrail) and what is done about it (Kind: regenerate, rewritten,
+	// fallback, pass); Text is the line, ID its request.
+	EffectGuardrail EffectType = "guardrail"
+	// EffectFlag is something an operator should look at now: a pack's
+	// flag action (Rule, Reason), from a tripwire or an input check.
+	EffectFlag EffectType = "flag"
 	// EffectNote is a notice: from the pack (rules' emit action) or the
 	// engine. Kind NoteWarning marks one an operator should see.
 	EffectNote EffectType = "note"
@@ -334,6 +341,9 @@ type Effect struct {
 	Guardrail []string `json:"guardrail,omitempty"`
 	// Original is the generated text before a guardrail rewrite.
 	Original string `json:"original,omitempty"`
+	// Outcome is what the guardrails did with a generated agent message:
+	// pass, regenerated(N), rewritten, fallback or tripped.
+	Outcome string `json:"outcome,omitempty"`
 	// Data carries structured payloads (tool results, job results, reports).
 	Data json.RawMessage `json:"data,omitempty"`
 	// IsError marks a tool result that refuses the call.
@@ -370,6 +380,18 @@ type LLMRequest struct {
 	Background bool            `json:"background,omitempty"`
 	// Attachments are files the job sends to the model as parts.
 	Attachments []Attachment `json:"attachments,omitempty"`
+	// Correction, on a regeneration, is the answer the guardrails refused
+	// and the instruction that says why; adapters send it as the model's
+	// turn followed by the instruction.
+	Correction *Correction `json:"correction,omitempty"`
+}
+
+// Correction asks the model again for a line it got wrong.
+type Correction struct {
+	Rejected    string `json:"rejected"`
+	Instruction string `json:"instruction"`
+	// Attempt counts regenerations for the line: 1, 2...
+	Attempt int `json:"attempt"`
 }
 
 // Attachment is a file from the pack handed to the model.

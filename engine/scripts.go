@@ -159,13 +159,17 @@ func roleInfo(r *rules.Role) map[string]any {
 	for i, f := range r.Focus {
 		focus[i] = f
 	}
-	return map[string]any{"id": r.ID, "name": r.Name, "focus": focus, "rewrite": strMap(r.Rewrite), "fallback": strMap(r.Fallback)}
+	return map[string]any{"id": r.ID, "name": r.Name, "focus": focus, "rewrite": lineSets(r.Rewrite), "fallback": lineSets(r.Fallback)}
 }
 
-func strMap(m rules.StrMap) map[string]any {
-	out := make(map[string]any, len(m))
-	for _, e := range m {
-		out[e.Key] = e.Value
+func lineSets(sets []rules.LineSet) map[string]any {
+	out := make(map[string]any, len(sets))
+	for _, e := range sets {
+		list := make([]any, len(e.Text))
+		for i, l := range e.Text {
+			list[i] = l
+		}
+		out[e.ID] = list
 	}
 	return out
 }
@@ -184,7 +188,8 @@ func (s *Session) scriptCondition(x *rules.Expr, role string) bool {
 }
 
 // scriptRewrite asks the pack's rewrite script for a new line. ok=false
-// means carry on without it.
+// means carry on without it: the script answered null (use the role's
+// rewrite lines) or failed.
 func (s *Session) scriptRewrite(t *turn, line string, violations []string) (string, bool) {
 	h := s.p.Guardrails.Rewrite
 	arg := s.scriptArg(t.role)
@@ -195,6 +200,9 @@ func (s *Session) scriptRewrite(t *turn, line string, violations []string) (stri
 	arg["text"], arg["violations"] = line, v
 	arg["turn"] = map[string]any{"kind": t.kind, "goal": t.goal, "rule": t.rule, "role": t.role}
 	out, ok := s.callScript(&h.Script, arg, "guardrails.rewrite")
+	if ok && out == nil {
+		return "", false // the script leaves it to the built-in rewrite
+	}
 	if ok {
 		str, isStr := out.(string)
 		switch {

@@ -72,6 +72,8 @@ type Session struct {
 	handoff    handoff    // handoff.go
 	transcript transcript // transcript.go
 	liveness   liveness   // liveness.go
+	lines      lines      // lines.go
+	input      inputGuard // inputguard.go
 }
 
 // New starts a session of pack p at time 0. The first Step runs the
@@ -88,6 +90,7 @@ func New(p *rules.Pack, opts Options) *Session {
 	s.handoff.init(p, opts)
 	s.transcript.init(p)
 	s.liveness.init()
+	s.lines.init(opts.Seed)
 	return s
 }
 

@@ -193,7 +193,7 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 	}
 	spoke := strings.TrimSpace(r.Text) != ""
 	if spoke {
-		s.deliver(a, r.Text, false)
+		s.deliverChecked(a, r.Text, false, true)
 	}
 	round := ToolRound{Text: r.Text}
 	var refused *ToolCall

@@ -45,9 +45,11 @@ type turn struct {
 	text       string
 	await      bool
 	fallback   bool
+	outcome    string
 	violations []string
 	original   string
 	toolRounds []ToolRound
+	guard      guard // guardrail.go
 }
 
 // resolveRole turns a turn's role reference into a role id; same is the
@@ -232,6 +234,7 @@ func (s *Session) start(t *turn) {
 	}
 	t.state = tsGenerating
 	t.reqID = s.nextID('r')
+	t.guard.askedAt = s.now
 	req := s.buildRequest(t)
 	s.emit(Effect{Type: EffectLLMRequest, ID: t.reqID, Agent: t.role, Kind: t.kind, Rule: t.rule, Request: req})
 	s.addTimer(timer{at: s.now + s.p.LLM.Timeout.MS, kind: tLLMTimeout, key: t.reqID})
@@ -330,13 +333,18 @@ func (t *turn) spokeInRounds() bool {
 	return false
 }
 
+// fallback is the role's fallback line for the turn's kind (or its
+// default), one not yet said guardrails.max_repeats times if there is one.
 func (s *Session) fallback(t *turn) string {
 	role, _ := s.p.Role(t.role)
-	if line, ok := role.Fallback.Get(t.kind); ok {
+	if line, ok := s.lines.pick(s, t.role, "fallback", role.Fallback, t.kind, "default"); ok {
 		return line
 	}
-	if line, ok := role.Fallback.Get("default"); ok {
-		return line
+	// Every line is at its cap, but something must be said.
+	for _, key := range []string{t.kind, "default"} {
+		if list, ok := rules.FindLines(role.Fallback, key); ok {
+			return list[0]
+		}
 	}
 	return "Let's continue."
 }
@@ -344,20 +352,31 @@ func (s *Session) fallback(t *turn) string {
 // deliver runs the guardrails and readies the turn; settle sends it once
 // the defer rule allows.
 func (s *Session) deliver(t *turn, text string, fallback bool) {
-	var violations []string
-	original := ""
-	if !fallback && t.line == "" {
-		var out string
-		out, violations = s.guard(t, text)
-		if len(violations) > 0 && out != text {
-			original = text
+	s.deliverChecked(t, text, fallback, false)
+}
+
+// deliverChecked is deliver for a reply that may also call tools
+// (withCalls), which cannot be asked for again.
+func (s *Session) deliverChecked(t *turn, text string, fallback, withCalls bool) {
+	outcome := ""
+	switch {
+	case fallback:
+		outcome = OutcomeFallback
+	case t.line == "":
+		out, oc, ok := s.guardLine(t, text, withCalls)
+		if !ok {
+			return // asked again, or the session ended
 		}
-		text = out
+		text, outcome = out, oc
 	}
 	t.text = text
 	t.state = tsReady
 	t.await = s.silence.awaits(s, text)
-	t.fallback, t.violations, t.original = fallback, violations, original
+	t.fallback, t.outcome = fallback, outcome
+	t.violations, t.original = t.guard.violations, ""
+	if t.guard.original != text {
+		t.original = t.guard.original
+	}
 	if t.hard || !s.holdTurn(t) {
 		s.speak(t)
 	}
@@ -373,8 +392,9 @@ func (s *Session) speak(t *turn) {
 	s.emit(Effect{
 		Type: EffectAgentMessage, ID: t.msgID, Agent: t.role, Kind: t.kind, Text: t.text,
 		Voice: role.Voice, IntentTag: t.intentTag, Rule: t.rule,
-		Fallback: t.fallback, Guardrail: t.violations, Original: t.original,
+		Fallback: t.fallback, Guardrail: t.violations, Original: t.original, Outcome: t.outcome,
 	})
+	s.lines.spoken(t.text)
 	s.floor.lastRole = t.role
 	s.floor.turns++
 	s.handoff.said(t.role)

@@ -42,6 +42,9 @@ var actionKinds = [...]struct {
 	{"slot", func() Action { return new(SlotAction) }, "set a template slot of a role or the session"},
 	{"record", func() Action { return new(RecordAction) }, "append a value to a session record"},
 	{"report", func() Action { return new(ReportAction) }, "report a result such as a verdict"},
+	{"flag", func() Action { return new(FlagAction) }, "report a flag effect operators alert on"},
+	{"refuse", func() Action { return new(RefuseAction) }, "in an input check: keep the message from every model and say a line instead"},
+	{"redact", func() Action { return new(RedactAction) }, "in an input check: replace the message's text"},
 }
 
 // ActionKeys lists the action kinds as packs write them.
@@ -238,6 +241,41 @@ type ReportAction struct {
 	Value Value  `yaml:"value"`
 }
 
+// FlagAction reports a flag effect: something an operator should look
+// at now (a guardrail tripped, an injection attempt).
+type FlagAction struct {
+	Pos
+	Reason string `yaml:"reason"`
+}
+
+func (a *FlagAction) setShorthand(d *decoder, n *yaml.Node) { d.decode(n, refValue(&a.Reason)) }
+
+// RefuseAction, in an input check, keeps the candidate message from
+// every model request and routing: the transcript holds a placeholder,
+// and Turn (a fixed line) is said instead.
+type RefuseAction struct {
+	Pos
+	Turn TurnSpec
+}
+
+func (a *RefuseAction) setShorthand(d *decoder, n *yaml.Node) {
+	d.errorf(n, "refuse takes a turn such as {role: last, kind: refusal, line: ...}")
+}
+
+func (a *RefuseAction) decodeNode(d *decoder, n *yaml.Node) {
+	a.Pos = d.pos(n)
+	d.decode(n, refValue(&a.Turn))
+}
+
+// RedactAction, in an input check, replaces the candidate message's text
+// (a template) before anything else sees it.
+type RedactAction struct {
+	Pos
+	Text Template `yaml:"text"`
+}
+
+func (a *RedactAction) setShorthand(d *decoder, n *yaml.Node) { d.decode(n, refValue(&a.Text)) }
+
 // Position implementations: every action records where it was written.
 func (a *SayAction) Position() Pos        { return a.Pos }
 func (a *SetAction) Position() Pos        { return a.Pos }
@@ -254,6 +292,31 @@ func (a *MemoryAction) Position() Pos     { return a.Pos }
 func (a *SlotAction) Position() Pos       { return a.Pos }
 func (a *RecordAction) Position() Pos     { return a.Pos }
 func (a *ReportAction) Position() Pos     { return a.Pos }
+func (a *FlagAction) Position() Pos       { return a.Pos }
+func (a *RefuseAction) Position() Pos     { return a.Pos }
+func (a *RedactAction) Position() Pos     { return a.Pos }
+
+func (a *FlagAction) check(c *compiler, where string) {
+	if len(a.Reason) > MaxActionText {
+		c.errorf(a.Pos, "%s: flag reason is longer than %d characters", where, MaxActionText)
+	}
+}
+
+func (a *RefuseAction) check(c *compiler, where string) {
+	if !c.inputCheck {
+		c.errorf(a.Pos, "%s: refuse only works in guardrails.input, where a candidate message is being checked", where)
+	}
+	c.turn(a.Pos, &a.Turn, where+": refuse", RoleLast, RoleAddressed, RoleActive)
+	if a.Turn.Line == "" {
+		c.errorf(a.Pos, "%s: refuse needs the line that is said instead", where)
+	}
+}
+
+func (a *RedactAction) check(c *compiler, where string) {
+	if !c.inputCheck {
+		c.errorf(a.Pos, "%s: redact only works in guardrails.input, where a candidate message is being checked", where)
+	}
+}
 
 func (a *SayAction) check(c *compiler, where string) {
 	c.turn(a.Pos, &a.Turn, where+": say", RoleLast, RoleSame, RoleAddressed, RoleActive)

@@ -268,7 +268,43 @@ func (g *Guardrails) check(c *compiler) {
 	if g.MaxSentences > 0 && g.MinSentences > g.MaxSentences {
 		c.errorf(c.p.Pos, "guardrails: min_sentences is above max_sentences")
 	}
+	if g.MaxRepeats < 0 {
+		c.errorf(c.p.Pos, "guardrails: max_repeats must be 0 (no cap) or more")
+	}
 	c.hook(g.Rewrite, c.p.Pos, "guardrails.rewrite", ErrorSkip, ErrorFallback, ErrorEnd)
+	seen := map[OnViolation]bool{}
+	for _, o := range g.OnViolation {
+		if seen[o] {
+			c.errorf(c.p.Pos, "guardrails.on_violation: %s is listed twice", o)
+		}
+		seen[o] = true
+	}
+	r := &g.Regenerate
+	if *r.Attempts < 1 || *r.Attempts > MaxRegenerateAttempts {
+		c.errorf(r.Pos, "guardrails.regenerate.attempts must be 1 to %d", MaxRegenerateAttempts)
+	}
+	if seen[ViolationRegenerate] && !r.Instruction.Set() {
+		c.errorf(r.Pos, "guardrails.on_violation has regenerate but regenerate.instruction is not written: say what the model did wrong, e.g. \"Your reply broke: ${join(reply.violations, ', ')}. Stay within: ${reply.limits}.\"")
+	}
+	for i := range g.Tripwires {
+		g.Tripwires[i].check(c, "guardrails.tripwires")
+	}
+	c.inputCheck = true
+	for i := range g.Input {
+		g.Input[i].check(c, "guardrails.input")
+	}
+	c.inputCheck = false
+}
+
+func (k *Check) check(c *compiler, where string) {
+	c.id(k.Pos, where, k.ID) // effects name it as their rule
+	if !k.When.Set() {
+		c.errorf(k.Pos, "%s %s needs a when: the condition that trips it", where, k.ID)
+	}
+	if len(k.Do) == 0 {
+		c.errorf(k.Pos, "%s %s does nothing (add do:)", where, k.ID)
+	}
+	c.actions(k.Do, where+" "+k.ID)
 }
 
 func (t *Tickets) check(c *compiler) {

@@ -24,6 +24,12 @@ const (
 	DefaultTranscriptTail = 6
 	DefaultLLMLatencyMS   = 600
 	DefaultLLMRetries     = 2
+	// DefaultRegenerateAttempts is how often a violating line is asked
+	// for again when the chain has regenerate.
+	DefaultRegenerateAttempts = 2
+	// MaxRegenerateAttempts bounds it: each attempt is a model call
+	// inside one turn's budget.
+	MaxRegenerateAttempts = 5
 )
 
 // Role specifiers a TurnSpec may use instead of a role id.
@@ -40,6 +46,9 @@ type compiler struct {
 	errs     *ErrorList
 	ids      map[string]Pos
 	funcFile map[string]string // script function -> file
+	// inputCheck is set while guardrails.input is checked: the only place
+	// refuse and redact mean something.
+	inputCheck bool
 }
 
 func compile(p *Pack, errs *ErrorList) {
@@ -143,6 +152,13 @@ func (c *compiler) defaults() {
 		if t := &p.Tools[i]; t.Parameters == nil {
 			t.Parameters = map[string]any{"type": "object", "properties": map[string]any{}}
 		}
+	}
+	if p.Guardrails.Regenerate.Attempts == nil {
+		n := DefaultRegenerateAttempts
+		p.Guardrails.Regenerate.Attempts = &n
+	}
+	if len(p.Guardrails.OnViolation) == 0 {
+		p.Guardrails.OnViolation = Policies{ViolationRewrite}
 	}
 	for i := range p.Jobs {
 		if j := &p.Jobs[i]; !j.Timeout.IsSet() {
@@ -347,7 +363,8 @@ func (c *compiler) compileExpr(x *Expr, asBool bool) {
 		msg = strings.NewReplacer("type *rules.CandidateView", "candidate", "type rules.CandidateView", "candidate",
 			"type *rules.MessageView", "msg", "type rules.MessageView", "msg",
 			"type *rules.SessionView", "session", "type rules.SessionView", "session",
-			"type *rules.FloorView", "floor", "type rules.FloorView", "floor").Replace(msg)
+			"type *rules.FloorView", "floor", "type rules.FloorView", "floor",
+			"type *rules.ReplyView", "reply", "type rules.ReplyView", "reply").Replace(msg)
 		c.errorf(pos, "expression %q: %s", x.Src, msg)
 		return
 	}

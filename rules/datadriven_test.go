@@ -71,7 +71,7 @@ func TestLoadTranscripts(t *testing.T) {
 				var b strings.Builder
 				fmt.Fprintf(&b, "persona: %s\nvoice: %s\nfocus: %s\n", r.Persona, r.Voice, strings.Join(r.Focus, ","))
 				for _, e := range r.Fallback {
-					fmt.Fprintf(&b, "fallback %s: %s\n", e.Key, e.Value)
+					fmt.Fprintf(&b, "fallback %s: %s\n", e.ID, strings.Join(e.Text, " | "))
 				}
 				return b.String()
 			}

@@ -140,12 +140,18 @@ type OnViolation uint8
 
 // Guardrail policies.
 const (
+	// ViolationRewrite replaces the line: the rewrite script, the role's
+	// rewrite lines for the goal, or the line trimmed.
 	ViolationRewrite OnViolation = iota
+	// ViolationFallback says the role's fallback line for the turn kind.
 	ViolationFallback
+	// ViolationPass says the line anyway (its violations are reported).
 	ViolationPass
+	// ViolationRegenerate asks the model again with the violations named.
+	ViolationRegenerate
 )
 
-var onViolationWords = []string{"rewrite", "fallback", "pass"}
+var onViolationWords = []string{"rewrite", "fallback", "pass", "regenerate"}
 
 func (o OnViolation) String() string                       { return word(onViolationWords, uint8(o)) }
 func (OnViolation) enumWords() []string                    { return onViolationWords }

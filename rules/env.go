@@ -65,6 +65,20 @@ type FloorView struct {
 	AutoAdvances int `expr:"auto_advances"`
 }
 
+// ReplyView is the agent line being checked by the guardrails, as
+// `reply`.
+type ReplyView struct {
+	Text       string   `expr:"text"`
+	Role       string   `expr:"role"`
+	Violations []string `expr:"violations"`
+	// Attempt counts the model's answers for this line: 1, then one more
+	// per regeneration.
+	Attempt int `expr:"attempt"`
+	// Limits describes the pack's limits in words ("at most 1 question,
+	// 1 to 3 sentences"), for corrective instructions.
+	Limits string `expr:"limits"`
+}
+
 // ToolView is the tool call being handled, as `tool`.
 type ToolView struct {
 	ID     string         `expr:"id"`
@@ -98,7 +112,7 @@ type envSpec struct {
 	names map[string]string // name -> "constant" | "variable" | "built-in"
 }
 
-var builtinNames = []string{"candidate", "msg", "session", "floor", "now", "role", "tool", "args", "result",
+var builtinNames = []string{"candidate", "msg", "session", "floor", "reply", "now", "role", "tool", "args", "result",
 	"scenario", "tickets", "tickets_total", "finished", "available", "finished_roles", "active", "memory", "slot", "records", "transcript_text"}
 
 func exprFunctions() []expr.Option {
@@ -118,6 +132,7 @@ type Env struct {
 	Msg       MessageView
 	Session   SessionView
 	Floor     FloorView
+	Reply     ReplyView
 	Tool      ToolView
 	Now       int64
 	host      Host
@@ -141,6 +156,7 @@ func (p *Pack) NewEnv() *Env {
 	e.m["msg"] = &e.Msg
 	e.m["session"] = &e.Session
 	e.m["floor"] = &e.Floor
+	e.m["reply"] = &e.Reply
 	e.m["now"] = func() int64 { return e.Now }
 	e.m["role"] = ""
 	e.m["tool"] = &e.Tool
@@ -349,6 +365,7 @@ func (p *Pack) buildEnvSpec() {
 	s.decl["msg"] = &MessageView{}
 	s.decl["session"] = &SessionView{}
 	s.decl["floor"] = &FloorView{}
+	s.decl["reply"] = &ReplyView{}
 	s.decl["now"] = func() int64 { return 0 }
 	s.decl["role"] = ""
 	s.decl["tool"] = &ToolView{}

@@ -26,6 +26,7 @@ type schemaGen struct {
 
 var (
 	strMapType   = reflect.TypeFor[StrMap]()
+	policiesType = reflect.TypeFor[Policies]()
 	triggerType  = reflect.TypeFor[TriggerSpec]()
 	actionsType  = reflect.TypeFor[Actions]()
 	enumType     = reflect.TypeFor[enum]()
@@ -61,6 +62,10 @@ func (g *schemaGen) of(t reflect.Type) any {
 		return map[string]any{"type": "string", "description": "a candidate event type (snake_case) or one of: " + strings.Join(EngineTriggerNames(), ", ")}
 	case strMapType:
 		return map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}
+	case policiesType:
+		one := map[string]any{"type": "string", "enum": OnViolation(0).enumWords()}
+		return map[string]any{"description": "a guardrail policy, or a chain of them tried in order",
+			"anyOf": []any{one, map[string]any{"type": "array", "items": one}}}
 	}
 	if t.Implements(enumType) {
 		var words []string

@@ -165,11 +165,13 @@ type Role struct {
 	WordsPerMinute int `yaml:"words_per_minute"`
 	// Focus words make a line recognisably this role's (role fidelity).
 	Focus []string `yaml:"focus"`
-	// Fallback lines by turn kind ("default" for any) when generation fails.
-	Fallback StrMap `yaml:"fallback"`
+	// Fallback lines by turn kind ("default" for any) when generation
+	// fails or every other guardrail policy did. Each is one line or a
+	// list, used in a seeded order without repeating.
+	Fallback []LineSet `yaml:"fallback"`
 	// Rewrite lines by turn goal ("default" for any) replace output that
-	// breaks the guardrails.
-	Rewrite StrMap `yaml:"rewrite"`
+	// breaks the guardrails; one line or a list, like Fallback.
+	Rewrite []LineSet `yaml:"rewrite"`
 	// Lines by goal or kind feed the scripted LLM in dry runs and tests.
 	Lines []LineSet `yaml:"lines"`
 
@@ -184,6 +186,16 @@ type LineSet struct {
 	Pos
 	ID   string   `yaml:"id"`
 	Text []string `yaml:"text"`
+}
+
+// FindLines returns the lines of the set named key.
+func FindLines(sets []LineSet, key string) ([]string, bool) {
+	for i := range sets {
+		if sets[i].ID == key && len(sets[i].Text) > 0 {
+			return sets[i].Text, true
+		}
+	}
+	return nil, false
 }
 
 func (l *LineSet) setShorthand(d *decoder, n *yaml.Node) {
@@ -361,21 +373,6 @@ type ConfidenceStep struct {
 	Pos
 	Count Number   `yaml:"count"`
 	Turn  TurnSpec `yaml:"turn"`
-}
-
-// Guardrails check every agent line before it is sent.
-type Guardrails struct {
-	MaxQuestions int `yaml:"max_questions"`
-	MinSentences int `yaml:"min_sentences"`
-	MaxSentences int `yaml:"max_sentences"`
-	// RoleFidelity requires a line to use at least one of its role's focus words.
-	RoleFidelity bool `yaml:"role_fidelity"`
-	// OnViolation is rewrite (default), fallback or pass.
-	OnViolation OnViolation `yaml:"on_violation"`
-	// Rewrite, if set, is a script that rewrites a violating line; its
-	// answer is checked again and replaced by the fallback line if it
-	// still violates.
-	Rewrite *Hook `yaml:"rewrite"`
 }
 
 // Rule is the generic escape hatch: on a trigger, if When holds, run Do.

@@ -26,7 +26,11 @@ func BenchmarkDayOneRewriteScript(b *testing.B) {
 	}
 	rewrite := map[string]any{}
 	for _, e := range tl.Rewrite {
-		rewrite[e.Key] = e.Value
+		list := []any{}
+		for _, l := range e.Text {
+			list = append(list, l)
+		}
+		rewrite[e.ID] = list
 	}
 	arg := map[string]any{
 		"now_ms": int64(210000), "role": "tech_lead",

@@ -46,15 +46,19 @@ func TextLine(r *Record) string {
 	case engine.EffectAgentMessage:
 		kind = r.Kind
 		text = r.Text
-		var notes []string
-		if r.Fallback {
-			notes = append(notes, "fallback")
+		// The guardrails' outcome, unless the line simply passed.
+		note := r.Outcome
+		if note == "" && r.Fallback {
+			note = engine.OutcomeFallback
+		}
+		if note == engine.OutcomePass && len(r.Guardrail) == 0 {
+			note = ""
 		}
 		if len(r.Guardrail) > 0 {
-			notes = append(notes, "rewritten: "+strings.Join(r.Guardrail, ","))
+			note += ": " + strings.Join(r.Guardrail, ",")
 		}
-		if len(notes) > 0 {
-			text += "  [" + strings.Join(notes, "; ") + "]"
+		if note != "" {
+			text += "  [" + note + "]"
 		}
 		text += fmt.Sprintf("  (%s, %.1fs)", r.Rule, float64(r.SpeechMS)/1000)
 	case engine.EffectLLMRequest:

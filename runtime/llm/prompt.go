@@ -87,6 +87,13 @@ func FromTurn(req *engine.LLMRequest) Request {
 			out.Messages = append(out.Messages, Message{Role: RoleTool, ToolResult: &ToolResult{CallID: st.Call.ID, Name: st.Call.Name, Content: st.Result, IsError: st.IsError}})
 		}
 	}
+	// A regeneration: the model sees the answer it gave as its own turn,
+	// then the instruction that says what was wrong with it.
+	if c := req.Correction; c != nil {
+		out.Messages = append(out.Messages,
+			Message{Role: RoleModel, Text: c.Rejected},
+			Message{Role: RoleUser, Text: c.Instruction})
+	}
 	return out
 }
 

@@ -237,7 +237,10 @@ func (f *Model) scripted(id string, req *engine.LLMRequest, res engine.LLMResult
 		"call": f.calls, "role": req.Role, "kind": req.Kind, "goal": req.TurnGoal, "job": req.Job,
 		"system": req.System, "prompt": req.Prompt, "tools": tools, "tool_steps": steps,
 		"candidate_last_message": req.CandidateLastMessage, "transcript": lines,
-		"example": nil,
+		"example": nil, "correction": nil,
+	}
+	if c := req.Correction; c != nil {
+		arg["correction"] = map[string]any{"rejected": c.Rejected, "instruction": c.Instruction, "attempt": c.Attempt}
 	}
 	if req.Job != "" && len(req.Schema) > 0 {
 		var ex any
@@ -308,8 +311,8 @@ func (f *Model) line(req *engine.LLMRequest) string {
 			return ls.Text[i%len(ls.Text)]
 		}
 	}
-	if l, ok := role.Fallback.Get("default"); ok {
-		return l
+	if l, ok := rules.FindLines(role.Fallback, "default"); ok {
+		return l[0]
 	}
 	return "Let's continue."
 }

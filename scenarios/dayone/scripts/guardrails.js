@@ -1,21 +1,22 @@
 // DayOne's guardrail rewrite (seed §10.4, example §11). Called with the
 // violating line; returns the line to send instead.
 //
-// 1. A goal with an authored pointed question uses it: the tech lead's
+// 1. A goal with authored pointed questions uses them: the tech lead's
 //    "What is priority? What is rollback? What monitoring do you add?"
 //    becomes "Pick one now: hotfix first or VIP feature first, and why?".
+//    Returning null leaves the choice to the engine, which picks among
+//    the role's lines without repeating one.
 // 2. Several questions otherwise: keep the one most on-role (most focus
 //    words; the first on a tie) and the statement just before it.
 // 3. Too long: keep the first max sentences.
-// 4. Off-role: the role's default pointed question.
+// 4. Off-role: the role's default pointed questions (null again).
 
 const MAX_SENTENCES = 3;
 
 function rewrite(ctx) {
   const info = ctx.role_info;
-  const authored = info.rewrite[ctx.turn.goal];
-  if (authored) {
-    return authored;
+  if (info.rewrite[ctx.turn.goal]) {
+    return null;
   }
   // Values handed in from the engine are read once: each property read on
   // them crosses from JavaScript to Go.
@@ -37,10 +38,10 @@ function rewrite(ctx) {
       const lead = best > 0 && !sentences[best - 1].endsWith("?") ? sentences[best - 1] + " " : "";
       return lead + sentences[best];
     }
-    return info.rewrite["default"];
+    return null;
   }
   if (violations.indexOf("role_fidelity") >= 0) {
-    return info.rewrite["default"];
+    return null;
   }
   return sentences.slice(0, MAX_SENTENCES).join(" ");
 }

@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"math/rand/v2"
+	"strings"
+
+	"github.com/batonhq/baton/rules"
+)
+
+// lines keeps a panel from saying the same thing over and over: it counts
+// every line said, and picks fallback and rewrite lines from their lists
+// in an order drawn once per list and session from the session's seed
+// (so a replay draws the same), passing over lines already said
+// guardrails.max_repeats times.
+type lines struct {
+	rng    *rand.Rand
+	said   map[string]int // by normalized text; looked up, never ranged over
+	orders map[lineKey]*lineOrder
+}
+
+type lineKey struct{ role, set, key string }
+
+type lineOrder struct {
+	perm []int
+	next int
+}
+
+func (l *lines) init(seed uint64) {
+	// Its own stream, so drawing orders never shifts what scripts'
+	// Math.random returns.
+	l.rng = rand.New(rand.NewPCG(seed, seed^0x6c696e65735f7631))
+	l.said = map[string]int{}
+	l.orders = map[lineKey]*lineOrder{}
+}
+
+func lineKeyText(text string) string { return strings.ToLower(strings.Join(strings.Fields(text), " ")) }
+
+// spoken counts a line that was said.
+func (l *lines) spoken(text string) { l.said[lineKeyText(text)]++ }
+
+// atCap reports whether text has been said as often as the pack allows.
+func (l *lines) atCap(s *Session, text string) bool {
+	n := s.p.Guardrails.MaxRepeats
+	return n > 0 && l.said[lineKeyText(text)] >= n
+}
+
+// pick returns the next line of role's set (fallback or rewrite) named
+// key, or "default", that is not at its cap.
+func (l *lines) pick(s *Session, role, set string, sets []rules.LineSet, keys ...string) (string, bool) {
+	for _, key := range keys {
+		list, ok := rules.FindLines(sets, key)
+		if !ok {
+			continue
+		}
+		k := lineKey{role, set, key}
+		o := l.orders[k]
+		if o == nil {
+			o = &lineOrder{perm: l.rng.Perm(len(list))}
+			l.orders[k] = o
+		}
+		for range list {
+			line := list[o.perm[o.next]]
+			o.next = (o.next + 1) % len(list)
+			if !l.atCap(s, line) {
+				return line, true
+			}
+		}
+	}
+	return "", false
+}
