@@ -54,6 +54,16 @@ func (l *liveness) watch(s *Session) {
 	}
 }
 
+// activity restarts the watch: an input other than the clock moving is
+// something happening (a candidate's message, a live session's line),
+// even when it leaves nothing pending.
+func (l *liveness) activity(s *Session) {
+	if l.idleSince >= 0 {
+		l.idleSince, l.fired = -1, false
+		s.timers.cancelKind(tStall)
+	}
+}
+
 // stall fires the stalled rules for the current idle stretch.
 func (l *liveness) stall(s *Session) {
 	if l.fired || l.idleSince < 0 {

@@ -11,7 +11,7 @@ import (
 
 // Version identifies the engine's behaviour; logs record it so a replay on
 // a different engine is reported rather than silently trusted.
-const Version = "baton-engine/1"
+const Version = "baton-engine/2"
 
 var (
 	// ErrEnded is returned for inputs after the session ended.
@@ -191,6 +191,9 @@ func (s *Session) Step(in Input, out []Effect) ([]Effect, error) {
 			pl = k.absent
 		}
 		pl.apply(s)
+	}
+	if in.Type != InputAdvance {
+		s.liveness.activity(s)
 	}
 	s.settle()
 	s.handoff.flush(s)

@@ -112,9 +112,17 @@ func badChoices(t *rules.Tool, choices [][]string, args map[string]any) []string
 // reported as a tool_result effect and returned.
 func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 	step := ToolStep{Call: call}
+	// A refusal says what is wrong in words for the model and, when the
+	// tool has choices, lists them as data, so a caller acts on the values
+	// rather than parsing the words.
+	var allowed map[string][]string
 	fail := func(msg string) ToolStep {
 		step.IsError = true
-		step.Result, _ = json.Marshal(map[string]string{"error": msg})
+		res := map[string]any{"error": msg}
+		if allowed != nil {
+			res["choices"] = allowed
+		}
+		step.Result, _ = json.Marshal(res)
 		s.emit(Effect{Type: EffectToolResult, ID: call.ID, Agent: role, Kind: call.Name, Data: step.Result, IsError: true, Reason: msg})
 		return step
 	}
@@ -142,7 +150,14 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 		return fail("arguments are not a JSON object: " + err.Error())
 	}
 	args = normalizeJSON(args).(map[string]any)
-	problems := append(tool.Params().Validate(args), badChoices(tool, choices, args)...)
+	problems := tool.Params().Validate(args)
+	if bad := badChoices(tool, choices, args); len(bad) > 0 {
+		problems = append(problems, bad...)
+		allowed = map[string][]string{}
+		for i, ch := range tool.Choices {
+			allowed[ch.Param] = choices[i]
+		}
+	}
 	if len(problems) > 0 {
 		return fail("invalid arguments: " + strings.Join(problems, "; "))
 	}
@@ -166,7 +181,8 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 }
 
 // refusedRound counts a round with a refused call; it reports whether
-// the role has now looped (ToolLoopLimit rounds in a row).
+// the role has now looped (ToolLoopLimit rounds in a row), which is
+// reported and runs the tool_loop rules, and starts the count again.
 func (s *Session) refusedRound(role string, last ToolCall) bool {
 	ri := s.roleIdx(role)
 	if ri < 0 {
@@ -176,12 +192,19 @@ func (s *Session) refusedRound(role string, last ToolCall) bool {
 	if s.tools.refused[ri] < ToolLoopLimit {
 		return false
 	}
-	if s.tools.refused[ri] == ToolLoopLimit {
-		s.emit(Effect{Type: EffectAdapterError, Agent: role, Kind: last.Name, Reason: fmt.Sprintf("tool loop: %d refused rounds of tool calls in a row", ToolLoopLimit)})
-		s.env.Tool = rules.ToolView{ID: last.ID, Name: last.Name, Caller: role}
-		s.fireRules(rules.EngineTrigger(rules.TriggerToolLoop))
-	}
+	s.tools.refused[ri] = 0
+	s.emit(Effect{Type: EffectAdapterError, Agent: role, Kind: last.Name, Reason: fmt.Sprintf("tool loop: %d refused rounds of tool calls in a row", ToolLoopLimit)})
+	s.env.Tool = rules.ToolView{ID: last.ID, Name: last.Name, Caller: role}
+	s.fireRules(rules.EngineTrigger(rules.TriggerToolLoop))
 	return true
+}
+
+// madeProgress notes a role's reply that said a line without a refused
+// call: whatever it refused before, it is not looping.
+func (s *Session) madeProgress(role string) {
+	if ri := s.roleIdx(role); ri >= 0 {
+		s.tools.refused[ri] = 0
+	}
 }
 
 // turnTools handles a reply that calls tools: any text is said first, then
@@ -196,7 +219,7 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 		s.deliverChecked(a, r.Text, false, true)
 	}
 	round := ToolRound{Text: r.Text}
-	var refused *ToolCall
+	refused := -1 // the last refused call of the round
 	for i, c := range r.ToolCalls {
 		if s.ended {
 			return
@@ -208,21 +231,27 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 		st := s.handleTool(a.role, c)
 		round.Steps = append(round.Steps, st)
 		if st.IsError {
-			refused = &round.Steps[len(round.Steps)-1].Call
+			refused = len(round.Steps) - 1
 		}
 	}
 	if s.ended {
 		return
 	}
 	f := &s.floor
-	if refused == nil {
-		if !spoke && f.active == a {
+	if refused < 0 {
+		if spoke {
+			s.madeProgress(a.role)
+		} else if f.active == a {
 			f.active = nil // the turn was only a tool call
 		}
 		return
 	}
-	if s.refusedRound(a.role, *refused) {
-		if !spoke && !s.ended && f.active == a {
+	if s.refusedRound(a.role, round.Steps[refused].Call) {
+		switch {
+		case s.ended || f.active != a || spoke:
+		case a.spokeInRounds():
+			f.active = nil // it said its line in an earlier round
+		default:
 			s.deliver(a, s.fallback(a), true)
 		}
 		return
@@ -232,6 +261,8 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 	again.toolRounds = append(append([]ToolRound(nil), a.toolRounds...), round)
 	again.state = tsQueued
 	again.reqID, again.msgID, again.text = "", "", ""
+	again.outcome, again.violations, again.original = "", nil, ""
+	again.guard = guard{} // a new request: its own answers and budget
 	again.deferrable = false
 	if !spoke && f.active == a {
 		f.active = nil

@@ -319,6 +319,7 @@ func (s *Session) onLLMResult(r *LLMResult) {
 	if r.IntentTag != "" {
 		a.intentTag = r.IntentTag
 	}
+	s.madeProgress(a.role)
 	s.deliver(a, r.Text, false)
 }
 

@@ -226,6 +226,11 @@ func (t *TurnTaking) check(c *compiler) {
 
 func (l *Liveness) check(c *compiler) {
 	if !l.StallAfter.IsSet() {
+		for i := range c.p.Rules {
+			if r := &c.p.Rules[i]; r.On.Trigger == EngineTrigger(TriggerStalled) {
+				c.errorf(r.On.Pos, "rule %s runs on: stalled, which never fires without liveness.stall_after; set it (say, liveness: {stall_after: 45s})", r.ID)
+			}
+		}
 		return
 	}
 	if l.StallAfter.MS <= 0 {

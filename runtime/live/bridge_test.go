@@ -65,15 +65,14 @@ func (j *juror) tool(name string, args map[string]any) {
 	j.send(voice.Event{Kind: voice.EventToolCall, ToolCalls: []llm.ToolCall{{ID: fmt.Sprintf("%s-%d", j.name, j.calls), Name: name, Args: raw}}})
 }
 
-var availableRE = regexp.MustCompile(`is not one of \[([\w ]*)\]`)
-
 func (j *juror) SendToolResponse(results []llm.ToolResult) error {
 	for _, r := range results {
 		j.note(fmt.Sprintf("result %s error=%v %s", r.Name, r.IsError, r.Content))
-		if r.IsError {
-			if m := availableRE.FindStringSubmatch(string(r.Content)); m != nil && m[1] != "" {
-				j.tool("transfer", map[string]any{"colleague": strings.Fields(m[1])[0], "reason": "retry", "summary": "s"})
-			}
+		var refusal struct {
+			Choices struct{ Colleague []string } `json:"choices"`
+		}
+		if r.IsError && json.Unmarshal(r.Content, &refusal) == nil && len(refusal.Choices.Colleague) > 0 {
+			j.tool("transfer", map[string]any{"colleague": refusal.Choices.Colleague[0], "reason": "retry", "summary": "s"})
 		}
 	}
 	return nil

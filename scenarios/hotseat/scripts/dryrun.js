@@ -79,8 +79,8 @@ function juror(req) {
   let colleague = next(req.role);
   const steps = req.tool_steps;
   if (steps.length > 0 && steps[steps.length - 1].is_error) {
-    const m = /is not one of \[([\w ]*)\]/.exec(steps[steps.length - 1].result.error);
-    const avail = m ? m[1].split(" ").filter((x) => x.length > 0) : [];
+    const choices = steps[steps.length - 1].result.choices;
+    const avail = choices && choices.colleague ? choices.colleague : [];
     colleague = avail.length ? avail[0] : colleague;
     return { tool_calls: [transfer(colleague, req)] };
   }
