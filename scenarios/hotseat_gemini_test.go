@@ -22,10 +22,13 @@ import (
 // does, reading only what the Gemini API puts in front of a model: valid
 // JSON for every schema, a question on a juror's first turn and a
 // transfer on its second, endPanel as soon as it is the only tool, and a
-// question again when a call comes back refused. stubborn makes its first
-// transfer of each turn go to a finished juror when there is one, named in
-// the tool's description, as a model that skims the roster would.
+// question again when a call comes back refused. patient makes it ask its
+// question when its turn's goal says so even if endPanel is the only
+// tool, as a model that reads the whole brief does. stubborn makes its
+// first transfer of each turn go to a finished juror when there is one,
+// named in the tool's description, as a model that skims the roster would.
 type standIn struct {
+	patient  bool
 	stubborn bool
 
 	mu     sync.Mutex
@@ -62,6 +65,9 @@ func (m *standIn) behave(req *geminifake.Request) geminifake.Reply {
 		}
 	}
 	if _, ok := decls["transfer"]; !ok {
+		if m.patient && strings.Contains(lastText(req), "ask_loaded_question") {
+			return geminifake.Text("Last question from me: what happens to refunds during the cut-over?")
+		}
 		return geminifake.Calls(geminifake.Call{Name: "endPanel", Args: map[string]any{}})
 	}
 	who := systemText(req)
@@ -98,6 +104,22 @@ func (m *standIn) transfer(d geminifake.FunctionDeclaration, stubborn bool) gemi
 		Text:  "Thank you, that answers my question.",
 		Calls: []geminifake.Call{{Name: "transfer", Args: map[string]any{"colleague": to, "reason": "answered", "summary": "the candidate answered"}}},
 	}
+}
+
+// lastText is the text of the newest user turn: baton's brief of the turn.
+func lastText(req *geminifake.Request) string {
+	for i := len(req.Contents) - 1; i >= 0; i-- {
+		if c := req.Contents[i]; c.Role == "user" {
+			var b strings.Builder
+			for _, p := range c.Parts {
+				b.WriteString(p.TextOf())
+			}
+			if b.Len() > 0 {
+				return b.String()
+			}
+		}
+	}
+	return ""
 }
 
 func systemText(req *geminifake.Request) string {
@@ -192,11 +214,11 @@ func timeline(recs []dryrun.Record) string {
 
 // TestHotSeatOnGemini runs Hot Seat through the official SDK against a
 // strict stand-in of the Gemini API (a Gemini 3 model, so signatures are
-// enforced): the jurors are told whom they may call, never guess, the
-// final juror asks before closing, the panel reaches its verdict, and the
-// recorded run replays byte for byte, vendor signatures included.
+// enforced) playing a cooperative model: the jurors are told whom they may
+// call and never guess, nothing is refused, the panel reaches its verdict,
+// and the recorded run replays byte for byte, vendor signatures included.
 func TestHotSeatOnGemini(t *testing.T) {
-	m := &standIn{}
+	m := &standIn{patient: true}
 	p, res, srv := runHotSeatOnGemini(t, m)
 	tl := timeline(res.Records)
 	if err := outcomes["hotseat"](res.Records); err != nil {
@@ -218,8 +240,8 @@ func TestHotSeatOnGemini(t *testing.T) {
 	if refusedTransfers != 0 || adapterErrors != 0 {
 		t.Errorf("%d refused transfers, %d adapter errors; want none\n%s", refusedTransfers, adapterErrors, tl)
 	}
-	if endPanelRefused != 1 || endPanelOK != 1 {
-		t.Errorf("endPanel refused %d times and accepted %d; want the call at once refused, then one after the answer\n%s", endPanelRefused, endPanelOK, tl)
+	if endPanelRefused != 0 || endPanelOK != 1 {
+		t.Errorf("endPanel refused %d times and accepted %d; want one call, after the answer, accepted\n%s", endPanelRefused, endPanelOK, tl)
 	}
 
 	// The model saw each attachment labelled, and every juror turn that
@@ -256,6 +278,34 @@ func TestHotSeatOnGemini(t *testing.T) {
 	}
 	if !got.OK() || got.Verified == 0 {
 		t.Fatalf("the recorded run does not replay (%d verified): %v", got.Verified, got.Diffs)
+	}
+}
+
+// TestHotSeatEndPanelAtOnce: a final juror that calls endPanel the moment
+// it is the only tool is refused with a reason it acts on: it asks, the
+// candidate answers, and then the panel closes.
+func TestHotSeatEndPanelAtOnce(t *testing.T) {
+	m := &standIn{}
+	_, res, _ := runHotSeatOnGemini(t, m)
+	tl := timeline(res.Records)
+	if err := outcomes["hotseat"](res.Records); err != nil {
+		t.Fatalf("%v\n%s", err, tl)
+	}
+	var seq []string
+	for _, r := range res.Records {
+		switch {
+		case r.Type == engine.EffectToolResult && r.Kind == "endPanel" && r.IsError:
+			seq = append(seq, "refused")
+		case r.Type == engine.EffectToolResult && r.Kind == "endPanel":
+			seq = append(seq, "accepted")
+		case r.Type == engine.EffectAgentMessage && r.Agent == "james" && r.Kind == "handoff":
+			seq = append(seq, "asked")
+		case r.Type == engine.EffectRouted && r.Agent == "james":
+			seq = append(seq, "answered")
+		}
+	}
+	if got := strings.Join(seq, " "); got != "refused asked answered accepted" {
+		t.Fatalf("final juror: %s; want refused asked answered accepted\n%s", got, tl)
 	}
 }
 

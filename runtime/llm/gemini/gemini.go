@@ -22,16 +22,11 @@ import (
 )
 
 // DefaultModel is used when neither Config.Model nor Request.Model is set:
-// Gemini 3.8 Flash, the current stable (GA) Flash model of the Gemini 3
-// family on the Gemini API (released September 2026; the models overview
-// and deprecations pages list no shutdown date for it). gemini-2.5-flash,
-// the previous default, is deprecated, with its shutdown announced for
-// December 1, 2026.
-//
-// Gemini 3 models enforce thought signatures on function calling: the
-// signature a response gives a function call must come back with that
-// call in later requests (llm.ToolCall.Signature), or the call fails with
-// 400.
+// a Gemini 3 model, so the normal path is the strict one. Gemini 3 models
+// enforce thought signatures on function calling: the signature a
+// response gives a function call must come back with that call in later
+// requests (llm.ToolCall.Signature), or the call fails with 400. An older
+// default tolerated the omission and so hid it.
 const DefaultModel = "gemini-3.8-flash"
 
 // ErrNoAPIKey is returned by New when no API key is configured.

@@ -1,0 +1,39 @@
+package dryrun
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/batonhq/baton/engine"
+)
+
+func TestWriteSummary(t *testing.T) {
+	recs := []Record{
+		{Effect: engine.Effect{T: 1200, Type: engine.EffectNote, Kind: engine.NoteWarning, Rule: "analyze", Text: "analysis failed"}},
+		{Effect: engine.Effect{T: 1300, Type: engine.EffectNote, Rule: "x", Text: "just a note"}},
+		{Effect: engine.Effect{T: 2000, Type: engine.EffectAdapterError}},
+		{Effect: engine.Effect{T: 2100, Type: engine.EffectAdapterError}},
+		{Effect: engine.Effect{T: 3000, Type: engine.EffectJobError}},
+		{Effect: engine.Effect{T: 4000, Type: engine.EffectReport, Kind: "verdict", Data: json.RawMessage(`{"verdict": "pass"}`)}},
+		{Effect: engine.Effect{T: 4000, Type: engine.EffectSessionEnd, Reason: "verdict", Rule: "deliberate"}},
+	}
+	var b strings.Builder
+	if err := WriteSummary(&b, recs); err != nil {
+		t.Fatal(err)
+	}
+	want := `# ended at 00:04.0: verdict (deliberate)
+# outcome: verdict {"verdict":"pass"}
+# warnings: 1
+#   00:01.2 analyze: analysis failed
+# errors: adapter_error 2, job_error 1
+`
+	if b.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	_ = WriteSummary(&b, recs[:1])
+	if !strings.HasPrefix(b.String(), "# not ended\n") {
+		t.Fatalf("a session without session_end: %q", b.String())
+	}
+}
