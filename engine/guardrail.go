@@ -76,7 +76,7 @@ func (s *Session) setReply(t *turn, line string, v []string) {
 	g := &s.p.Guardrails
 	var limits []string
 	if g.MaxQuestions > 0 {
-		limits = append(limits, "at most "+strconv.Itoa(g.MaxQuestions)+" "+plural(g.MaxQuestions, "question", "questions"))
+		limits = append(limits, "at most "+strconv.Itoa(g.MaxQuestions)+" "+text.Plural(g.MaxQuestions, "question", "questions"))
 	}
 	if g.MaxSentences > 0 {
 		limits = append(limits, strconv.Itoa(max(g.MinSentences, 1))+" to "+strconv.Itoa(g.MaxSentences)+" sentences")
@@ -85,13 +85,6 @@ func (s *Session) setReply(t *turn, line string, v []string) {
 		limits = append(limits, "stay on your role's focus ("+strings.Join(role.Focus, ", ")+")")
 	}
 	s.env.Reply = rules.ReplyView{Text: line, Role: t.role, Violations: v, Attempt: t.guard.answers, Limits: strings.Join(limits, "; ")}
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // guardLine runs a generated line through the guardrails. It returns the

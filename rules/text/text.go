@@ -243,3 +243,11 @@ func (k *Keywords) Hits(text string) int {
 	}
 	return n
 }
+
+// Plural picks the word for n: one when n is 1, many otherwise.
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

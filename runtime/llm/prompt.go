@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules/text"
 )
 
 // Delimiters of the turn brief appended to the persona. They are fixed
@@ -169,10 +170,10 @@ func systemPrompt(req *engine.LLMRequest) string {
 			open(true)
 			b.WriteString("Constraints:\n")
 			if n := req.Constraints.MaxSentences; n > 0 {
-				b.WriteString("- Use at most " + strconv.Itoa(n) + " " + plural(n, "sentence", "sentences") + ".\n")
+				b.WriteString("- Use at most " + strconv.Itoa(n) + " " + text.Plural(n, "sentence", "sentences") + ".\n")
 			}
 			if n := req.Constraints.MaxQuestionCount; n > 0 {
-				b.WriteString("- Ask at most " + strconv.Itoa(n) + " " + plural(n, "question", "questions") + ".\n")
+				b.WriteString("- Ask at most " + strconv.Itoa(n) + " " + text.Plural(n, "question", "questions") + ".\n")
 			}
 			b.WriteString("- Reply with only the words you say aloud: no speaker label, no stage directions.\n")
 		}
@@ -201,13 +202,6 @@ func oneBlock(s string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, "\n", "\n  ")
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 func finalInstruction(req *engine.LLMRequest) string {
