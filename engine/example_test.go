@@ -12,8 +12,10 @@ import (
 // stays silent, a model that answers every request 600 ms later and a
 // voice that speaks every line in 2 s), check it, step the engine, act on
 // the effects. The panel's nudges follow its silence ladder; the BA's line
-// at 03:00 is the pack's hard anchor, its model text rewritten by the
-// role-fidelity guardrail.
+// at 03:00 is the pack's hard anchor. A model that always says the same
+// line is asked again once a line would be said a fourth time
+// (max_repeats), or the BA's line is off role, and then rewritten from
+// the role's lines.
 func Example() {
 	pack, err := rules.Load(os.DirFS("../scenarios/dayone"), ".")
 	if err != nil {
@@ -66,8 +68,8 @@ func Example() {
 	// 00:00.6 qa: What would you test first?
 	// 00:15.2 qa: What would you test first?
 	// 01:00.6 tech_lead: What would you test first?
-	// 01:15.2 tech_lead: What would you test first?
-	// 03:00.6 ba: What is the customer impact if we keep t
-	// 03:15.2 ba: What is the customer impact if we keep t
-	// 03:25.2 end: example over
+	// 01:16.4 tech_lead: What is your first priority, and what is
+	// 03:01.8 ba: What is the customer impact if we keep t
+	// 03:17.6 ba: Should refunds go out before the launch,
+	// 03:27.6 end: example over
 }

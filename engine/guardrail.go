@@ -9,15 +9,6 @@ import (
 	"github.com/batonhq/baton/rules/text"
 )
 
-// Guardrail names reported on agent messages.
-const (
-	GuardMaxQuestions = "max_questions"
-	GuardSentences    = "sentences"
-	GuardRoleFidelity = "role_fidelity"
-	// GuardRepeat: the line was already said guardrails.max_repeats times.
-	GuardRepeat = "max_repeats"
-)
-
 // Guardrail outcomes, as agent messages report them. A line the model
 // gave again after a correction is "regenerated(N)", N its attempts.
 const (
@@ -46,7 +37,7 @@ type guard struct {
 func (s *Session) check(t *turn, line string) []string {
 	v := s.violations(t, line)
 	if s.lines.atCap(s, line) {
-		v = append(v, GuardRepeat)
+		v = append(v, rules.GuardRepeat)
 	}
 	g := &s.p.Guardrails
 	if len(g.Tripwires) == 0 {
@@ -73,18 +64,8 @@ func (s *Session) check(t *turn, line string) []string {
 
 // setReply fills the reply view guardrail conditions and templates read.
 func (s *Session) setReply(t *turn, line string, v []string) {
-	g := &s.p.Guardrails
-	var limits []string
-	if g.MaxQuestions > 0 {
-		limits = append(limits, "at most "+strconv.Itoa(g.MaxQuestions)+" "+text.Plural(g.MaxQuestions, "question", "questions"))
-	}
-	if g.MaxSentences > 0 {
-		limits = append(limits, strconv.Itoa(max(g.MinSentences, 1))+" to "+strconv.Itoa(g.MaxSentences)+" sentences")
-	}
-	if role, _ := s.p.Role(t.role); g.RoleFidelity && len(role.Focus) > 0 {
-		limits = append(limits, "stay on your role's focus ("+strings.Join(role.Focus, ", ")+")")
-	}
-	s.env.Reply = rules.ReplyView{Text: line, Role: t.role, Violations: v, Attempt: t.guard.answers, Limits: strings.Join(limits, "; ")}
+	role, _ := s.p.Role(t.role)
+	s.env.Reply = rules.ReplyView{Text: line, Role: t.role, Violations: v, Attempt: t.guard.answers, Limits: s.p.Guardrails.Limits(role)}
 }
 
 // guardLine runs a generated line through the guardrails. It returns the
@@ -221,20 +202,8 @@ func (s *Session) rewrite(t *turn, line string, v []string) (string, bool) {
 
 // violations lists the built-in limits a line breaks.
 func (s *Session) violations(t *turn, line string) []string {
-	g := &s.p.Guardrails
 	role, _ := s.p.Role(t.role)
-	var v []string
-	if g.MaxQuestions > 0 && text.CountQuestions(line) > g.MaxQuestions {
-		v = append(v, GuardMaxQuestions)
-	}
-	n := text.CountSentences(line)
-	if (g.MaxSentences > 0 && n > g.MaxSentences) || n < g.MinSentences {
-		v = append(v, GuardSentences)
-	}
-	if g.RoleFidelity && len(role.Focus) > 0 && role.FocusWords().Hits(line) == 0 {
-		v = append(v, GuardRoleFidelity)
-	}
-	return v
+	return s.p.Guardrails.Violations(role, line)
 }
 
 // trimToFirstQuestion keeps statements up to and including the first

@@ -8,9 +8,10 @@ import (
 )
 
 // lines keeps a panel from saying the same thing over and over: it counts
-// every line said, and picks fallback and rewrite lines from their lists
-// in an order drawn once per list and session from the session's seed
-// (so a replay draws the same), passing over lines already said
+// every line said, and picks fallback and rewrite lines from their lists,
+// the first as written (the author's first choice) and the rest in an
+// order drawn once per list and session from the session's seed (so a
+// replay draws the same), passing over lines already said
 // guardrails.max_repeats times.
 type lines struct {
 	rng    *rand.Rand
@@ -55,7 +56,10 @@ func (l *lines) pick(s *Session, role, set string, sets []rules.LineSet, keys ..
 		k := lineKey{role, set, key}
 		o := l.orders[k]
 		if o == nil {
-			o = &lineOrder{perm: l.rng.Perm(len(list))}
+			o = &lineOrder{perm: make([]int, len(list))}
+			for i, j := range l.rng.Perm(len(list) - 1) {
+				o.perm[i+1] = j + 1
+			}
 			l.orders[k] = o
 		}
 		for range list {

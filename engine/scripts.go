@@ -151,6 +151,14 @@ func (s *Session) scriptArg(role string) map[string]any {
 	if r, ok := s.p.Role(role); ok {
 		arg["role_info"] = roleInfo(r)
 	}
+	// A line being checked by the guardrails (a tripwire's condition).
+	if rv := &s.env.Reply; rv.Role != "" {
+		v := make([]any, len(rv.Violations))
+		for i, x := range rv.Violations {
+			v[i] = x
+		}
+		arg["reply"] = map[string]any{"text": rv.Text, "role": rv.Role, "violations": v, "attempt": rv.Attempt, "limits": rv.Limits}
+	}
 	return arg
 }
 

@@ -291,6 +291,24 @@ func (g *Guardrails) check(c *compiler) {
 	if seen[ViolationRegenerate] && !r.Instruction.Set() {
 		c.errorf(r.Pos, "guardrails.on_violation has regenerate but regenerate.instruction is not written: say what the model did wrong, e.g. \"Your reply broke: ${join(reply.violations, ', ')}. Stay within: ${reply.limits}.\"")
 	}
+	// Rewrite and fallback lines are said in place of violating ones, so
+	// a line that breaks the limits itself is an authoring mistake.
+	for i := range c.p.Roles {
+		r := &c.p.Roles[i]
+		for _, set := range []struct {
+			name string
+			sets []LineSet
+		}{{"rewrite", r.Rewrite}, {"fallback", r.Fallback}} {
+			for _, ls := range set.sets {
+				for k, line := range ls.Text {
+					if v := g.Violations(r, line); len(v) > 0 {
+						c.errorf(ls.Pos, "roles.%s.%s.%s line %d %q breaks guardrails %s: it is said instead of a line that breaks them, so keep it within %s",
+							r.ID, set.name, ls.ID, k+1, line, strings.Join(v, ", "), g.Limits(r))
+					}
+				}
+			}
+		}
+	}
 	for i := range g.Tripwires {
 		g.Tripwires[i].check(c, "guardrails.tripwires")
 	}

@@ -1,6 +1,13 @@
 package rules
 
-import "go.yaml.in/yaml/v3"
+import (
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/batonhq/baton/rules/text"
+)
 
 // Guardrails check every agent line before it is sent, and the
 // candidate's messages before they reach a model.
@@ -68,4 +75,49 @@ type Check struct {
 	ID   string  `yaml:"id"`
 	When Expr    `yaml:"when"`
 	Do   Actions `yaml:"do"`
+}
+
+// Names of the built-in guardrails, as violations list them.
+const (
+	GuardMaxQuestions = "max_questions"
+	GuardSentences    = "sentences"
+	GuardRoleFidelity = "role_fidelity"
+	// GuardRepeat: the line was already said max_repeats times.
+	GuardRepeat = "max_repeats"
+)
+
+// Violations lists the built-in limits a line of role r breaks. The
+// engine checks every generated line with it, and the loader every
+// rewrite and fallback line, which are said instead of violating ones.
+func (g *Guardrails) Violations(r *Role, line string) []string {
+	var v []string
+	if g.MaxQuestions > 0 && text.CountQuestions(line) > g.MaxQuestions {
+		v = append(v, GuardMaxQuestions)
+	}
+	n := text.CountSentences(line)
+	if (g.MaxSentences > 0 && n > g.MaxSentences) || n < g.MinSentences {
+		v = append(v, GuardSentences)
+	}
+	if g.RoleFidelity && r != nil && len(r.Focus) > 0 && r.FocusWords().Hits(line) == 0 {
+		v = append(v, GuardRoleFidelity)
+	}
+	return v
+}
+
+// Limits says the built-in limits for role r in words, as the reply
+// view's limits hands them to a corrective instruction.
+func (g *Guardrails) Limits(r *Role) string {
+	var limits []string
+	if g.MaxQuestions > 0 {
+		limits = append(limits, "at most "+strconv.Itoa(g.MaxQuestions)+" "+text.Plural(g.MaxQuestions, "question", "questions"))
+	}
+	if g.MaxSentences > 0 {
+		limits = append(limits, strconv.Itoa(max(g.MinSentences, 1))+" to "+strconv.Itoa(g.MaxSentences)+" sentences")
+	} else if g.MinSentences > 0 {
+		limits = append(limits, "at least "+strconv.Itoa(g.MinSentences)+" "+text.Plural(g.MinSentences, "sentence", "sentences"))
+	}
+	if g.RoleFidelity && r != nil && len(r.Focus) > 0 {
+		limits = append(limits, "stay on your role's focus ("+strings.Join(r.Focus, ", ")+")")
+	}
+	return strings.Join(limits, "; ")
 }

@@ -142,15 +142,18 @@ func (g *schemaGen) actions() any {
 	for _, k := range actionKinds {
 		t := reflect.TypeOf(k.new()).Elem()
 		var body any
-		switch t {
-		case reflect.TypeFor[SayAction]():
+		// say and refuse are a turn, and their setShorthand only explains
+		// that they take one.
+		turn := t == reflect.TypeFor[SayAction]() || t == reflect.TypeFor[RefuseAction]()
+		switch {
+		case turn:
 			body = g.of(reflect.TypeFor[TurnSpec]())
-		case reflect.TypeFor[RunAction]():
+		case t == reflect.TypeFor[RunAction]():
 			body = g.of(reflect.TypeFor[Hook]())
 		default:
 			body = g.object(t)
 		}
-		if reflect.PointerTo(t).Implements(shorthandType) && t != reflect.TypeFor[SayAction]() {
+		if reflect.PointerTo(t).Implements(shorthandType) && !turn {
 			body = map[string]any{"anyOf": []any{body, map[string]any{"type": []string{"string", "number", "boolean"}}}}
 		}
 		alts = append(alts, map[string]any{

@@ -142,7 +142,12 @@ func TestDayOneConstantsDriveTheTimeline(t *testing.T) {
 	load := func(replace ...string) *rules.Pack {
 		t.Helper()
 		fsys := fstest.MapFS{}
-		for _, name := range []string{"pack.yaml", "roles.yaml", "candidate.jsonl", "scripts/guardrails.js"} {
+		scripts, _ := filepath.Glob("dayone/scripts/*.js")
+		names := []string{"pack.yaml", "roles.yaml", "candidate.jsonl"}
+		for _, sc := range scripts {
+			names = append(names, "scripts/"+filepath.Base(sc))
+		}
+		for _, name := range names {
 			data, err := os.ReadFile(filepath.Join("dayone", name))
 			if err != nil {
 				t.Fatal(err)

@@ -32,7 +32,7 @@ func TestDryrunText(t *testing.T) {
 		"00:00.7  qa         window",
 		"03:00.0  ba         anchor",
 		"repeat_request",
-		"[rewritten: max_questions]",
+		"[regenerated(2): max_questions]",
 		"10:00.0  -          session_end",
 	} {
 		if !strings.Contains(out, want) {

@@ -67,7 +67,11 @@ type Match struct {
 	Guardrail    string           `yaml:"guardrail"`
 	// DataContains matches the effect's JSON payload, compacted.
 	DataContains string `yaml:"data_contains"`
-	IsError      *bool  `yaml:"is_error"`
+	// RequestContains matches an llm_request's request, as compact JSON.
+	RequestContains string `yaml:"request_contains"`
+	// Outcome is what the guardrails did with an agent message.
+	Outcome string `yaml:"outcome"`
+	IsError *bool  `yaml:"is_error"`
 	// ThenNothingUntil: after this effect, no other visible effect occurs
 	// before the given time.
 	ThenNothingUntil rules.At[string] `yaml:"then_nothing_until"`
@@ -252,6 +256,8 @@ func (m *Match) matches(r dryrun.Record) bool {
 		m.Fallback != nil && r.Fallback != *m.Fallback,
 		m.Guardrail != "" && !slices.Contains(r.Guardrail, m.Guardrail),
 		m.DataContains != "" && !strings.Contains(compact(r.Data), m.DataContains),
+		m.RequestContains != "" && !strings.Contains(requestJSON(r.Request), m.RequestContains),
+		m.Outcome != "" && r.Outcome != m.Outcome,
 		m.IsError != nil && r.IsError != *m.IsError:
 		return false
 	}
@@ -278,6 +284,8 @@ func (m *Match) String() string {
 	add("reason_contains", m.Reason)
 	add("guardrail", m.Guardrail)
 	add("data_contains", m.DataContains)
+	add("request_contains", m.RequestContains)
+	add("outcome", m.Outcome)
 	if m.Fallback != nil {
 		add("fallback", fmt.Sprint(*m.Fallback))
 	}
@@ -285,6 +293,17 @@ func (m *Match) String() string {
 		add("is_error", fmt.Sprint(*m.IsError))
 	}
 	return "{" + strings.Join(parts, " ") + "}"
+}
+
+func requestJSON(req *engine.LLMRequest) string {
+	if req == nil {
+		return ""
+	}
+	raw, err := json.Marshal(req)
+	if err != nil {
+		return ""
+	}
+	return string(raw)
 }
 
 func compact(raw []byte) string {
