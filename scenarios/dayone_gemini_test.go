@@ -1,0 +1,147 @@
+package scenarios_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/dryrun"
+	"github.com/batonhq/baton/runtime/llm"
+	"github.com/batonhq/baton/runtime/llm/gemini"
+	"github.com/batonhq/baton/runtime/llm/gemini/geminifake"
+	"github.com/batonhq/baton/runtime/replay"
+)
+
+// drifter is a model that has drifted off role and into a rut: whoever
+// it is asked to be, and whatever it is told after a violation, it asks
+// the same QA question.
+type drifter struct {
+	mu          sync.Mutex
+	corrections []string // the instructions it was given after a violation
+}
+
+const qaQuestion = "How would you reproduce the double charge, and which logs prove it?"
+
+func (d *drifter) behave(req *geminifake.Request) geminifake.Reply {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if last := lastText(req); strings.Contains(last, "broke the panel's rules") {
+		d.corrections = append(d.corrections, last)
+	}
+	return geminifake.Text(qaQuestion)
+}
+
+func runDayOneDrifting(t *testing.T) (*rules.Pack, *dryrun.Result, *drifter) {
+	t.Helper()
+	d := &drifter{}
+	srv := geminifake.New(d.behave)
+	t.Cleanup(srv.Close)
+	p, err := rules.Load(os.DirFS("dayone"), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := gemini.New(context.Background(), gemini.Config{APIKey: srv.APIKey, BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := packEvents(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := dryrun.Run(p, dryrun.Options{Events: evs, Model: llm.ForPack(model, p, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range srv.Requests() {
+		if r.Err != nil {
+			t.Errorf("request %d refused by the strict fake: %v", r.Index, r.Err)
+		}
+	}
+	return p, res, d
+}
+
+// TestDayOneDriftingModel runs DayOne's ten minutes through the official
+// SDK against a stand-in of the Gemini API whose model answers every
+// request, for every role, with a QA question. The panel still sounds
+// like three people: no line is said more than three times, every line a
+// panelist says keeps its role's guardrails, the model is asked again
+// with the broken rules named, and the recorded run replays byte for
+// byte.
+func TestDayOneDriftingModel(t *testing.T) {
+	p, res, d := runDayOneDrifting(t)
+	tl := timeline(res.Records)
+	said := map[string]int{}
+	distinct := map[string]map[string]bool{}
+	outcomes := map[string]int{}
+	for _, r := range res.Records {
+		if r.Type != engine.EffectAgentMessage {
+			continue
+		}
+		said[r.Text]++
+		if distinct[r.Agent] == nil {
+			distinct[r.Agent] = map[string]bool{}
+		}
+		distinct[r.Agent][r.Text] = true
+		if r.Outcome == "" {
+			continue // a line the pack wrote for the turn, not the model
+		}
+		outcomes[r.Outcome]++
+		role, _ := p.Role(r.Agent)
+		if v := p.Guardrails.Violations(role, r.Text); len(v) > 0 {
+			t.Errorf("%s %s said %q, which breaks %v", rules.FormatClock(r.T), r.Agent, r.Text, v)
+		}
+	}
+	for text, n := range said {
+		if n > 3 {
+			t.Errorf("said %d times: %q", n, text)
+		}
+	}
+	for _, role := range []string{"qa", "ba", "tech_lead"} {
+		if len(distinct[role]) < 4 {
+			t.Errorf("%s said only %d distinct lines", role, len(distinct[role]))
+		}
+	}
+	// The drift was corrected, not only replaced: the model was told
+	// what it broke, and QA, whose questions these are, was let through.
+	if len(d.corrections) == 0 || !strings.Contains(d.corrections[0], "role_fidelity") {
+		t.Errorf("no corrective instruction naming role_fidelity reached the model: %q", d.corrections)
+	}
+	if outcomes[engine.OutcomePass] == 0 || outcomes[engine.OutcomeRewritten] == 0 {
+		t.Errorf("outcomes %v: want lines passed (QA) and rewritten (the others)", outcomes)
+	}
+	if t.Failed() {
+		t.Logf("outcomes %v\n%s", outcomes, tl)
+	}
+
+	path, err := replay.SaveDryRun(t.TempDir(), "dayone", p, 0, time.Unix(0, 0), res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := replay.File(path, func(string) (*rules.Pack, error) { return p, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.OK() || got.Verified == 0 {
+		t.Fatalf("the recorded run does not replay (%d verified): %v", got.Verified, got.Diffs)
+	}
+
+	// The same model, the same inputs: the same bytes.
+	_, again, _ := runDayOneDrifting(t)
+	if a, b := jsonl(t, res.Records), jsonl(t, again.Records); a != b {
+		t.Fatalf("two runs against the same drifting model differ:\n%s\n----\n%s", a, b)
+	}
+}
+
+func jsonl(t *testing.T, recs []dryrun.Record) string {
+	t.Helper()
+	var b strings.Builder
+	if err := dryrun.WriteJSONL(&b, recs, dryrun.FormatOptions{Verbose: true}); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
