@@ -2,9 +2,12 @@ package dryrun
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/batonhq/baton/engine"
@@ -89,8 +92,9 @@ func TextLine(r *Record) string {
 func WriteSummary(w io.Writer, recs []Record) error {
 	var b strings.Builder
 	var report, end *Record
-	var warnings []*Record
+	var warnings, flags []*Record
 	counts := map[engine.EffectType]int{}
+	var lines outcomeCounts
 	for i := range recs {
 		r := &recs[i]
 		switch r.Type {
@@ -102,6 +106,10 @@ func WriteSummary(w io.Writer, recs []Record) error {
 			if r.Kind == engine.NoteWarning {
 				warnings = append(warnings, r)
 			}
+		case engine.EffectFlag:
+			flags = append(flags, r)
+		case engine.EffectAgentMessage:
+			lines.add(r)
 		case engine.EffectAdapterError, engine.EffectJobError, engine.EffectScriptError, engine.EffectEngineError:
 			counts[r.Type]++
 		}
@@ -117,6 +125,17 @@ func WriteSummary(w io.Writer, recs []Record) error {
 	}
 	if report != nil {
 		fmt.Fprintf(&b, "# outcome: %s %s\n", report.Kind, compactJSON(report.Data))
+	}
+	b.WriteString(lines.String())
+	if len(flags) > 0 {
+		fmt.Fprintf(&b, "# flags: %d\n", len(flags))
+		for _, r := range flags {
+			who := r.Rule
+			if r.Agent != "" {
+				who += " (" + r.Agent + ")"
+			}
+			fmt.Fprintf(&b, "#   %s %s: %s\n", rules.FormatClock(r.T), who, r.Reason)
+		}
 	}
 	if len(warnings) > 0 {
 		fmt.Fprintf(&b, "# warnings: %d\n", len(warnings))
@@ -163,4 +182,67 @@ func compactJSON(raw json.RawMessage) string {
 		s = s[:197] + "..."
 	}
 	return s
+}
+
+// outcomeCounts tallies the guardrails' outcomes of the generated lines,
+// by outcome and role, in the order they first occur.
+type outcomeCounts struct {
+	outcomes []string
+	roles    map[string][]string
+	n        map[[2]string]int
+}
+
+func (c *outcomeCounts) add(r *Record) {
+	if r.Outcome == "" {
+		return // a line the pack wrote, not a generated one
+	}
+	if c.n == nil {
+		c.n, c.roles = map[[2]string]int{}, map[string][]string{}
+	}
+	if _, ok := c.roles[r.Outcome]; !ok {
+		c.outcomes = append(c.outcomes, r.Outcome)
+	}
+	k := [2]string{r.Outcome, r.Agent}
+	if c.n[k] == 0 {
+		c.roles[r.Outcome] = append(c.roles[r.Outcome], r.Agent)
+	}
+	c.n[k]++
+}
+
+// String prints one line per outcome, pass first, then regenerations by
+// attempts, rewritten, fallback, tripped:
+//
+//	# guardrails pass: 6 (qa 6)
+func (c *outcomeCounts) String() string {
+	rank := func(o string) (int, int) {
+		switch {
+		case o == engine.OutcomePass:
+			return 0, 0
+		case strings.HasPrefix(o, "regenerated("):
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(o, "regenerated("), ")"))
+			return 1, n
+		case o == engine.OutcomeRewritten:
+			return 2, 0
+		case o == engine.OutcomeFallback:
+			return 3, 0
+		}
+		return 4, 0
+	}
+	slices.SortStableFunc(c.outcomes, func(a, b string) int {
+		ra, na := rank(a)
+		rb, nb := rank(b)
+		return cmp.Or(cmp.Compare(ra, rb), cmp.Compare(na, nb))
+	})
+	var b strings.Builder
+	for _, o := range c.outcomes {
+		total := 0
+		parts := make([]string, 0, len(c.roles[o]))
+		for _, role := range c.roles[o] {
+			n := c.n[[2]string{o, role}]
+			total += n
+			parts = append(parts, fmt.Sprintf("%s %d", role, n))
+		}
+		fmt.Fprintf(&b, "# guardrails %s: %d (%s)\n", o, total, strings.Join(parts, ", "))
+	}
+	return b.String()
 }

@@ -12,6 +12,14 @@ func TestWriteSummary(t *testing.T) {
 	recs := []Record{
 		{Effect: engine.Effect{T: 1200, Type: engine.EffectNote, Kind: engine.NoteWarning, Rule: "analyze", Text: "analysis failed"}},
 		{Effect: engine.Effect{T: 1300, Type: engine.EffectNote, Rule: "x", Text: "just a note"}},
+		{Effect: engine.Effect{T: 1400, Type: engine.EffectAgentMessage, Agent: "qa", Outcome: "rewritten"}},
+		{Effect: engine.Effect{T: 1500, Type: engine.EffectAgentMessage, Agent: "ba", Outcome: "regenerated(10)"}},
+		{Effect: engine.Effect{T: 1600, Type: engine.EffectAgentMessage, Agent: "qa", Outcome: "pass"}},
+		{Effect: engine.Effect{T: 1700, Type: engine.EffectAgentMessage, Agent: "ba", Outcome: "regenerated(2)"}},
+		{Effect: engine.Effect{T: 1800, Type: engine.EffectAgentMessage, Agent: "ba", Outcome: "pass"}},
+		{Effect: engine.Effect{T: 1850, Type: engine.EffectAgentMessage, Agent: "qa", Outcome: "pass"}},
+		{Effect: engine.Effect{T: 1900, Type: engine.EffectAgentMessage, Agent: "qa", Kind: "repeat_request"}},
+		{Effect: engine.Effect{T: 1950, Type: engine.EffectFlag, Agent: "qa", Rule: "leak", Reason: "told the result"}},
 		{Effect: engine.Effect{T: 2000, Type: engine.EffectAdapterError}},
 		{Effect: engine.Effect{T: 2100, Type: engine.EffectAdapterError}},
 		{Effect: engine.Effect{T: 3000, Type: engine.EffectJobError}},
@@ -24,6 +32,12 @@ func TestWriteSummary(t *testing.T) {
 	}
 	want := `# ended at 00:04.0: verdict (deliberate)
 # outcome: verdict {"verdict":"pass"}
+# guardrails pass: 3 (qa 2, ba 1)
+# guardrails regenerated(2): 1 (ba 1)
+# guardrails regenerated(10): 1 (ba 1)
+# guardrails rewritten: 1 (qa 1)
+# flags: 1
+#   00:01.9 leak (qa): told the result
 # warnings: 1
 #   00:01.2 analyze: analysis failed
 # errors: adapter_error 2, job_error 1
