@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/batonhq/baton/engine"
 )
 
 // metrics live in the server's own registry, so two servers in one test
@@ -33,6 +35,8 @@ type metrics struct {
 	resumes          *prometheus.CounterVec
 	eventToEffectSec prometheus.Histogram
 	warnings         *prometheus.CounterVec
+	guardrails       *prometheus.CounterVec
+	flags            *prometheus.CounterVec
 }
 
 // Latency buckets from 50 µs to 10 s: engine steps are microseconds, fsyncs
@@ -63,11 +67,13 @@ func newMetrics() *metrics {
 	m.resumes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_resumes_total", Help: "Session resumes, by how missed effects were found."}, []string{"source"})
 	m.eventToEffectSec = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "baton_event_to_first_effect_seconds", Help: "From a candidate event being read to its first effect being queued for sending.", Buckets: latencyBuckets})
 	m.warnings = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_pack_warnings_total", Help: "Notes a pack emitted with level: warning (a setup job failed and defaults were used, say), by pack and rule."}, []string{"pack", "rule"})
+	m.guardrails = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_guardrail_outcomes_total", Help: "Generated agent lines by what the guardrails did with them (pass, regenerated(N), rewritten, fallback, tripped), by pack, role and the guardrail broken (none for a line that passed as it was; a line that broke two counts under each)."}, []string{"pack", "role", "guardrail", "outcome"})
+	m.flags = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_flags_total", Help: "Flags raised by a pack's tripwires and input checks, by pack and check."}, []string{"pack", "rule"})
 	for _, c := range []prometheus.Collector{
 		m.sessionsActive, m.sessionsStarted, m.sessionsEnded, m.connections, m.events, m.inputs, m.effects,
 		m.clientErrors, m.stepSeconds, m.adapterSeconds, m.adapterErrors, m.adapterInflight,
 		m.walSyncSeconds, m.walErrors, m.walTruncations, m.recoveries, m.panics,
-		m.slowConsumers, m.resumes, m.eventToEffectSec, m.warnings,
+		m.slowConsumers, m.resumes, m.eventToEffectSec, m.warnings, m.guardrails, m.flags,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
@@ -83,3 +89,17 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) observeSync(d time.Duration) { m.walSyncSeconds.Observe(d.Seconds()) }
+
+// guardrailOutcome counts a generated line under each guardrail it broke.
+func (m *metrics) guardrailOutcome(pack string, e *engine.Effect) {
+	if e.Outcome == "" {
+		return // a line the pack wrote, not a generated one
+	}
+	if len(e.Guardrail) == 0 {
+		m.guardrails.WithLabelValues(pack, e.Agent, "none", e.Outcome).Inc()
+		return
+	}
+	for _, g := range e.Guardrail {
+		m.guardrails.WithLabelValues(pack, e.Agent, g, e.Outcome).Inc()
+	}
+}

@@ -440,8 +440,13 @@ func (s *session) recordEffect(e *engine.Effect) EffectFrame {
 		return fr
 	}
 	s.srv.m.effects.WithLabelValues(string(e.Type)).Inc()
-	if e.Type == engine.EffectNote && e.Kind == engine.NoteWarning {
+	switch {
+	case e.Type == engine.EffectNote && e.Kind == engine.NoteWarning:
 		s.srv.m.warnings.WithLabelValues(s.pack.Name, e.Rule).Inc()
+	case e.Type == engine.EffectAgentMessage:
+		s.srv.m.guardrailOutcome(s.pack.Name, e)
+	case e.Type == engine.EffectFlag:
+		s.srv.m.flags.WithLabelValues(s.pack.Name, e.Rule).Inc()
 	}
 	if !s.eventRead.IsZero() {
 		s.srv.m.eventToEffectSec.Observe(s.srv.clock.Now().Sub(s.eventRead).Seconds())
