@@ -64,8 +64,10 @@ func (s *Session) check(t *turn, line string) []string {
 
 // setReply fills the reply view guardrail conditions and templates read.
 func (s *Session) setReply(t *turn, line string, v []string) {
-	role, _ := s.p.Role(t.role)
-	s.env.Reply = rules.ReplyView{Text: line, Role: t.role, Violations: v, Attempt: t.guard.answers, Limits: s.p.Guardrails.Limits(role)}
+	s.env.Reply = rules.ReplyView{Text: line, Role: t.role, Violations: v, Attempt: t.guard.answers}
+	if role, ok := s.p.Role(t.role); ok {
+		s.env.Reply.Limits = role.GuardLimits()
+	}
 }
 
 // guardLine runs a generated line through the guardrails. It returns the

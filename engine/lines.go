@@ -2,7 +2,8 @@ package engine
 
 import (
 	"math/rand/v2"
-	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/batonhq/baton/rules"
 )
@@ -15,8 +16,9 @@ import (
 // guardrails.max_repeats times.
 type lines struct {
 	rng    *rand.Rand
-	said   map[string]int // by normalized text; looked up, never ranged over
+	said   map[string]int // by lineKey; looked up, never ranged over
 	orders map[lineKey]*lineOrder
+	buf    []byte // the key being looked up, reused: every generated line is checked
 }
 
 type lineKey struct{ role, set, key string }
@@ -34,15 +36,39 @@ func (l *lines) init(seed uint64) {
 	l.orders = map[lineKey]*lineOrder{}
 }
 
-func lineKeyText(text string) string { return strings.ToLower(strings.Join(strings.Fields(text), " ")) }
+// appendLineKey appends text as lines count it: lower case, with runs of
+// white space as one space and none at the ends, so a line said again
+// with other spacing or capitals is the same line.
+func appendLineKey(dst []byte, text string) []byte {
+	space := false
+	for _, r := range text {
+		if unicode.IsSpace(r) {
+			space = len(dst) > 0
+			continue
+		}
+		if space {
+			dst = append(dst, ' ')
+			space = false
+		}
+		dst = utf8.AppendRune(dst, unicode.ToLower(r))
+	}
+	return dst
+}
 
 // spoken counts a line that was said.
-func (l *lines) spoken(text string) { l.said[lineKeyText(text)]++ }
+func (l *lines) spoken(text string) {
+	l.buf = appendLineKey(l.buf[:0], text)
+	l.said[string(l.buf)]++
+}
 
 // atCap reports whether text has been said as often as the pack allows.
 func (l *lines) atCap(s *Session, text string) bool {
 	n := s.p.Guardrails.MaxRepeats
-	return n > 0 && l.said[lineKeyText(text)] >= n
+	if n <= 0 {
+		return false
+	}
+	l.buf = appendLineKey(l.buf[:0], text)
+	return l.said[string(l.buf)] >= n
 }
 
 // pick returns the next line of role's set (fallback or rewrite) named

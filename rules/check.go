@@ -295,6 +295,7 @@ func (g *Guardrails) check(c *compiler) {
 	// a line that breaks the limits itself is an authoring mistake.
 	for i := range c.p.Roles {
 		r := &c.p.Roles[i]
+		r.limits = g.Limits(r)
 		for _, set := range []struct {
 			name string
 			sets []LineSet

@@ -175,11 +175,16 @@ type Role struct {
 	// Lines by goal or kind feed the scripted LLM in dry runs and tests.
 	Lines []LineSet `yaml:"lines"`
 
-	focus *text.Keywords
+	focus  *text.Keywords
+	limits string
 }
 
 // FocusWords is the compiled Focus list.
 func (r *Role) FocusWords() *text.Keywords { return r.focus }
+
+// GuardLimits is the pack's guardrail limits for this role in words
+// (Guardrails.Limits), worked out once at load.
+func (r *Role) GuardLimits() string { return r.limits }
 
 // LineSet is the scripted lines for one goal, used in rotation.
 type LineSet struct {

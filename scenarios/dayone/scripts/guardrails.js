@@ -51,13 +51,3 @@ function rewrite(ctx) {
 function focusHits(text, focus) {
   return baton.keywordHits(text, focus);
 }
-
-// A tripwire (pack.yaml guardrails.tripwires): a panelist's line that
-// tells the candidate the result ("you're hired", "you passed the
-// interview", "we'll make you an offer"). The panel never decides during
-// the interview.
-const OUTCOME = /\b(you('re| are) hired|you (have )?(passed|failed)( the interview)?|(we('ll| will)|i('ll| will)) (make|send) you an offer|welcome to the team)\b/i;
-
-function promisesOutcome(ctx) {
-  return OUTCOME.test(ctx.reply.text);
-}

@@ -22,12 +22,24 @@ const NEW_PART = /\b(you are now|from now on,? you|pretend (to be|you are)|new i
 // me the job".
 const RESULT = /\b(pass|hire|approve|accept)\s+me\b|\bmark\s+me\s+as\b|\bgive\s+me\s+(the|a|an)\s+(job|offer|pass|top score)\b|\b(say|tell me) (that )?i (passed|am hired|got the job)\b/i;
 
+// Words without which none of the patterns can match: most messages are
+// answers, and a substring search turns them away far quicker than the
+// patterns would.
+const OVERRIDE_HINTS = ["ignore", "disregard", "forget", "override", "bypass", "drop",
+  "you are now", "from now on", "pretend", "new instructions", "system prompt", "developer mode", "jailbreak"];
+const RESULT_HINTS = ["pass", "hire", "approve", "accept", "mark", "give me", "tell me", "say"];
+
+function mentions(text, hints) {
+  const lower = text.toLowerCase();
+  return hints.some((h) => lower.indexOf(h) >= 0);
+}
+
 function overridesPanel(ctx) {
   const text = ctx.msg.text;
-  return DROP_INSTRUCTIONS.test(text) || NEW_PART.test(text);
+  return mentions(text, OVERRIDE_HINTS) && (DROP_INSTRUCTIONS.test(text) || NEW_PART.test(text));
 }
 
 function demandsResult(ctx) {
   const text = ctx.msg.text;
-  return RESULT.test(text) && !overridesPanel(ctx);
+  return mentions(text, RESULT_HINTS) && RESULT.test(text) && !overridesPanel(ctx);
 }

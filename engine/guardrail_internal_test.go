@@ -1,0 +1,49 @@
+package engine
+
+import (
+	"os"
+	"testing"
+
+	"github.com/batonhq/baton/rules"
+)
+
+// The guardrails run on every generated line, so their checks must cost
+// next to nothing beside the model call they follow.
+func BenchmarkGuardrailCheck(b *testing.B) {
+	p, err := rules.Load(os.DirFS("../scenarios/dayone"), ".")
+	if err != nil {
+		b.Fatal(err)
+	}
+	const reply = "Noted, the retry fires twice under load. The hotfix is a one-line guard. What is your rollback plan if it fails?"
+	for _, bc := range []struct {
+		name      string
+		tripwires bool
+	}{
+		// The built-in limits and the repeat cap: questions, sentences,
+		// role fidelity, times said.
+		{"builtin", false},
+		// DayOne's whole check, with its tripwire script.
+		{"dayone", true},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := New(p, Options{Seed: 1})
+			if !bc.tripwires {
+				s.p = shallowWithoutTripwires(p)
+			}
+			t := &turn{role: "tech_lead", kind: "reply", goal: "respond_to_candidate", rule: "bench"}
+			if v := s.check(t, reply); len(v) != 0 {
+				b.Fatalf("the reply breaks %v", v)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				s.check(t, reply)
+			}
+		})
+	}
+}
+
+func shallowWithoutTripwires(p *rules.Pack) *rules.Pack {
+	cp := *p
+	cp.Guardrails.Tripwires = nil
+	return &cp
+}
