@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -31,8 +32,24 @@ func BenchmarkDayOneSession(b *testing.B) {
 // every 20 events, so session setup is included, amortized.
 func BenchmarkCandidateEvent(b *testing.B) {
 	p := loadDayOne(b)
+	// The engine's own path, and the pack as shipped: DayOne screens every
+	// message with its input checks (a script and an expression) and
+	// every reply with its tripwire.
+	bare := *p
+	bare.Guardrails.Input, bare.Guardrails.Tripwires = nil, nil
+	b.Run("engine", func(b *testing.B) { candidateEvents(b, &bare) })
+	b.Run("dayone", func(b *testing.B) { candidateEvents(b, p) })
+}
+
+func candidateEvents(b *testing.B, p *rules.Pack) {
 	conf := 0.92
 	ev := &engine.CandidateEvent{Type: engine.EventMessage, Source: "voice", Text: "I would check the gateway logs and replay the failed payment.", STTConfidence: &conf}
+	// A different answer each time: the pack says no line more than
+	// three times, and this measures lines that pass.
+	var answers [20]string
+	for i := range answers {
+		answers[i] = fmt.Sprintf("Good. Which log line would confirm retry %d fired twice?", i+1)
+	}
 	var (
 		s   *engine.Session
 		out []engine.Effect
@@ -46,6 +63,7 @@ func BenchmarkCandidateEvent(b *testing.B) {
 			t = 0
 			out, _ = s.Step(engine.Input{T: 0, Type: engine.InputAdvance}, out[:0])
 		}
+		answer := answers[n%20]
 		n++
 		t += 5000
 		var err error
@@ -62,7 +80,7 @@ func BenchmarkCandidateEvent(b *testing.B) {
 		if id == "" {
 			b.Fatalf("no llm_request at %d: %+v", t, out)
 		}
-		out, err = s.Step(engine.Input{T: t + 700, Type: engine.InputLLMResult, LLM: &engine.LLMResult{ID: id, Text: "Good. Which log line would confirm the retry fired twice?"}}, out[:0])
+		out, err = s.Step(engine.Input{T: t + 700, Type: engine.InputLLMResult, LLM: &engine.LLMResult{ID: id, Text: answer}}, out[:0])
 		if err != nil {
 			b.Fatal(err)
 		}

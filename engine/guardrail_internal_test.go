@@ -47,3 +47,23 @@ func shallowWithoutTripwires(p *rules.Pack) *rules.Pack {
 	cp.Guardrails.Tripwires = nil
 	return &cp
 }
+
+// DayOne's input checks on an everyday answer: its script (a keyword
+// search that turns the message away before any pattern runs) and its
+// expression.
+func BenchmarkInputGuard(b *testing.B) {
+	p, err := rules.Load(os.DirFS("../scenarios/dayone"), ".")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := New(p, Options{Seed: 1})
+	ev := &CandidateEvent{Type: EventMessage, Source: "text", Text: "I would check the gateway logs and replay the failed payment."}
+	s.env.Msg.Text = ev.Text
+	if _, ok := s.screen(ev); !ok {
+		b.Fatal("an everyday answer was refused")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.screen(ev)
+	}
+}

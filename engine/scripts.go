@@ -39,7 +39,7 @@ func (r *scriptRuns) begin(f *ScriptFacts) { r.n, r.facts = 0, f }
 
 // callScript runs a pack function. A failure is reported as a
 // script_error effect naming the rule and the script's file:line:col.
-func (s *Session) callScript(ref *rules.ScriptRef, arg map[string]any, rule string) (any, bool) {
+func (s *Session) callScript(ref *rules.ScriptRef, arg any, rule string) (any, bool) {
 	call := s.scripts.n
 	s.scripts.n++
 	if s.p.Scripts == nil {
@@ -107,59 +107,118 @@ func (s *Session) badResult(ref *rules.ScriptRef, rule, format string, args ...a
 }
 
 // scriptArg is the facade a script sees: plain data, never engine types.
-func (s *Session) scriptArg(role string) map[string]any {
+func (s *Session) scriptArg(role string) *facade {
 	envHost{s}.Refresh(s.env)
-	c, m, v := &s.env.Candidate, &s.env.Msg, &s.env.Session
-	tail := s.transcript.tail(s.p.LLM.TranscriptTail)
-	lines := make([]any, len(tail))
-	for i, l := range tail {
-		lines[i] = map[string]any{"t_ms": l.T, "speaker": l.Speaker, "text": l.Text, "unclear": l.Unclear}
+	return &facade{s: s, role: role}
+}
+
+// facade is the session as a script's argument. Its fields are built
+// when the script reads them (most read two or three of a dozen), from
+// the state at the call: nothing changes while a script runs.
+type facade struct {
+	s     *Session
+	role  string
+	extra map[string]any // what a hook adds: the line being rewritten, the request being shaped
+}
+
+// facadeFields are the fields every facade may have, sorted.
+var facadeFields = []string{"candidate", "constants", "floor", "last_message", "msg", "now_ms", "reply", "role", "role_info", "roles", "session", "transcript", "vars"}
+
+func (f *facade) set(k string, v any) {
+	if f.extra == nil {
+		f.extra = map[string]any{}
 	}
-	vars := make(map[string]any, len(s.p.Vars))
-	for _, pv := range s.p.Vars {
-		vars[pv.ID] = s.env.Var(pv.ID)
+	f.extra[k] = v
+}
+
+func (f *facade) Keys() []string {
+	keys := make([]string, 0, len(facadeFields)+len(f.extra))
+	for _, k := range facadeFields {
+		if _, ok := f.Field(k); ok {
+			keys = append(keys, k)
+		}
 	}
-	consts := make(map[string]any, len(s.p.Constants))
-	for _, k := range s.p.Constants {
-		consts[k.ID] = k.Norm
+	for k := range f.extra {
+		if !slices.Contains(facadeFields, k) {
+			keys = append(keys, k)
+		}
 	}
-	arg := map[string]any{
-		"now_ms": s.now,
-		"role":   role,
-		"candidate": map[string]any{
-			"mic_active": c.MicActive, "typing": c.Typing, "speaking": c.Speaking,
-			"low_stt_count": c.LowSTTCount, "messages": c.Messages, "last_message_ms": c.LastMessageMS,
-		},
-		"msg": map[string]any{
+	slices.Sort(keys)
+	return keys
+}
+
+func (f *facade) Field(k string) (any, bool) {
+	if v, ok := f.extra[k]; ok {
+		return v, true
+	}
+	s := f.s
+	switch k {
+	case "now_ms":
+		return s.now, true
+	case "role":
+		return f.role, true
+	case "roles":
+		return s.p.RoleIDs(), true
+	case "last_message":
+		return s.cand.lastMsg, true
+	case "msg":
+		m := &s.env.Msg
+		return map[string]any{
 			"type": m.Type, "text": m.Text, "source": m.Source, "confidence": m.Confidence,
 			"addressed_to": m.AddressedTo, "low_confidence": m.LowConfidence, "code": m.Code,
-		},
-		"session": map[string]any{
+		}, true
+	case "candidate":
+		c := &s.env.Candidate
+		return map[string]any{
+			"mic_active": c.MicActive, "typing": c.Typing, "speaking": c.Speaking,
+			"low_stt_count": c.LowSTTCount, "messages": c.Messages, "last_message_ms": c.LastMessageMS,
+		}, true
+	case "session":
+		v := &s.env.Session
+		return map[string]any{
 			"last_role": v.LastRole, "turns": v.Turns, "agent_speaking": v.AgentSpeaking,
 			"awaiting_reply": v.AwaitingReply, "turn_pending": v.TurnPending, "hard_turn_pending": v.HardTurnPending,
-		},
-		"floor": map[string]any{
-			"holder": s.env.Floor.Holder, "since_ms": s.env.Floor.SinceMS, "lines": s.env.Floor.Lines,
-			"answers": s.env.Floor.Answers, "auto_advances": s.env.Floor.AutoAdvances,
-		},
-		"last_message": s.cand.lastMsg,
-		"transcript":   lines,
-		"vars":         vars,
-		"constants":    consts,
-		"roles":        s.p.RoleIDs(),
-	}
-	if r, ok := s.p.Role(role); ok {
-		arg["role_info"] = roleInfo(r)
-	}
-	// A line being checked by the guardrails (a tripwire's condition).
-	if rv := &s.env.Reply; rv.Role != "" {
-		v := make([]any, len(rv.Violations))
-		for i, x := range rv.Violations {
-			v[i] = x
+		}, true
+	case "floor":
+		fl := &s.env.Floor
+		return map[string]any{
+			"holder": fl.Holder, "since_ms": fl.SinceMS, "lines": fl.Lines,
+			"answers": fl.Answers, "auto_advances": fl.AutoAdvances,
+		}, true
+	case "transcript":
+		tail := s.transcript.tail(s.p.LLM.TranscriptTail)
+		lines := make([]any, len(tail))
+		for i, l := range tail {
+			lines[i] = map[string]any{"t_ms": l.T, "speaker": l.Speaker, "text": l.Text, "unclear": l.Unclear}
 		}
-		arg["reply"] = map[string]any{"text": rv.Text, "role": rv.Role, "violations": v, "attempt": rv.Attempt, "limits": rv.Limits}
+		return lines, true
+	case "vars":
+		vars := make(map[string]any, len(s.p.Vars))
+		for _, pv := range s.p.Vars {
+			vars[pv.ID] = s.env.Var(pv.ID)
+		}
+		return vars, true
+	case "constants":
+		consts := make(map[string]any, len(s.p.Constants))
+		for _, c := range s.p.Constants {
+			consts[c.ID] = c.Norm
+		}
+		return consts, true
+	case "role_info":
+		if r, ok := s.p.Role(f.role); ok {
+			return roleInfo(r), true
+		}
+	case "reply":
+		// A line being checked by the guardrails (a tripwire's condition).
+		if rv := &s.env.Reply; rv.Role != "" {
+			v := make([]any, len(rv.Violations))
+			for i, x := range rv.Violations {
+				v[i] = x
+			}
+			return map[string]any{"text": rv.Text, "role": rv.Role, "violations": v, "attempt": rv.Attempt, "limits": rv.Limits}, true
+		}
 	}
-	return arg
+	return nil, false
 }
 
 func roleInfo(r *rules.Role) map[string]any {
@@ -205,8 +264,9 @@ func (s *Session) scriptRewrite(t *turn, line string, violations []string) (stri
 	for i, x := range violations {
 		v[i] = x
 	}
-	arg["text"], arg["violations"] = line, v
-	arg["turn"] = map[string]any{"kind": t.kind, "goal": t.goal, "rule": t.rule, "role": t.role}
+	arg.set("text", line)
+	arg.set("violations", v)
+	arg.set("turn", map[string]any{"kind": t.kind, "goal": t.goal, "rule": t.rule, "role": t.role})
 	out, ok := s.callScript(&h.Script, arg, "guardrails.rewrite")
 	if ok && out == nil {
 		return "", false // the script leaves it to the built-in rewrite
@@ -301,8 +361,9 @@ func (s *Session) runScript(rule string, h *rules.Hook) {
 // shapeRequest lets the pack's llm.shape script rewrite a turn's request.
 func (s *Session) shapeRequest(h *rules.Hook, t *turn, req *LLMRequest) {
 	arg := s.scriptArg(t.role)
-	arg["turn"] = map[string]any{"kind": t.kind, "goal": t.goal, "rule": t.rule, "role": t.role}
-	arg["system"], arg["turn_goal"] = req.System, req.TurnGoal
+	arg.set("turn", map[string]any{"kind": t.kind, "goal": t.goal, "rule": t.rule, "role": t.role})
+	arg.set("system", req.System)
+	arg.set("turn_goal", req.TurnGoal)
 	out, ok := s.callScript(&h.Script, arg, "llm.shape")
 	if !ok {
 		s.scriptFailed(h.OnError, "llm.shape")

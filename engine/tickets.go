@@ -139,7 +139,9 @@ func (s *Session) scriptTickets(t *rules.Tickets, total int) ([]int, bool) {
 	for _, w := range t.Weights {
 		weights[w.ID] = w.Weight.Value
 	}
-	arg["total"], arg["ticket_roles"], arg["weights"] = total, roles, weights
+	arg.set("total", total)
+	arg.set("ticket_roles", roles)
+	arg.set("weights", weights)
 	const hook = "tickets.distribute"
 	out, ok := s.callScript(&t.Distribute.Script, arg, hook)
 	if !ok {

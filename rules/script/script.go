@@ -387,6 +387,29 @@ func helpers(rt *goja.Runtime) *goja.Object {
 		}
 		return rt.ToValue(text.CountKeywordHits(str(c, 0), list))
 	})
+	// keywords(list) compiles list once, for a script that searches for
+	// the same words on every call: const HINTS = baton.keywords([...]);
+	// then HINTS.hits(text), as keywordHits(text, list) but without
+	// reading and compiling the list each time.
+	_ = o.Set("keywords", func(c goja.FunctionCall) goja.Value {
+		items, ok := c.Argument(0).Export().([]any)
+		if !ok {
+			panic(rt.NewTypeError("keywords: the argument must be a list of strings"))
+		}
+		list := make([]string, 0, len(items))
+		for _, it := range items {
+			if s, ok := it.(string); ok {
+				list = append(list, s)
+			}
+		}
+		if len(list) > text.MaxKeywords {
+			list = list[:text.MaxKeywords]
+		}
+		kw := text.CompileKeywords(list)
+		m := rt.NewObject()
+		_ = m.Set("hits", func(c goja.FunctionCall) goja.Value { return rt.ToValue(kw.Hits(str(c, 0))) })
+		return m
+	})
 	return o
 }
 
@@ -394,8 +417,9 @@ func helpers(rt *goja.Runtime) *goja.Object {
 type Call struct {
 	Func string
 	// Arg is the one argument the function receives, as plain data
-	// (maps, slices, strings, numbers, booleans).
-	Arg    map[string]any
+	// (maps, slices, strings, numbers, booleans) or an Object whose
+	// fields are read when the script reads them.
+	Arg    any
 	NowMS  int64
 	Rand   func() float64
 	Budget time.Duration
@@ -530,6 +554,8 @@ func toJS(rt *goja.Runtime, v any) goja.Value {
 		return rt.ToValue(x)
 	case map[string]any:
 		return rt.NewDynamicObject(&jsObject{rt: rt, m: x})
+	case Object:
+		return rt.NewDynamicObject(&jsObject{rt: rt, src: x})
 	case []any:
 		if flat(x) {
 			// goja's own view of a slice of plain values keeps no order
@@ -574,19 +600,50 @@ func array(rt *goja.Runtime, n int, at func(int) any) goja.Value {
 	return rt.NewArray(vals...)
 }
 
-// jsObject is a Go map seen from a script, keys in sorted order.
+// Object is an argument whose fields are worked out only when a script
+// reads them: a host's view of its state is large, built for every call,
+// and most scripts read two or three fields of it.
+type Object interface {
+	// Keys lists the fields, sorted.
+	Keys() []string
+	// Field returns field k as plain data (or another Object).
+	Field(k string) (any, bool)
+}
+
+// jsObject is a Go map or an Object seen from a script, keys in sorted
+// order.
 type jsObject struct {
 	rt   *goja.Runtime
 	m    map[string]any
+	src  Object // until a script changes the object; then m holds its fields
 	keys []string
 	vals map[string]goja.Value
+}
+
+// own turns an Object into the map a script may change.
+func (o *jsObject) own() {
+	if o.src == nil {
+		return
+	}
+	keys := o.src.Keys()
+	o.m = make(map[string]any, len(keys))
+	for _, k := range keys {
+		o.m[k], _ = o.src.Field(k)
+	}
+	o.src = nil
 }
 
 func (o *jsObject) Get(k string) goja.Value {
 	if v, ok := o.vals[k]; ok {
 		return v
 	}
-	x, ok := o.m[k]
+	var x any
+	var ok bool
+	if o.src != nil {
+		x, ok = o.src.Field(k)
+	} else {
+		x, ok = o.m[k]
+	}
 	if !ok {
 		return nil
 	}
@@ -599,6 +656,7 @@ func (o *jsObject) Get(k string) goja.Value {
 }
 
 func (o *jsObject) Set(k string, v goja.Value) bool {
+	o.own()
 	if _, ok := o.m[k]; !ok {
 		o.keys = nil
 	}
@@ -610,9 +668,17 @@ func (o *jsObject) Set(k string, v goja.Value) bool {
 	return true
 }
 
-func (o *jsObject) Has(k string) bool { _, ok := o.m[k]; return ok }
+func (o *jsObject) Has(k string) bool {
+	if o.src != nil {
+		_, ok := o.src.Field(k)
+		return ok
+	}
+	_, ok := o.m[k]
+	return ok
+}
 
 func (o *jsObject) Delete(k string) bool {
+	o.own()
 	delete(o.m, k)
 	delete(o.vals, k)
 	o.keys = nil
@@ -620,6 +686,9 @@ func (o *jsObject) Delete(k string) bool {
 }
 
 func (o *jsObject) Keys() []string {
+	if o.src != nil {
+		return o.src.Keys()
+	}
 	if o.keys == nil {
 		o.keys = make([]string, 0, len(o.m))
 		for k := range o.m {
@@ -634,7 +703,16 @@ func (o *jsObject) Keys() []string {
 // of the argument it hands back is its map again.
 func plain(v any) any {
 	switch x := v.(type) {
+	case Object:
+		keys := x.Keys()
+		out := make(map[string]any, len(keys))
+		for _, k := range keys {
+			v, _ := x.Field(k)
+			out[k] = plain(v)
+		}
+		return out
 	case *jsObject:
+		x.own()
 		out := make(map[string]any, len(x.m))
 		for k, e := range x.m {
 			out[k] = plain(e)

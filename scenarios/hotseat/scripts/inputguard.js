@@ -17,14 +17,13 @@ const DROPS_BRIEF = new RegExp(
 // Recasting the panel: a new part, or a verdict written for it.
 const RECASTS = /\b(you are now|from now on,? you|pretend (to be|you are)|new instructions|system prompt|developer mode)\b|\b(approve|pass) (the|my) (plan|pitch|proposal) (now|without)\b|\b(your|the) verdict (is|must be|will be) (yes|approved|pass)\b/i;
 
-// A message with none of these words cannot match either pattern, and
-// a substring search says so far quicker than the patterns would.
-const TAKEOVER_WORDS = ["ignore", "disregard", "forget", "override", "bypass", "you are now", "from now on",
-  "pretend", "new instructions", "system prompt", "developer mode", "approve", "pass", "verdict"];
+// A message with none of these words ("w*" is a prefix) cannot match
+// either pattern, and the engine's keyword search says so far quicker
+// than the patterns would.
+const TAKEOVER_WORDS = baton.keywords(["ignore", "disregard", "forget*", "override", "bypass", "you are now", "from now on",
+  "pretend*", "new instructions", "system prompt", "developer mode", "approve", "pass", "verdict"]);
 
 function takesOverPanel(ctx) {
   const said = ctx.msg.text;
-  const lower = said.toLowerCase();
-  if (!TAKEOVER_WORDS.some((w) => lower.indexOf(w) >= 0)) return false;
-  return DROPS_BRIEF.test(said) || RECASTS.test(said);
+  return TAKEOVER_WORDS.hits(said) > 0 && (DROPS_BRIEF.test(said) || RECASTS.test(said));
 }
