@@ -244,3 +244,75 @@ func TestArgumentKeysInSortedOrder(t *testing.T) {
 		}
 	}
 }
+
+// counting is an Object that records which fields were built.
+type counting struct {
+	built []string
+}
+
+func (c *counting) Keys() []string { return []string{"a", "b", "msg"} }
+
+func (c *counting) Field(k string) (any, bool) {
+	c.built = append(c.built, k)
+	switch k {
+	case "a":
+		return int64(1), true
+	case "b":
+		return []any{"x", "y"}, true
+	case "msg":
+		return map[string]any{"text": "hello"}, true
+	}
+	return nil, false
+}
+
+// An Object argument is built field by field as the script reads it,
+// each field once; it lists its keys in its own order; and a script that
+// changes it and hands it back gets every field, its change included.
+func TestObjectArgumentIsLazy(t *testing.T) {
+	p := pool(t, `
+function read(ctx) { return ctx.msg.text + ctx.msg.text; }
+function keys(ctx) { return Object.keys(ctx).join(","); }
+function change(ctx) { ctx.c = 3; delete ctx.a; return ctx; }
+function missing(ctx) { return ctx.zzz === undefined && !("zzz" in ctx); }
+`)
+	c := &counting{}
+	got, err := p.Run(script.Call{Func: "read", Arg: c})
+	if err != nil || got != "hellohello" {
+		t.Fatalf("read: %v %v", got, err)
+	}
+	if !slices.Equal(c.built, []string{"msg"}) {
+		t.Fatalf("built %v for a script that reads msg; want [msg], once", c.built)
+	}
+	if got, err := p.Run(script.Call{Func: "keys", Arg: &counting{}}); err != nil || got != "a,b,msg" {
+		t.Fatalf("keys: %v %v", got, err)
+	}
+	got, err = p.Run(script.Call{Func: "change", Arg: &counting{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := got.(map[string]any)
+	if !ok || m["c"] != int64(3) || m["msg"] == nil || m["b"] == nil || len(m) != 3 {
+		t.Fatalf("change returned %#v; want b, msg and c, without a", got)
+	}
+	if got, err := p.Run(script.Call{Func: "missing", Arg: &counting{}}); err != nil || got != true {
+		t.Fatalf("missing: %v %v", got, err)
+	}
+}
+
+// baton.keywords compiles a list once and matches as keywordHits does.
+func TestKeywordsCompiledOnce(t *testing.T) {
+	p := pool(t, `
+const WORDS = baton.keywords(["ignore", "forget*", "you are now"]);
+function hits(ctx) { return WORDS.hits(ctx.text) + "/" + baton.keywordHits(ctx.text, ["ignore", "forget*", "you are now"]); }
+`)
+	for text, want := range map[string]string{
+		"Ignore it and FORGETTING that, you are now free": "3/3",
+		"ignored":      "0/0",
+		"nothing here": "0/0",
+	} {
+		got, err := p.Run(script.Call{Func: "hits", Arg: map[string]any{"text": text}})
+		if err != nil || got != want {
+			t.Errorf("%q: %v %v, want %s", text, got, err, want)
+		}
+	}
+}
