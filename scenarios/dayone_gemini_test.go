@@ -114,8 +114,18 @@ func TestDayOneDriftingModel(t *testing.T) {
 	if outcomes[engine.OutcomePass] == 0 || outcomes[engine.OutcomeRewritten] == 0 {
 		t.Errorf("outcomes %v: want lines passed (QA) and rewritten (the others)", outcomes)
 	}
+	requests, lines := 0, 0
+	for _, r := range res.Records {
+		switch r.Type {
+		case engine.EffectLLMRequest:
+			requests++
+		case engine.EffectAgentMessage:
+			lines++
+		}
+	}
+	t.Logf("%d model calls, %d lines, outcomes %v", requests, lines, outcomes)
 	if t.Failed() {
-		t.Logf("outcomes %v\n%s", outcomes, tl)
+		t.Log(tl)
 	}
 
 	path, err := replay.SaveDryRun(t.TempDir(), "dayone", p, 0, time.Unix(0, 0), res)
