@@ -67,3 +67,22 @@ func BenchmarkInputGuard(b *testing.B) {
 		s.screen(ev)
 	}
 }
+
+// A script's argument is emptied when its call returns: a script that
+// kept it (pooled runtimes serve every session) would otherwise hold the
+// session itself, read from another session's goroutine.
+func TestFacadeEndsWithItsCall(t *testing.T) {
+	p, err := rules.Load(os.DirFS("testdata/packs/guard"), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(p, Options{Seed: 1})
+	arg := s.scriptArg("qa")
+	if _, ok := arg.Field("msg"); !ok {
+		t.Fatal("a live facade has no msg")
+	}
+	s.callScript(&rules.ScriptRef{File: "guard.js", Func: "shouting"}, arg, "test")
+	if v, ok := arg.Field("msg"); ok || v != nil || arg.Keys() != nil || arg.s != nil {
+		t.Fatalf("after the call the facade still answers: %v %v %v", v, ok, arg.Keys())
+	}
+}

@@ -36,8 +36,11 @@ func (s *Session) screen(ev *CandidateEvent) (*CandidateEvent, bool) {
 			}
 			s.do(a, k.ID)
 		}
-		if ig.refused != nil && ig.refuser == "" {
+		if ig.refused != nil {
+			// No one will see the message: later checks have nothing
+			// left to flag or redact.
 			ig.refuser = k.ID
+			break
 		}
 	}
 	if ig.redacted != nil {

@@ -16,7 +16,7 @@ import (
 // guardrails.max_repeats times.
 type lines struct {
 	rng    *rand.Rand
-	said   map[string]int // by lineKey; looked up, never ranged over
+	said   map[string]int // by appendLineKey text; looked up, never ranged over
 	orders map[lineKey]*lineOrder
 	buf    []byte // the key being looked up, reused: every generated line is checked
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -57,6 +58,9 @@ func (s *Session) callScript(ref *rules.ScriptRef, arg any, rule string) (any, b
 			s.budgetSpent(ref, rule, call, budget, stop)
 			return nil, false
 		}
+	}
+	if f, ok := arg.(*facade); ok {
+		defer f.done()
 	}
 	draws := 0
 	out, err := s.p.Scripts.Run(script.Call{
@@ -114,15 +118,14 @@ func (s *Session) scriptArg(role string) *facade {
 
 // facade is the session as a script's argument. Its fields are built
 // when the script reads them (most read two or three of a dozen), from
-// the state at the call: nothing changes while a script runs.
+// the state at the call: nothing changes while a script runs. After the
+// call it is emptied, so a script that keeps its argument (in a Map a
+// pooled runtime carries to another session's call) holds nothing live.
 type facade struct {
 	s     *Session
 	role  string
 	extra map[string]any // what a hook adds: the line being rewritten, the request being shaped
 }
-
-// facadeFields are the fields every facade may have, sorted.
-var facadeFields = []string{"candidate", "constants", "floor", "last_message", "msg", "now_ms", "reply", "role", "role_info", "roles", "session", "transcript", "vars"}
 
 func (f *facade) set(k string, v any) {
 	if f.extra == nil {
@@ -131,15 +134,21 @@ func (f *facade) set(k string, v any) {
 	f.extra[k] = v
 }
 
+// done ends the facade's call.
+func (f *facade) done() { f.s, f.extra = nil, nil }
+
 func (f *facade) Keys() []string {
-	keys := make([]string, 0, len(facadeFields)+len(f.extra))
-	for _, k := range facadeFields {
+	if f.s == nil {
+		return nil
+	}
+	keys := make([]string, 0, len(facadeKeys)+len(f.extra))
+	for _, k := range facadeKeys {
 		if _, ok := f.Field(k); ok {
 			keys = append(keys, k)
 		}
 	}
 	for k := range f.extra {
-		if !slices.Contains(facadeFields, k) {
+		if _, builtIn := facadeFields[k]; !builtIn {
 			keys = append(keys, k)
 		}
 	}
@@ -148,78 +157,96 @@ func (f *facade) Keys() []string {
 }
 
 func (f *facade) Field(k string) (any, bool) {
+	if f.s == nil {
+		return nil, false
+	}
 	if v, ok := f.extra[k]; ok {
 		return v, true
 	}
-	s := f.s
-	switch k {
-	case "now_ms":
-		return s.now, true
-	case "role":
-		return f.role, true
-	case "roles":
-		return s.p.RoleIDs(), true
-	case "last_message":
-		return s.cand.lastMsg, true
-	case "msg":
-		m := &s.env.Msg
+	if build, ok := facadeFields[k]; ok {
+		return build(f)
+	}
+	return nil, false
+}
+
+// facadeFields builds each field of the facade; facadeKeys lists them in
+// order.
+var facadeFields = map[string]func(f *facade) (any, bool){
+	"now_ms":       func(f *facade) (any, bool) { return f.s.now, true },
+	"role":         func(f *facade) (any, bool) { return f.role, true },
+	"roles":        func(f *facade) (any, bool) { return f.s.p.RoleIDs(), true },
+	"last_message": func(f *facade) (any, bool) { return f.s.cand.lastMsg, true },
+	"msg": func(f *facade) (any, bool) {
+		m := &f.s.env.Msg
 		return map[string]any{
 			"type": m.Type, "text": m.Text, "source": m.Source, "confidence": m.Confidence,
 			"addressed_to": m.AddressedTo, "low_confidence": m.LowConfidence, "code": m.Code,
 		}, true
-	case "candidate":
-		c := &s.env.Candidate
+	},
+	"candidate": func(f *facade) (any, bool) {
+		c := &f.s.env.Candidate
 		return map[string]any{
 			"mic_active": c.MicActive, "typing": c.Typing, "speaking": c.Speaking,
 			"low_stt_count": c.LowSTTCount, "messages": c.Messages, "last_message_ms": c.LastMessageMS,
 		}, true
-	case "session":
-		v := &s.env.Session
+	},
+	"session": func(f *facade) (any, bool) {
+		v := &f.s.env.Session
 		return map[string]any{
 			"last_role": v.LastRole, "turns": v.Turns, "agent_speaking": v.AgentSpeaking,
 			"awaiting_reply": v.AwaitingReply, "turn_pending": v.TurnPending, "hard_turn_pending": v.HardTurnPending,
 		}, true
-	case "floor":
-		fl := &s.env.Floor
+	},
+	"floor": func(f *facade) (any, bool) {
+		fl := &f.s.env.Floor
 		return map[string]any{
 			"holder": fl.Holder, "since_ms": fl.SinceMS, "lines": fl.Lines,
 			"answers": fl.Answers, "auto_advances": fl.AutoAdvances,
 		}, true
-	case "transcript":
-		tail := s.transcript.tail(s.p.LLM.TranscriptTail)
+	},
+	"transcript": func(f *facade) (any, bool) {
+		tail := f.s.transcript.tail(f.s.p.LLM.TranscriptTail)
 		lines := make([]any, len(tail))
 		for i, l := range tail {
 			lines[i] = map[string]any{"t_ms": l.T, "speaker": l.Speaker, "text": l.Text, "unclear": l.Unclear}
 		}
 		return lines, true
-	case "vars":
-		vars := make(map[string]any, len(s.p.Vars))
-		for _, pv := range s.p.Vars {
-			vars[pv.ID] = s.env.Var(pv.ID)
+	},
+	"vars": func(f *facade) (any, bool) {
+		vars := make(map[string]any, len(f.s.p.Vars))
+		for _, pv := range f.s.p.Vars {
+			vars[pv.ID] = f.s.env.Var(pv.ID)
 		}
 		return vars, true
-	case "constants":
-		consts := make(map[string]any, len(s.p.Constants))
-		for _, c := range s.p.Constants {
+	},
+	"constants": func(f *facade) (any, bool) {
+		consts := make(map[string]any, len(f.s.p.Constants))
+		for _, c := range f.s.p.Constants {
 			consts[c.ID] = c.Norm
 		}
 		return consts, true
-	case "role_info":
-		if r, ok := s.p.Role(f.role); ok {
+	},
+	"role_info": func(f *facade) (any, bool) {
+		if r, ok := f.s.p.Role(f.role); ok {
 			return roleInfo(r), true
 		}
-	case "reply":
-		// A line being checked by the guardrails (a tripwire's condition).
-		if rv := &s.env.Reply; rv.Role != "" {
-			v := make([]any, len(rv.Violations))
-			for i, x := range rv.Violations {
-				v[i] = x
-			}
-			return map[string]any{"text": rv.Text, "role": rv.Role, "violations": v, "attempt": rv.Attempt, "limits": rv.Limits}, true
+		return nil, false
+	},
+	// The answer being checked by the guardrails (a tripwire's condition).
+	"reply": func(f *facade) (any, bool) {
+		rv := &f.s.env.Reply
+		if rv.Role == "" {
+			return nil, false
 		}
-	}
-	return nil, false
+		v := make([]any, len(rv.Violations))
+		for i, x := range rv.Violations {
+			v[i] = x
+		}
+		return map[string]any{"text": rv.Text, "role": rv.Role, "violations": v, "attempt": rv.Attempt, "limits": rv.Limits}, true
+	},
 }
+
+var facadeKeys = slices.Sorted(maps.Keys(facadeFields))
 
 func roleInfo(r *rules.Role) map[string]any {
 	focus := make([]any, len(r.Focus))

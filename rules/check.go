@@ -304,7 +304,7 @@ func (g *Guardrails) check(c *compiler) {
 				for k, line := range ls.Text {
 					if v := g.Violations(r, line); len(v) > 0 {
 						c.errorf(ls.Pos, "roles.%s.%s.%s line %d %q breaks guardrails %s: it is said instead of a line that breaks them, so keep it within %s",
-							r.ID, set.name, ls.ID, k+1, line, strings.Join(v, ", "), g.Limits(r))
+							r.ID, set.name, ls.ID, k+1, line, strings.Join(v, ", "), r.limits)
 					}
 				}
 			}

@@ -18,8 +18,9 @@ type Guardrails struct {
 	// RoleFidelity requires a line to use at least one of its role's focus words.
 	RoleFidelity bool `yaml:"role_fidelity"`
 	// MaxRepeats caps how often one identical line may be said in a
-	// session (0: no cap); a line over it is a violation ("repeat"), and
-	// rewrite and fallback lines at the cap are passed over.
+	// session (0: no cap): a generated line at the cap is a violation
+	// (max_repeats), and rewrite and fallback lines at the cap are passed
+	// over. Lines the pack wrote for a turn are said as written.
 	MaxRepeats int `yaml:"max_repeats"`
 	// OnViolation is the chain of policies tried in order until one gives
 	// a line that passes: regenerate, rewrite, fallback, pass. One word is
@@ -64,7 +65,7 @@ type Regenerate struct {
 	// all within the turn's model budget (llm.timeout from the first ask).
 	Attempts *int `yaml:"attempts"`
 	// Instruction is the corrective instruction, a template with
-	// `reply.violations`, `reply.text`, `limits` and `role` in scope.
+	// `reply.violations`, `reply.text`, `reply.limits` and `role` in scope.
 	Instruction Template `yaml:"instruction"`
 }
 

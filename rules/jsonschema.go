@@ -142,9 +142,10 @@ func (g *schemaGen) actions() any {
 	for _, k := range actionKinds {
 		t := reflect.TypeOf(k.new()).Elem()
 		var body any
-		// say and refuse are a turn, and their setShorthand only explains
-		// that they take one.
-		turn := t == reflect.TypeFor[SayAction]() || t == reflect.TypeFor[RefuseAction]()
+		// An action that is a turn (say, refuse) is written as one; its
+		// setShorthand only explains that it takes one.
+		f, hasTurn := t.FieldByName("Turn")
+		turn := hasTurn && f.Type == reflect.TypeFor[TurnSpec]()
 		switch {
 		case turn:
 			body = g.of(reflect.TypeFor[TurnSpec]())

@@ -2,7 +2,6 @@ package scenarios_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -41,22 +40,7 @@ func runDayOneDrifting(t *testing.T) (*rules.Pack, *dryrun.Result, *drifter) {
 	d := &drifter{}
 	srv := geminifake.New(d.behave)
 	t.Cleanup(srv.Close)
-	p, err := rules.Load(os.DirFS("dayone"), ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	model, err := gemini.New(context.Background(), gemini.Config{APIKey: srv.APIKey, BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	evs, err := packEvents(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := dryrun.Run(p, dryrun.Options{Events: evs, Model: llm.ForPack(model, p, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, res := runBundled(t, "dayone", srv)
 	for _, r := range srv.Requests() {
 		if r.Err != nil {
 			t.Errorf("request %d refused by the strict fake: %v", r.Index, r.Err)
@@ -147,6 +131,26 @@ func TestDayOneDriftingModel(t *testing.T) {
 	}
 }
 
+// runBundled dry-runs a bundled pack with its built-in candidate, on its
+// scripted model or, given a Gemini stand-in, through the official SDK.
+func runBundled(t *testing.T, pack string, gem *geminifake.Server) (*rules.Pack, *dryrun.Result) {
+	t.Helper()
+	p, evs := loadBundled(t, pack)
+	opt := dryrun.Options{Events: evs}
+	if gem != nil {
+		model, err := gemini.New(context.Background(), gemini.Config{APIKey: gem.APIKey, BaseURL: gem.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt.Model = llm.ForPack(model, p, nil)
+	}
+	res, err := dryrun.Run(p, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, res
+}
+
 func jsonl(t *testing.T, recs []dryrun.Record) string {
 	t.Helper()
 	var b strings.Builder
@@ -154,4 +158,24 @@ func jsonl(t *testing.T, recs []dryrun.Record) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// DayOne's own dry run, with its scripted model and built-in candidate,
+// never says a line more than three times either.
+func TestDayOneBuiltInRunIsVaried(t *testing.T) {
+	_, res := runBundled(t, "dayone", nil)
+	said := map[string]int{}
+	for _, r := range res.Records {
+		if r.Type == engine.EffectAgentMessage {
+			said[r.Text]++
+		}
+	}
+	if len(said) < 20 {
+		t.Errorf("only %d distinct lines in the built-in run", len(said))
+	}
+	for text, n := range said {
+		if n > 3 {
+			t.Errorf("said %d times: %q", n, text)
+		}
+	}
 }

@@ -1,9 +1,7 @@
 package scenarios_test
 
 import (
-	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -12,8 +10,6 @@ import (
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
-	"github.com/batonhq/baton/runtime/llm"
-	"github.com/batonhq/baton/runtime/llm/gemini"
 	"github.com/batonhq/baton/runtime/llm/gemini/geminifake"
 	"github.com/batonhq/baton/runtime/replay"
 )
@@ -180,22 +176,7 @@ func runHotSeatOnGemini(t *testing.T, m *standIn) (*rules.Pack, *dryrun.Result, 
 	m.turns = map[string]int{}
 	srv := geminifake.New(m.behave)
 	t.Cleanup(srv.Close)
-	p, err := rules.Load(os.DirFS("hotseat"), ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	model, err := gemini.New(context.Background(), gemini.Config{APIKey: srv.APIKey, BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	evs, err := packEvents(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := dryrun.Run(p, dryrun.Options{Events: evs, Model: llm.ForPack(model, p, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, res := runBundled(t, "hotseat", srv)
 	for _, r := range srv.Requests() {
 		if r.Err != nil {
 			t.Errorf("request %d refused by the strict fake: %v", r.Index, r.Err)

@@ -72,14 +72,7 @@ func TestEveryPackReachesItsOutcome(t *testing.T) {
 			t.Errorf("pack %s: add how its sessions end to outcomes", name)
 			continue
 		}
-		p, err := rules.Load(os.DirFS(name), ".")
-		if err != nil {
-			t.Fatal(err)
-		}
-		builtin, err := packEvents(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, builtin := loadBundled(t, name)
 		for _, cand := range []struct {
 			name   string
 			events []events.Timed
@@ -104,6 +97,20 @@ func TestEveryPackReachesItsOutcome(t *testing.T) {
 			}
 		}
 	}
+}
+
+// loadBundled loads a bundled pack and its built-in candidate.
+func loadBundled(t *testing.T, name string) (*rules.Pack, []events.Timed) {
+	t.Helper()
+	p, err := rules.Load(os.DirFS(name), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := packEvents(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, evs
 }
 
 func packEvents(p *rules.Pack) ([]events.Timed, error) {

@@ -6,7 +6,9 @@
 //     because session state belongs in pack variables, where it is
 //     recorded and replayed.
 //   - After loading, the global object, every builtin and every constant
-//     are deep-frozen, so no call can leave anything behind for the next.
+//     are deep-frozen, so no call can leave anything behind for the next
+//     (a constant Map, Set or Date refuses to change, as freezing does not
+//     reach their contents).
 //     That makes a runtime reusable by any call of any session, and
 //     runtimes are pooled: building one costs tens of microseconds, a call
 //     on a warm one a few.
@@ -228,6 +230,16 @@ const sandboxJS = `(function (g, MAX) {
   wrap(String.prototype, "padEnd", (s, a) => cap(Number(a[0]), "padEnd"));
   wrap(Array.prototype, "join", (s) => cap(s.length, "join"));
   wrap(Array.prototype, "fill", (s) => cap(s.length, "fill"));
+  // Freezing a Map, Set or Date leaves its contents changeable; a
+  // constant one would carry data from one call (and session) to the
+  // next. Their mutators refuse a frozen receiver: constants are frozen
+  // after loading, what a call builds is not.
+  const constant = (s) => { if (Object.isFrozen(s)) throw new TypeError("a constant " + Object.prototype.toString.call(s).slice(8, -1) + " cannot change (build it inside the function)"); };
+  for (const [C, names] of [[Map, ["set", "delete", "clear"]], [Set, ["add", "delete", "clear"]],
+      [WeakMap, ["set", "delete"]], [WeakSet, ["add", "delete"]],
+      [Date, Object.getOwnPropertyNames(Date.prototype).filter((n) => n.startsWith("set"))]]) {
+    for (const n of names) wrap(C.prototype, n, constant);
+  }
   const A = Array;
   const SafeArray = function Array(...a) { if (a.length === 1 && typeof a[0] === "number") cap(a[0], "Array"); return new A(...a); };
   SafeArray.prototype = A.prototype;
@@ -370,47 +382,43 @@ func helpers(rt *goja.Runtime) *goja.Object {
 	// keywordHits(text, list) counts the distinct keywords of list in text,
 	// with the role-fidelity guardrail's matching rules.
 	_ = o.Set("keywordHits", func(c goja.FunctionCall) goja.Value {
-		// Export hands back the Go slice behind a list the engine passed in,
-		// without copying; ExportTo would iterate it through JS.
-		items, ok := c.Argument(1).Export().([]any)
-		if !ok {
-			panic(rt.NewTypeError("keywordHits: the second argument must be a list of strings"))
-		}
-		list := make([]string, 0, len(items))
-		for _, it := range items {
-			if s, ok := it.(string); ok {
-				list = append(list, s)
-			}
-		}
-		if len(list) > text.MaxKeywords {
-			list = list[:text.MaxKeywords]
-		}
-		return rt.ToValue(text.CountKeywordHits(str(c, 0), list))
+		return rt.ToValue(text.CountKeywordHits(str(c, 0), keywordList(rt, "keywordHits", c.Argument(1))))
 	})
 	// keywords(list) compiles list once, for a script that searches for
 	// the same words on every call: const HINTS = baton.keywords([...]);
 	// then HINTS.hits(text), as keywordHits(text, list) but without
 	// reading and compiling the list each time.
 	_ = o.Set("keywords", func(c goja.FunctionCall) goja.Value {
-		items, ok := c.Argument(0).Export().([]any)
-		if !ok {
-			panic(rt.NewTypeError("keywords: the argument must be a list of strings"))
-		}
-		list := make([]string, 0, len(items))
-		for _, it := range items {
-			if s, ok := it.(string); ok {
-				list = append(list, s)
-			}
-		}
-		if len(list) > text.MaxKeywords {
-			list = list[:text.MaxKeywords]
-		}
-		kw := text.CompileKeywords(list)
+		kw := text.CompileKeywords(keywordList(rt, "keywords", c.Argument(0)))
 		m := rt.NewObject()
 		_ = m.Set("hits", func(c goja.FunctionCall) goja.Value { return rt.ToValue(kw.Hits(str(c, 0))) })
 		return m
 	})
 	return o
+}
+
+// keywordList reads a list of keywords a script passed: strings only, at
+// most text.MaxKeywords, or a TypeError naming the helper (a list cut
+// short would silently miss words).
+func keywordList(rt *goja.Runtime, helper string, v goja.Value) []string {
+	// Export hands back the Go slice behind a list the engine passed in,
+	// without copying; ExportTo would iterate it through JS.
+	items, ok := v.Export().([]any)
+	if !ok {
+		panic(rt.NewTypeError(helper + ": want a list of strings"))
+	}
+	if len(items) > text.MaxKeywords {
+		panic(rt.NewTypeError(fmt.Sprintf("%s: %d keywords; the limit is %d", helper, len(items), text.MaxKeywords)))
+	}
+	list := make([]string, len(items))
+	for i, it := range items {
+		s, ok := it.(string)
+		if !ok {
+			panic(rt.NewTypeError(fmt.Sprintf("%s: keyword %d is not a string", helper, i+1)))
+		}
+		list[i] = s
+	}
+	return list
 }
 
 // Call is one invocation.
@@ -628,6 +636,11 @@ func (o *jsObject) own() {
 	keys := o.src.Keys()
 	o.m = make(map[string]any, len(keys))
 	for _, k := range keys {
+		if v, read := o.vals[k]; read {
+			// What the script read is what it may have changed.
+			o.m[k] = v.Export()
+			continue
+		}
 		o.m[k], _ = o.src.Field(k)
 	}
 	o.src = nil

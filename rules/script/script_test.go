@@ -41,7 +41,16 @@ function touchEval() { return eval('1+1'); }
 function touchFunction() { return (function(){}).constructor('return 1')(); }
 function leak() { globalThis.leaked = 42; return 1; }
 function leakProto() { Object.prototype.polluted = 1; return 1; }
-function readLeak() { return typeof globalThis.leaked + "/" + typeof ({}).polluted; }
+function readLeak() { return typeof globalThis.leaked + "/" + typeof ({}).polluted + "/" + KEPT.size + "/" + SEEN.size + "/" + EPOCH.getTime(); }
+const KEPT = new Map();
+const SEEN = new Set();
+const EPOCH = new Date(0);
+function stashMap(ctx) { KEPT.set("ctx", ctx); return 1; }
+function stashSet(ctx) { SEEN.add(ctx); return 1; }
+function moveDate() { EPOCH.setTime(5); return 1; }
+function badKeywords() { return baton.keywords(["a", 1]); }
+function tooManyKeywords() { return baton.keywordHits("a", new Array(65).fill("a")); }
+function ownMap(ctx) { const m = new Map(); m.set("k", 2); const d = new Date(0); d.setTime(3); return m.get("k") + d.getTime(); }
 function clock() { return Date.now(); }
 function random() { return Math.random(); }
 function echo(ctx) { return ctx.text.length; }
@@ -70,6 +79,11 @@ func TestHostileScripts(t *testing.T) {
 		{fn: "touchFunction", kind: "throw"},
 		{fn: "leak", kind: "throw", msg: "leaked"},
 		{fn: "leakProto", kind: "throw", msg: "polluted"},
+		{fn: "stashMap", kind: "throw", msg: "a constant Map cannot change"},
+		{fn: "stashSet", kind: "throw", msg: "a constant Set cannot change"},
+		{fn: "moveDate", kind: "throw", msg: "a constant Date cannot change"},
+		{fn: "badKeywords", kind: "throw", msg: "keywords: keyword 2 is not a string"},
+		{fn: "tooManyKeywords", kind: "throw", msg: "keywordHits: 65 keywords; the limit is 64"},
 		{fn: "missing", kind: "result", msg: "no function missing"},
 	}
 	for _, c := range cases {
@@ -106,8 +120,12 @@ func TestHostileScripts(t *testing.T) {
 		t.Fatalf("healthy call after hostile ones: %v %v", got, err)
 	}
 	got, err = p.Run(script.Call{Func: "readLeak"})
-	if err != nil || got != "undefined/undefined" {
+	if err != nil || got != "undefined/undefined/0/0/0" {
 		t.Fatalf("state leaked between calls: %v %v", got, err)
+	}
+	// What a call builds for itself stays changeable.
+	if got, err := p.Run(script.Call{Func: "ownMap"}); err != nil || got != int64(5) {
+		t.Fatalf("a Map and a Date built in the call: %v %v", got, err)
 	}
 	got, _ = p.Run(script.Call{Func: "nothing"})
 	if got != nil {
@@ -273,6 +291,7 @@ func TestObjectArgumentIsLazy(t *testing.T) {
 function read(ctx) { return ctx.msg.text + ctx.msg.text; }
 function keys(ctx) { return Object.keys(ctx).join(","); }
 function change(ctx) { ctx.c = 3; delete ctx.a; return ctx; }
+function changeNested(ctx) { ctx.msg.text = "changed"; ctx.y = 1; return ctx; }
 function missing(ctx) { return ctx.zzz === undefined && !("zzz" in ctx); }
 `)
 	c := &counting{}
@@ -293,6 +312,10 @@ function missing(ctx) { return ctx.zzz === undefined && !("zzz" in ctx); }
 	m, ok := got.(map[string]any)
 	if !ok || m["c"] != int64(3) || m["msg"] == nil || m["b"] == nil || len(m) != 3 {
 		t.Fatalf("change returned %#v; want b, msg and c, without a", got)
+	}
+	got, err = p.Run(script.Call{Func: "changeNested", Arg: &counting{}})
+	if m, ok := got.(map[string]any); err != nil || !ok || m["y"] != int64(1) || m["msg"].(map[string]any)["text"] != "changed" {
+		t.Fatalf("changeNested returned %#v, %v; want the nested change kept", got, err)
 	}
 	if got, err := p.Run(script.Call{Func: "missing", Arg: &counting{}}); err != nil || got != true {
 		t.Fatalf("missing: %v %v", got, err)

@@ -114,9 +114,9 @@ func ContainsWord(text, word string) bool {
 	// Only word starts can match, and a cheap first-byte check rejects
 	// most of them before the full case-insensitive comparison.
 	first := lowerASCII(word[0])
-	startsWord := isWordByte(word[0])
+	startsWord := wordAt(word, 0) > 0
 	for i := 0; i+len(word) <= len(text); i++ {
-		if startsWord && i > 0 && isWordByte(text[i-1]) {
+		if startsWord && i > 0 && wordBefore(text, i) {
 			continue
 		}
 		if first < 0x80 && lowerASCII(text[i]) != first {
@@ -126,7 +126,7 @@ func ContainsWord(text, word string) bool {
 			continue
 		}
 		end := i + len(word)
-		if !prefix && end < len(text) && isWordByte(text[end]) {
+		if !prefix && end < len(text) && wordAt(text, end) > 0 {
 			continue
 		}
 		return true
@@ -142,7 +142,36 @@ func lowerASCII(b byte) byte {
 }
 
 func isWordByte(b byte) bool {
-	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= 0x80
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+}
+
+// wordAt returns the length of the word character at text[i], or 0 if it
+// is none. Beyond ASCII, letters, digits and marks are word characters and
+// everything else (curly quotes, dashes, ellipses) separates words, so
+// “Ignore and ignore are the same word.
+func wordAt(text string, i int) int {
+	b := text[i]
+	if b < utf8.RuneSelf {
+		if isWordByte(b) {
+			return 1
+		}
+		return 0
+	}
+	r, n := utf8.DecodeRuneInString(text[i:])
+	if unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) {
+		return n
+	}
+	return 0
+}
+
+// wordBefore reports whether the character ending at text[i-1] is a word
+// character.
+func wordBefore(text string, i int) bool {
+	if b := text[i-1]; b < utf8.RuneSelf {
+		return isWordByte(b)
+	}
+	r, _ := utf8.DecodeLastRuneInString(text[:i])
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r)
 }
 
 // CountKeywordHits counts how many keywords occur in text.
@@ -205,13 +234,19 @@ func (k *Keywords) Hits(text string) int {
 	var seen uint64
 	var buf [64]byte
 	for i := 0; i < len(text); {
-		if !isWordByte(text[i]) {
-			i++
+		n := wordAt(text, i)
+		if n == 0 {
+			_, size := utf8.DecodeRuneInString(text[i:])
+			i += size
 			continue
 		}
-		j := i
-		for j < len(text) && isWordByte(text[j]) {
-			j++
+		j := i + n
+		for j < len(text) {
+			m := wordAt(text, j)
+			if m == 0 {
+				break
+			}
+			j += m
 		}
 		word := text[i:j]
 		i = j

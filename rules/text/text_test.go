@@ -46,6 +46,12 @@ func TestKeywords(t *testing.T) {
 		"vip vip VIP":                     1,
 		"rollback":                        0,
 		"catalog":                         0,
+		// Curly quotes, dashes and ellipses separate words; letters
+		// beyond ASCII do not.
+		"“Reproduce” it—log…": 2,
+		"«log» VIP’s":         2,
+		"logé":                0,
+		"reprôduce":           0,
 	}
 	for in, want := range cases {
 		if got := k.Hits(in); got != want {

@@ -87,8 +87,9 @@ func TextLine(r *Record) string {
 
 // WriteSummary prints what a reader of a long timeline checks first, as
 // comment lines: how the session ended and with what outcome (its last
-// report), each warning, and how many adapter, job and script errors
-// there were.
+// report), what the guardrails did with the generated lines (one line per
+// outcome), each flag and warning, and how many adapter, job, script and
+// engine errors there were.
 func WriteSummary(w io.Writer, recs []Record) error {
 	var b strings.Builder
 	var report, end *Record
@@ -228,13 +229,14 @@ func (c *outcomeCounts) String() string {
 		}
 		return 4, 0
 	}
-	slices.SortStableFunc(c.outcomes, func(a, b string) int {
+	order := slices.Clone(c.outcomes)
+	slices.SortStableFunc(order, func(a, b string) int {
 		ra, na := rank(a)
 		rb, nb := rank(b)
 		return cmp.Or(cmp.Compare(ra, rb), cmp.Compare(na, nb))
 	})
 	var b strings.Builder
-	for _, o := range c.outcomes {
+	for _, o := range order {
 		total := 0
 		parts := make([]string, 0, len(c.roles[o]))
 		for _, role := range c.roles[o] {

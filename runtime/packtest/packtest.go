@@ -299,11 +299,14 @@ func requestJSON(req *engine.LLMRequest) string {
 	if req == nil {
 		return ""
 	}
-	raw, err := json.Marshal(req)
-	if err != nil {
+	// As written: an author's "Q&A" must match, not "Q\u0026A".
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(req) != nil {
 		return ""
 	}
-	return string(raw)
+	return b.String()
 }
 
 func compact(raw []byte) string {

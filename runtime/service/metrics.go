@@ -67,8 +67,8 @@ func newMetrics() *metrics {
 	m.resumes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_resumes_total", Help: "Session resumes, by how missed effects were found."}, []string{"source"})
 	m.eventToEffectSec = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "baton_event_to_first_effect_seconds", Help: "From a candidate event being read to its first effect being queued for sending.", Buckets: latencyBuckets})
 	m.warnings = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_pack_warnings_total", Help: "Notes a pack emitted with level: warning (a setup job failed and defaults were used, say), by pack and rule."}, []string{"pack", "rule"})
-	m.guardrails = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_guardrail_outcomes_total", Help: "Generated agent lines by what the guardrails did with them (pass, regenerated(N), rewritten, fallback, tripped), by pack, role and the guardrail broken (none for a line that passed as it was; a line that broke two counts under each)."}, []string{"pack", "role", "guardrail", "outcome"})
-	m.flags = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_flags_total", Help: "Flags raised by a pack's tripwires and input checks, by pack and check."}, []string{"pack", "rule"})
+	m.guardrails = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_guardrail_outcomes_total", Help: "Generated agent lines by what the guardrails did with them (pass, regenerated(N), rewritten, fallback, tripped), by pack, role and the guardrail broken: none for a line said as the model gave it, model_error for a fallback because the model failed; a line that broke two counts under each."}, []string{"pack", "role", "guardrail", "outcome"})
+	m.flags = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_flags_total", Help: "Flags a pack raised (its tripwires, input checks or rules), by pack and the check or rule that raised them."}, []string{"pack", "rule"})
 	for _, c := range []prometheus.Collector{
 		m.sessionsActive, m.sessionsStarted, m.sessionsEnded, m.connections, m.events, m.inputs, m.effects,
 		m.clientErrors, m.stepSeconds, m.adapterSeconds, m.adapterErrors, m.adapterInflight,
@@ -96,7 +96,11 @@ func (m *metrics) guardrailOutcome(pack string, e *engine.Effect) {
 		return // a line the pack wrote, not a generated one
 	}
 	if len(e.Guardrail) == 0 {
-		m.guardrails.WithLabelValues(pack, e.Agent, "none", e.Outcome).Inc()
+		label := "none"
+		if e.Fallback {
+			label = "model_error"
+		}
+		m.guardrails.WithLabelValues(pack, e.Agent, label, e.Outcome).Inc()
 		return
 	}
 	for _, g := range e.Guardrail {

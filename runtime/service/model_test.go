@@ -98,6 +98,14 @@ func TestPackWarningsAreCounted(t *testing.T) {
 	if got := testutil.ToFloat64(h.srv.m.warnings.WithLabelValues("hotseat", "analyze")); got != 1 {
 		t.Fatalf("baton_pack_warnings_total{pack=hotseat,rule=analyze} = %v, want 1", got)
 	}
+	// The jurors' lines are fallbacks because the model failed, counted
+	// apart from the guardrails' own fallbacks.
+	m := c.waitFor("a juror's fallback line", func(f *ServerFrame) bool {
+		return f.Type == FrameEffect && f.Effect.Type == engine.EffectAgentMessage && f.Effect.Fallback
+	})
+	if got := testutil.ToFloat64(h.srv.m.guardrails.WithLabelValues("hotseat", m.Effect.Agent, "model_error", engine.OutcomeFallback)); got < 1 {
+		t.Fatalf(`baton_guardrail_outcomes_total{pack="hotseat",role=%q,guardrail="model_error",outcome="fallback"} = %v, want at least 1`, m.Effect.Agent, got)
+	}
 }
 
 // offRole answers every request, for every role, with small talk.

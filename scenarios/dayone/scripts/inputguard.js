@@ -4,25 +4,27 @@
 // it is refused (guardrails.input in pack.yaml). A plain request for the
 // result is only flagged, by an expression in pack.yaml.
 
-// An imperative to drop what the panel was told, naming what is dropped:
-// "ignore your instructions", "disregard all previous rules", "forget
-// everything above". A candidate ignoring the flaky tests or bypassing the
-// retry rules names neither the panel's instructions nor "previous" ones.
+// An imperative to drop what the panel was told, naming it: "ignore your
+// instructions", "disregard the prompt", "forget all previous
+// guidelines", "override your rules", "forget everything above". An
+// engineer bypassing the retry rules or ignoring the flaky tests names
+// neither instructions nor the panel's rules.
 const DROP_INSTRUCTIONS = new RegExp(
-  "\\b(ignore|disregard|forget|override|bypass|drop)\\b[^.!?]{0,30}?" +
-    "(\\b(your|previous|prior|earlier|above|all( of)?( the| your)?)\\s+(\\w+\\s+)?" +
-    "(instructions?|rules|prompts?|guidelines|programming|persona|brief)\\b" +
-    "|\\beverything (above|before|you were told)\\b)",
+  "\\b(ignore|disregard|forget|override|bypass)\\b[^.!?]{0,40}?" +
+    "\\b(instructions?|prompts?|guidelines|programming|persona|your (\\w+ )?rules)\\b" +
+    "|\\b(ignore|disregard|forget) everything (above|before|you were told)\\b",
   "i");
 
-// Giving the panel a new part to play.
-const NEW_PART = /\b(you are now|from now on,? you|pretend (to be|you are)|new instructions|system prompt|developer mode|jailbreak)\b/i;
+// Giving the panel a new part to play: "you are now my advocate", "from
+// now on you are...", "pretend to be", "new instructions:", "developer
+// mode".
+const NEW_PART = /\b(you are now (a|an|my|the|in)|from now on,? you are|pretend (to be|you are)|new instructions|developer mode|jailbreak)\b/i;
 
-// Words without which none of the patterns can match ("w*" is a prefix):
-// most messages are answers, and the engine's keyword search turns them
-// away far quicker than the patterns would.
-const OVERRIDE_HINTS = baton.keywords(["ignore", "disregard", "forget*", "override", "bypass", "drop",
-  "you are now", "from now on", "pretend*", "new instructions", "system prompt", "developer mode", "jailbreak*"]);
+// Every pattern needs one of these words: most messages are answers, and
+// one compiled keyword search turns them away far quicker than the
+// patterns would ("w*" is a prefix).
+const OVERRIDE_HINTS = baton.keywords(["ignore", "disregard", "forget", "override", "bypass",
+  "you are now", "from now on", "pretend", "new instructions", "developer mode", "jailbreak"]);
 
 function overridesPanel(ctx) {
   const text = ctx.msg.text;
