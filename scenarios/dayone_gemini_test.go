@@ -112,7 +112,20 @@ func TestDayOneDriftingModel(t *testing.T) {
 		t.Log(tl)
 	}
 
-	path, err := replay.SaveDryRun(t.TempDir(), "dayone", p, 0, time.Unix(0, 0), res)
+	replaysByteForByte(t, p, res)
+
+	// The same model, the same inputs: the same bytes.
+	_, again, _ := runDayOneDrifting(t)
+	if a, b := jsonl(t, res.Records), jsonl(t, again.Records); a != b {
+		t.Fatalf("two runs against the same drifting model differ:\n%s\n----\n%s", a, b)
+	}
+}
+
+// replaysByteForByte saves a dry run as a session log and replays it,
+// recorded model answers and all, checking every step.
+func replaysByteForByte(t *testing.T, p *rules.Pack, res *dryrun.Result) {
+	t.Helper()
+	path, err := replay.SaveDryRun(t.TempDir(), p.Name, p, 0, time.Unix(0, 0), res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,12 +135,6 @@ func TestDayOneDriftingModel(t *testing.T) {
 	}
 	if !got.OK() || got.Verified == 0 {
 		t.Fatalf("the recorded run does not replay (%d verified): %v", got.Verified, got.Diffs)
-	}
-
-	// The same model, the same inputs: the same bytes.
-	_, again, _ := runDayOneDrifting(t)
-	if a, b := jsonl(t, res.Records), jsonl(t, again.Records); a != b {
-		t.Fatalf("two runs against the same drifting model differ:\n%s\n----\n%s", a, b)
 	}
 }
 

@@ -5,13 +5,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/llm/gemini/geminifake"
-	"github.com/batonhq/baton/runtime/replay"
 )
 
 // standIn plays Hot Seat's Brain and jurors the way a cooperative model
@@ -249,17 +247,7 @@ func TestHotSeatOnGemini(t *testing.T) {
 		t.Errorf("attachment labelled: %t; transfer offered %d times", sawLabel, offered)
 	}
 
-	path, err := replay.SaveDryRun(t.TempDir(), "hotseat", p, 0, time.Unix(0, 0), res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := replay.File(path, func(string) (*rules.Pack, error) { return p, nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !got.OK() || got.Verified == 0 {
-		t.Fatalf("the recorded run does not replay (%d verified): %v", got.Verified, got.Diffs)
-	}
+	replaysByteForByte(t, p, res)
 }
 
 // TestHotSeatEndPanelAtOnce: a final juror that calls endPanel the moment
