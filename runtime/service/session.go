@@ -644,7 +644,10 @@ func (s *session) onClientInput(m *evMsg) {
 		return
 	}
 	if m.clientT != nil {
-		s.lastClientT = *m.clientT
+		// The backwards check remembers the time the event was applied at
+		// when that is earlier than the client's own (clamped as future):
+		// a client clock far ahead must not hold every later event back.
+		s.lastClientT = min(*m.clientT, in.T)
 	}
 	s.eventRead = m.read
 	err := s.apply(in, false, func(seq uint64, t int64) {
