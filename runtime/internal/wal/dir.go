@@ -3,13 +3,14 @@ package wal
 import (
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/batonhq/baton/engine"
@@ -62,27 +63,35 @@ type Options struct {
 	MaxOpen int
 	// NoSync skips fsync. Only for benchmarks that measure everything else.
 	NoSync bool
+	// FS is the file system (default OS). Tests pass a StrictMem to cut
+	// the power at chosen points.
+	FS FS
 }
 
 // Dir is a data directory of session logs.
 type Dir struct {
 	path string
 	opt  Options
+	fs   FS
 	pool *fdPool
-	lock *os.File
+	lock io.Closer
 }
 
 // OpenDir opens (creating it 0700 if needed) a data directory and locks it
 // so that two servers never write the same logs.
 func OpenDir(path string, opt Options) (*Dir, error) {
-	if err := os.MkdirAll(path, 0o700); err != nil {
+	fsys := opt.FS
+	if fsys == nil {
+		fsys = OS
+	}
+	if err := fsys.MkdirAll(path); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	lock, err := lockDir(path)
+	lock, err := fsys.Lock(path)
 	if err != nil {
 		return nil, err
 	}
-	return &Dir{path: path, opt: opt, pool: newPool(opt.MaxOpen), lock: lock}, nil
+	return &Dir{path: path, opt: opt, fs: fsys, pool: newPool(opt.MaxOpen), lock: lock}, nil
 }
 
 // Path is the directory's path.
@@ -119,10 +128,10 @@ func (d *Dir) State(id string) (State, error) {
 	if err := ValidID(id); err != nil {
 		return StateNone, err
 	}
-	if _, err := os.Stat(d.DonePath(id)); err == nil {
+	if _, err := d.fs.Stat(d.DonePath(id)); err == nil {
 		return StateDone, nil
 	}
-	if _, err := os.Stat(d.LivePath(id)); err == nil {
+	if _, err := d.fs.Stat(d.LivePath(id)); err == nil {
 		return StateLive, nil
 	}
 	return StateNone, nil
@@ -130,7 +139,7 @@ func (d *Dir) State(id string) (State, error) {
 
 // Live lists the ids of unfinished sessions, sorted.
 func (d *Dir) Live() ([]string, error) {
-	ents, err := os.ReadDir(d.path)
+	ents, err := d.fs.ReadDir(d.path)
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", d.path, err)
 	}
@@ -157,7 +166,7 @@ type Log struct {
 	path string
 
 	mu     sync.Mutex
-	f      *os.File
+	f      File
 	size   int64
 	seq    uint64
 	closed bool
@@ -191,19 +200,27 @@ func (l *Log) Size() int64 {
 func (l *Log) Path() string { return l.path }
 
 // Create starts a new log for h.SessionID and syncs it (and the directory
-// entry) before returning.
+// entry) before returning. A live log left without a complete header (a
+// crash during an earlier Create, which never returned) held nothing
+// acknowledged and is replaced.
 func (d *Dir) Create(h Header) (*Log, error) {
 	if err := ValidID(h.SessionID); err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(d.DonePath(h.SessionID)); err == nil {
+	if _, err := d.fs.Stat(d.DonePath(h.SessionID)); err == nil {
 		return nil, fmt.Errorf("session %s: %w", h.SessionID, ErrFinished)
 	}
 	h.Format = FormatVersion
 	h.StartWall = h.StartWall.UTC()
 	path := d.LivePath(h.SessionID)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
-	if errors.Is(err, os.ErrExist) {
+	f, err := d.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		if rerr := d.removeUnborn(h.SessionID); rerr != nil {
+			return nil, fmt.Errorf("session %s: %w", h.SessionID, ErrExists)
+		}
+		f, err = d.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	}
+	if errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("session %s: %w", h.SessionID, ErrExists)
 	}
 	if err != nil {
@@ -219,11 +236,11 @@ func (d *Dir) Create(h Header) (*Log, error) {
 		err = l.syncFile(f)
 	}
 	if err == nil {
-		err = syncDir(d.path)
+		err = d.fs.SyncDir(d.path)
 	}
 	if err != nil {
 		f.Close()
-		os.Remove(path)
+		d.fs.Remove(path)
 		return nil, fmt.Errorf("creating log %s: %w", h.SessionID, err)
 	}
 	l.size = int64(len(buf))
@@ -231,17 +248,35 @@ func (d *Dir) Create(h Header) (*Log, error) {
 	return l, nil
 }
 
+// removeUnborn deletes id's live log if it is unborn (see ErrUnborn);
+// otherwise it returns an error and leaves the file alone.
+func (d *Dir) removeUnborn(id string) error {
+	data, err := readAll(d.fs, d.LivePath(id))
+	if err != nil {
+		return err
+	}
+	if _, err := parse(data, false); !errors.Is(err, ErrUnborn) {
+		return errors.New("not unborn")
+	}
+	if err := d.fs.Remove(d.LivePath(id)); err != nil {
+		return err
+	}
+	return d.fs.SyncDir(d.path)
+}
+
 // Open recovers a live log for appending: it reads every valid record and
-// truncates a torn or corrupt tail (reported in Recovered.Tail).
+// truncates a torn tail (reported in Recovered.Tail). Damage anywhere else
+// is a *DamageError and leaves the file as it was; an unborn log (see
+// ErrUnborn) is removed and reported as ErrNotFound.
 func (d *Dir) Open(id string) (*Log, *Recovered, error) {
 	if err := ValidID(id); err != nil {
 		return nil, nil, err
 	}
 	path := d.LivePath(id)
 	// O_APPEND: after a tail is truncated, writes must land at the new end.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		if _, e := os.Stat(d.DonePath(id)); e == nil {
+	f, err := d.fs.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, e := d.fs.Stat(d.DonePath(id)); e == nil {
 			return nil, nil, fmt.Errorf("session %s: %w", id, ErrFinished)
 		}
 		return nil, nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
@@ -249,19 +284,32 @@ func (d *Dir) Open(id string) (*Log, *Recovered, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening log: %w", err)
 	}
-	rec, err := Read(f)
+	data, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("log %s: reading: %w", id, err)
+	}
+	rec, err := parse(data, false)
+	if errors.Is(err, ErrUnborn) {
+		f.Close()
+		if rerr := d.removeUnborn(id); rerr != nil {
+			return nil, nil, fmt.Errorf("log %s: removing unborn log: %w", id, rerr)
+		}
+		return nil, nil, fmt.Errorf("session %s: %w (%w)", id, ErrNotFound, err)
+	}
 	if err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("log %s: %w", id, err)
 	}
 	if rec.Header.SessionID != id {
 		f.Close()
-		return nil, nil, fmt.Errorf("log %s: header names session %q", id, rec.Header.SessionID)
+		return nil, nil, fmt.Errorf("log %s: %w", id, &DamageError{Offset: int64(len(Magic)), Record: 0, NextValid: -1,
+			Reason: fmt.Sprintf("header names session %q", rec.Header.SessionID)})
 	}
 	if rec.Tail != nil {
 		if err := f.Truncate(rec.Size); err != nil {
 			f.Close()
-			return nil, nil, fmt.Errorf("log %s: truncating corrupt tail: %w", id, err)
+			return nil, nil, fmt.Errorf("log %s: truncating torn tail: %w", id, err)
 		}
 		if err := f.Sync(); err != nil {
 			f.Close()
@@ -271,6 +319,31 @@ func (d *Dir) Open(id string) (*Log, *Recovered, error) {
 	l := &Log{dir: d, id: id, path: path, f: f, size: rec.Size, seq: uint64(len(rec.Inputs)), ended: rec.End != nil}
 	d.pool.add(l)
 	return l, rec, nil
+}
+
+// Read reads id's log, live or finished, without changing it. A finished
+// log must be whole: any invalid byte in it is damage.
+func (d *Dir) Read(id string) (*Recovered, error) {
+	if err := ValidID(id); err != nil {
+		return nil, err
+	}
+	path, finished := d.DonePath(id), true
+	data, err := readAll(d.fs, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		path, finished = d.LivePath(id), false
+		data, err = readAll(d.fs, path)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("log %s: %w", id, err)
+	}
+	rec, err := parse(data, finished)
+	if err != nil {
+		return nil, fmt.Errorf("log %s: %w", id, err)
+	}
+	return rec, nil
 }
 
 // AppendInput logs one input and syncs it; only then may the caller apply
@@ -327,14 +400,14 @@ func (l *Log) Finish(end End) error {
 	}
 	l.closeLocked()
 	done := l.dir.DonePath(l.id)
-	if err := os.Chmod(l.path, 0o400); err != nil {
+	if err := l.dir.fs.Chmod(l.path, 0o400); err != nil {
 		return fmt.Errorf("finishing log %s: %w", l.id, err)
 	}
-	if err := os.Rename(l.path, done); err != nil {
+	if err := l.dir.fs.Rename(l.path, done); err != nil {
 		return fmt.Errorf("finishing log %s: %w", l.id, err)
 	}
 	l.path = done
-	if err := syncDir(l.dir.path); err != nil {
+	if err := l.dir.fs.SyncDir(l.dir.path); err != nil {
 		return fmt.Errorf("finishing log %s: %w", l.id, err)
 	}
 	return nil
@@ -419,17 +492,17 @@ func (l *Log) writeLocked(r *Record, sync bool) error {
 	return nil
 }
 
-func (l *Log) fileLocked() (*os.File, error) {
+func (l *Log) fileLocked() (File, error) {
 	if l.f != nil {
 		l.dir.pool.touch(l)
 		return l.f, nil
 	}
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0)
-	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+	f, err := l.dir.fs.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0)
+	if tooManyFiles(err) {
 		// Out of descriptors (sockets share the limit): close some idle
 		// logs and try once more rather than fail the session.
 		l.dir.pool.shed(l, 64)
-		f, err = os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0)
+		f, err = l.dir.fs.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("log %s: reopening: %w", l.id, err)
@@ -439,12 +512,12 @@ func (l *Log) fileLocked() (*os.File, error) {
 	return f, nil
 }
 
-func (l *Log) syncFile(f *os.File) error {
+func (l *Log) syncFile(f File) error {
 	if l.dir.opt.NoSync {
 		return nil
 	}
 	start := time.Now()
-	err := datasync(f)
+	err := f.Sync()
 	if l.dir.opt.OnSync != nil {
 		l.dir.opt.OnSync(time.Since(start))
 	}

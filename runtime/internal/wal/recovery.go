@@ -7,8 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
-	"os"
+	"strings"
 
 	"github.com/batonhq/baton/engine"
 )
@@ -24,106 +23,219 @@ type Recovered struct {
 	End *End
 	// Size is the offset just past the last valid record.
 	Size int64
-	// Tail describes a torn or corrupt tail that was dropped, if any.
+	// Tail describes a torn tail that was dropped, if any.
 	Tail *TailError
 }
 
-// TailError describes the invalid bytes at the end of a log.
+// TailError describes a torn tail: invalid bytes at the end of a live log
+// that no valid record follows, the trace of a write the power cut
+// short. They were never synced, so nothing in them was acknowledged.
 type TailError struct {
 	Offset int64 // where the first invalid record starts
 	Bytes  int64 // how many bytes were dropped
 	Reason string
-	// Torn is true when the file simply ends mid-record (an interrupted
-	// write); false means a complete record failed its checks.
+	// Torn is true when the file simply ends mid-record; false means the
+	// last record is complete by its length but fails its checksum (the
+	// file's size reached the disk before all of its data).
 	Torn bool
 }
 
 func (e *TailError) Error() string {
-	kind := "corrupt"
+	kind := "unfinished"
 	if e.Torn {
-		kind = "torn"
+		kind = "cut"
 	}
-	return fmt.Sprintf("%s tail at offset %d (%d bytes dropped): %s", kind, e.Offset, e.Bytes, e.Reason)
+	return fmt.Sprintf("torn tail (%s last record) at offset %d (%d bytes dropped): %s", kind, e.Offset, e.Bytes, e.Reason)
 }
 
-// ReadFile reads a log file (live or finished) without changing it.
+// DamageError is a log that is damaged somewhere a power cut cannot
+// explain: a record that fails its checks with a valid record after it, a
+// record whose checksum holds but whose content is wrong, or any invalid
+// byte in a finished log. Nothing is truncated; the session cannot be
+// trusted until someone looks.
+type DamageError struct {
+	// Offset is where the first bad record starts.
+	Offset int64
+	// Record is the bad record's ordinal: 0 is the header.
+	Record int
+	// Inputs is how many inputs were read intact before it.
+	Inputs int
+	Reason string
+	// NextValid is where the first valid record after it starts, or -1.
+	NextValid int64
+}
+
+func (e *DamageError) Error() string {
+	s := fmt.Sprintf("log damaged at offset %d (record %d, after input %d): %s", e.Offset, e.Record, e.Inputs, e.Reason)
+	if e.NextValid >= 0 {
+		s += fmt.Sprintf("; a valid record follows at offset %d, so this is not a torn tail", e.NextValid)
+	}
+	return s
+}
+
+// ErrUnborn is a live log with no complete header and nothing valid after
+// it: a crash inside Create, before it synced and returned. No input of
+// it was ever acknowledged.
+var ErrUnborn = errors.New("log was never completely created")
+
+// ReadFile reads a log file without changing it. A file named *.done is
+// held to the finished-log rule: any invalid byte in it is damage.
 func ReadFile(path string) (*Recovered, error) {
-	f, err := os.Open(path)
+	data, err := readAll(OS, path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	rec, err := Read(f)
+	rec, err := parse(data, strings.HasSuffix(path, extDone))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return rec, nil
 }
 
-// Read parses a log. Invalid records at the end are reported in Tail, not
-// as an error; an error means there is no usable header.
-func Read(r io.Reader) (*Recovered, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("reading log: %w", err)
-	}
-	return Parse(data)
-}
+// Parse parses a live log held in memory. A torn tail is reported in
+// Tail; damage is a *DamageError.
+func Parse(data []byte) (*Recovered, error) { return parse(data, false) }
 
-// Parse parses a whole log held in memory.
-func Parse(data []byte) (*Recovered, error) {
+// ParseFinished parses a finished log, which must be whole and end with
+// its end record.
+func ParseFinished(data []byte) (*Recovered, error) { return parse(data, true) }
+
+// parse reads records from the start. At the first invalid one it
+// decides between a torn tail and damage (docs/protocol.md, "Durability"):
+// only frame-level failures (a length out of range or past the end of
+// the file, a checksum mismatch) with no verifying record anywhere after
+// them are a torn tail, and only in a live log.
+func parse(data []byte, finished bool) (*Recovered, error) {
 	if len(data) < len(Magic) || string(data[:len(Magic)]) != Magic {
+		if !finished && strings.HasPrefix(Magic, string(data)) {
+			return nil, fmt.Errorf("%w: %d bytes of magic", ErrUnborn, len(data))
+		}
 		return nil, errors.New("not a baton log (bad magic)")
 	}
-	rec := &Recovered{}
+	rec := &Recovered{Size: int64(len(Magic))}
 	off := int64(len(Magic))
 	total := int64(len(data))
-	sawHeader := false
-	fail := func(torn bool, format string, args ...any) {
-		rec.Tail = &TailError{Offset: off, Bytes: total - off, Reason: fmt.Sprintf(format, args...), Torn: torn}
-	}
+	records := 0
 	for off < total {
-		if total-off < frame {
-			fail(true, "%d bytes where a record frame needs %d", total-off, frame)
-			break
+		n, payload, frameErr := frameAt(data, off)
+		var err error
+		if frameErr == "" {
+			var r Record
+			if err = decodeRecord(payload, &r); err == nil {
+				err = rec.add(&r, records > 0)
+			}
+			if err == nil {
+				records++
+				off += frame + n
+				rec.Size = off
+				continue
+			}
 		}
-		n := int64(binary.LittleEndian.Uint32(data[off : off+4]))
-		sum := binary.LittleEndian.Uint32(data[off+4 : off+8])
-		if n == 0 || n > MaxRecord {
-			fail(false, "record length %d out of range", n)
-			break
+		next := nextValid(data, off+1)
+		dmg := &DamageError{Offset: off, Record: records, Inputs: len(rec.Inputs), NextValid: next}
+		switch {
+		case err != nil:
+			// The checksum holds, so the disk returned what was written.
+			dmg.Reason = "record content: " + err.Error()
+			return nil, dmg
+		case next >= 0:
+			dmg.Reason = frameErr
+			return nil, dmg
+		case next == unvouched:
+			dmg.NextValid = -1
+			dmg.Reason = fmt.Sprintf("%s, followed by more unverifiable bytes than a torn write leaves", frameErr)
+			return nil, dmg
+		case finished:
+			dmg.Reason = frameErr + " in a finished log"
+			return nil, dmg
+		case records == 0:
+			return nil, fmt.Errorf("%w: header %s", ErrUnborn, frameErr)
 		}
-		if total-off-frame < n {
-			fail(true, "record of %d bytes cut short at %d", n, total-off-frame)
-			break
-		}
-		payload := data[off+frame : off+frame+n]
-		if crc32.Checksum(payload, castagnoli) != sum {
-			fail(false, "checksum mismatch")
-			break
-		}
-		var r Record
-		dec := json.NewDecoder(bytes.NewReader(payload))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&r); err != nil {
-			fail(false, "record payload: %v", err)
-			break
-		}
-		if err := rec.add(&r, sawHeader); err != nil {
-			fail(false, "%v", err)
-			break
-		}
-		sawHeader = true
-		off += frame + n
-		rec.Size = off
+		torn := total-off < frame || frame+n > total-off
+		rec.Tail = &TailError{Offset: off, Bytes: total - off, Reason: frameErr, Torn: torn}
+		break
 	}
-	if !sawHeader {
-		if rec.Tail != nil {
-			return nil, fmt.Errorf("no valid header: %w", rec.Tail)
+	if records == 0 {
+		if finished {
+			return nil, &DamageError{Offset: off, NextValid: -1, Reason: "finished log without a header"}
 		}
-		return nil, errors.New("no header record")
+		return nil, fmt.Errorf("%w: no header record", ErrUnborn)
+	}
+	if finished && rec.End == nil {
+		return nil, &DamageError{Offset: off, Record: records, Inputs: len(rec.Inputs), NextValid: -1,
+			Reason: "finished log without its end record (cut short?)"}
 	}
 	return rec, nil
+}
+
+// frameAt checks the frame at off and returns its payload length and
+// bytes, or why it is invalid.
+func frameAt(data []byte, off int64) (int64, []byte, string) {
+	total := int64(len(data))
+	if total-off < frame {
+		return 0, nil, fmt.Sprintf("%d bytes where a record frame needs %d", total-off, frame)
+	}
+	n := int64(binary.LittleEndian.Uint32(data[off : off+4]))
+	if n == 0 || n > MaxRecord {
+		return n, nil, fmt.Sprintf("record length %d out of range", n)
+	}
+	if total-off-frame < n {
+		return n, nil, fmt.Sprintf("record of %d bytes cut short at %d", n, total-off-frame)
+	}
+	payload := data[off+frame : off+frame+n]
+	if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(data[off+4:off+8]) {
+		return n, nil, "checksum mismatch"
+	}
+	return n, payload, ""
+}
+
+// maxScan bounds the bytes nextValid checksums. Real tails are one write
+// long; past this the bytes cannot be vouched for as a tail, and the
+// answer is the safe one: damage.
+const maxScan = 64 << 20
+
+// unvouched is nextValid's answer when its budget ran out first.
+const unvouched = -2
+
+// nextValid returns the offset of the first verifying record at or after
+// from, -1 if there is none, or unvouched. Any offset is tried, because a damaged length field hides
+// where the next record starts. A verifying record is one whose frame and
+// checksum hold and whose payload decodes as a record: a chance match of
+// a 32-bit checksum over arbitrary bytes is then far too unlikely to
+// mistake a tail for damage.
+func nextValid(data []byte, from int64) int64 {
+	total := int64(len(data))
+	budget := int64(maxScan)
+	for p := from; p+frame < total; p++ {
+		n := int64(binary.LittleEndian.Uint32(data[p : p+4]))
+		if n == 0 || n > MaxRecord || n > total-p-frame {
+			continue
+		}
+		if budget -= n; budget < 0 {
+			return unvouched
+		}
+		payload := data[p+frame : p+frame+n]
+		if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(data[p+4:p+8]) {
+			continue
+		}
+		var r Record
+		if decodeRecord(payload, &r) == nil {
+			return p
+		}
+	}
+	return -1
+}
+
+func decodeRecord(payload []byte, r *Record) error {
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(r); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("data after the record")
+	}
+	return nil
 }
 
 // add checks one record against what came before and keeps it.

@@ -251,8 +251,9 @@ func TestBadHeader(t *testing.T) {
 	if err := os.WriteFile(d.LivePath("hdr"), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := d.Open("hdr"); err == nil || !strings.Contains(err.Error(), "no valid header") {
-		t.Fatalf("open with corrupt header: %v", err)
+	var dmg *DamageError
+	if _, _, err := d.Open("hdr"); !errors.As(err, &dmg) || dmg.Record != 0 || dmg.NextValid < 0 {
+		t.Fatalf("open with corrupt header and records after it: %v, want damage at record 0", err)
 	}
 	if _, err := Parse([]byte("garbage")); err == nil {
 		t.Fatal("parse garbage: no error")

@@ -1,0 +1,442 @@
+package wal
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+)
+
+// ErrPowerLost is returned by every operation on a StrictMem after its
+// simulated power cut.
+var ErrPowerLost = errors.New("simulated power loss")
+
+// StrictMem is an in-memory FS that is as forgetful as a real disk is
+// allowed to be. A file's contents survive a power cut only up to its last
+// completed Sync, and a created, renamed or removed directory entry only
+// once its directory is synced; bytes written after the last sync survive
+// as any prefix, zeroed or not, the way a torn write leaves a file whose
+// size reached the disk before its data. Directories themselves are
+// durable as soon as they exist. Modelled on Pebble's vfs.NewStrictMem.
+//
+// CrashAfter arms a power cut after a given number of changing operations;
+// Recover returns what a restart would find.
+type StrictMem struct {
+	mu      sync.Mutex
+	dirs    map[string]*memDir
+	crashed bool
+	armed   bool
+	left    int // changing operations still allowed while armed
+	ops     int // changing operations so far
+	locked  map[string]bool
+}
+
+type memDir struct {
+	live    map[string]*memNode // entries as the running process sees them
+	durable map[string]*memNode // entries as of the last SyncDir
+}
+
+type memNode struct {
+	data   []byte // what a reader sees now
+	synced []byte // what survives a power cut
+	mode   fs.FileMode
+	mtime  time.Time
+}
+
+// NewStrictMem returns an empty strict in-memory file system.
+func NewStrictMem() *StrictMem {
+	return &StrictMem{dirs: map[string]*memDir{}, locked: map[string]bool{}}
+}
+
+// CrashAfter lets n more changing operations (creates, writes, syncs,
+// truncations, renames, removals, chmods, directory syncs) happen; the
+// next one cuts the power. A write that meets the cut may reach the file
+// in part.
+func (m *StrictMem) CrashAfter(n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.armed, m.left = true, n
+}
+
+// Ops is how many changing operations have run.
+func (m *StrictMem) Ops() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ops
+}
+
+// Crashed reports whether the power has been cut.
+func (m *StrictMem) Crashed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.crashed
+}
+
+// Recover cuts the power (if CrashAfter has not already) and returns the
+// file system a restart finds: synced directory entries, each file's
+// synced bytes, and a random prefix of its unsynced bytes (zeroed a
+// quarter of the time). rng chooses; nil keeps no unsynced byte.
+func (m *StrictMem) Recover(rng *rand.Rand) *StrictMem {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.crashed = true
+	out := NewStrictMem()
+	names := make([]string, 0, len(m.dirs))
+	for name := range m.dirs {
+		names = append(names, name)
+	}
+	sort.Strings(names) // rng draws in a fixed order
+	seen := map[*memNode]*memNode{}
+	for _, dn := range names {
+		d := m.dirs[dn]
+		nd := &memDir{live: map[string]*memNode{}, durable: map[string]*memNode{}}
+		files := make([]string, 0, len(d.durable))
+		for f := range d.durable {
+			files = append(files, f)
+		}
+		sort.Strings(files)
+		for _, f := range files {
+			old := d.durable[f]
+			n, ok := seen[old]
+			if !ok {
+				n = &memNode{data: slices.Clone(old.synced), mode: old.mode, mtime: old.mtime}
+				if rng != nil && len(old.data) > len(old.synced) && string(old.data[:len(old.synced)]) == string(old.synced) {
+					extra := old.data[len(old.synced):]
+					k := rng.IntN(len(extra) + 1)
+					kept := slices.Clone(extra[:k])
+					if rng.IntN(4) == 0 {
+						clear(kept)
+					}
+					n.data = append(n.data, kept...)
+				}
+				n.synced = slices.Clone(n.data)
+				seen[old] = n
+			}
+			nd.live[f], nd.durable[f] = n, n
+		}
+		out.dirs[dn] = nd
+	}
+	return out
+}
+
+// step accounts for one changing operation; it fails once the power is
+// cut. partial, if set, runs at the moment of the cut (a write half done).
+func (m *StrictMem) step(partial func()) error {
+	if m.crashed {
+		return ErrPowerLost
+	}
+	if m.armed {
+		if m.left == 0 {
+			if partial != nil {
+				partial()
+			}
+			m.crashed = true
+			return ErrPowerLost
+		}
+		m.left--
+	}
+	m.ops++
+	return nil
+}
+
+func (m *StrictMem) lookup(name string) (*memDir, string, error) {
+	dir, base := path.Split(path.Clean(name))
+	d := m.dirs[path.Clean(dir)]
+	if d == nil {
+		return nil, "", fs.ErrNotExist
+	}
+	return d, base, nil
+}
+
+func pathErr(op, name string, err error) error { return &fs.PathError{Op: op, Path: name, Err: err} }
+
+// MkdirAll creates dir and its parents.
+func (m *StrictMem) MkdirAll(dir string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.crashed {
+		return ErrPowerLost
+	}
+	for d := path.Clean(dir); ; d = path.Dir(d) {
+		if m.dirs[d] == nil {
+			m.dirs[d] = &memDir{live: map[string]*memNode{}, durable: map[string]*memNode{}}
+		}
+		if d == "/" || d == "." {
+			return nil
+		}
+	}
+}
+
+// OpenFile opens or creates a file.
+func (m *StrictMem) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.crashed {
+		return nil, pathErr("open", name, ErrPowerLost)
+	}
+	d, base, err := m.lookup(name)
+	if err != nil {
+		return nil, pathErr("open", name, err)
+	}
+	n := d.live[base]
+	switch {
+	case n != nil && flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0:
+		return nil, pathErr("open", name, fs.ErrExist)
+	case n == nil && flag&os.O_CREATE == 0:
+		return nil, pathErr("open", name, fs.ErrNotExist)
+	case n == nil:
+		if err := m.step(nil); err != nil {
+			return nil, pathErr("open", name, err)
+		}
+		n = &memNode{mode: perm}
+		d.live[base] = n
+	}
+	if flag&os.O_TRUNC != 0 {
+		return nil, pathErr("open", name, errors.New("O_TRUNC is not supported"))
+	}
+	return &memFile{fs: m, node: n, name: name, write: flag&(os.O_WRONLY|os.O_RDWR) != 0, read: flag&os.O_WRONLY == 0}, nil
+}
+
+type memInfo struct {
+	name string
+	size int64
+	mode fs.FileMode
+	mt   time.Time
+}
+
+func (i memInfo) Name() string       { return i.name }
+func (i memInfo) Size() int64        { return i.size }
+func (i memInfo) Mode() fs.FileMode  { return i.mode }
+func (i memInfo) ModTime() time.Time { return i.mt }
+func (i memInfo) IsDir() bool        { return i.mode.IsDir() }
+func (i memInfo) Sys() any           { return nil }
+
+// Stat describes a file or directory.
+func (m *StrictMem) Stat(name string) (fs.FileInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.crashed {
+		return nil, pathErr("stat", name, ErrPowerLost)
+	}
+	if m.dirs[path.Clean(name)] != nil {
+		return memInfo{name: path.Base(name), mode: fs.ModeDir | 0o700}, nil
+	}
+	d, base, err := m.lookup(name)
+	if err != nil {
+		return nil, pathErr("stat", name, err)
+	}
+	n := d.live[base]
+	if n == nil {
+		return nil, pathErr("stat", name, fs.ErrNotExist)
+	}
+	return memInfo{name: base, size: int64(len(n.data)), mode: n.mode, mt: n.mtime}, nil
+}
+
+// ReadDir lists a directory's files, sorted.
+func (m *StrictMem) ReadDir(dir string) ([]fs.DirEntry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.crashed {
+		return nil, pathErr("readdir", dir, ErrPowerLost)
+	}
+	d := m.dirs[path.Clean(dir)]
+	if d == nil {
+		return nil, pathErr("readdir", dir, fs.ErrNotExist)
+	}
+	out := make([]fs.DirEntry, 0, len(d.live))
+	for name, n := range d.live {
+		out = append(out, fs.FileInfoToDirEntry(memInfo{name: name, size: int64(len(n.data)), mode: n.mode, mt: n.mtime}))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out, nil
+}
+
+// Rename moves a file within or across directories.
+func (m *StrictMem) Rename(oldname, newname string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	od, ob, err := m.lookup(oldname)
+	if err != nil {
+		return pathErr("rename", oldname, err)
+	}
+	nd, nb, err := m.lookup(newname)
+	if err != nil {
+		return pathErr("rename", newname, err)
+	}
+	n := od.live[ob]
+	if n == nil {
+		return pathErr("rename", oldname, fs.ErrNotExist)
+	}
+	if err := m.step(nil); err != nil {
+		return pathErr("rename", oldname, err)
+	}
+	delete(od.live, ob)
+	nd.live[nb] = n
+	return nil
+}
+
+// Remove deletes a file.
+func (m *StrictMem) Remove(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, base, err := m.lookup(name)
+	if err != nil {
+		return pathErr("remove", name, err)
+	}
+	if d.live[base] == nil {
+		return pathErr("remove", name, fs.ErrNotExist)
+	}
+	if err := m.step(nil); err != nil {
+		return pathErr("remove", name, err)
+	}
+	delete(d.live, base)
+	return nil
+}
+
+// Chmod changes a file's mode; like other metadata it is durable at once.
+func (m *StrictMem) Chmod(name string, mode fs.FileMode) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, base, err := m.lookup(name)
+	if err != nil {
+		return pathErr("chmod", name, err)
+	}
+	n := d.live[base]
+	if n == nil {
+		return pathErr("chmod", name, fs.ErrNotExist)
+	}
+	if err := m.step(nil); err != nil {
+		return pathErr("chmod", name, err)
+	}
+	n.mode = mode
+	return nil
+}
+
+// SyncDir makes a directory's current entries durable.
+func (m *StrictMem) SyncDir(dir string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d := m.dirs[path.Clean(dir)]
+	if d == nil {
+		return pathErr("sync", dir, fs.ErrNotExist)
+	}
+	if err := m.step(nil); err != nil {
+		return pathErr("sync", dir, err)
+	}
+	d.durable = make(map[string]*memNode, len(d.live))
+	for k, v := range d.live {
+		d.durable[k] = v
+	}
+	return nil
+}
+
+// Lock takes the directory's lock; a second Lock fails until the first is
+// closed.
+func (m *StrictMem) Lock(dir string) (io.Closer, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	dir = path.Clean(dir)
+	if m.locked[dir] {
+		return nil, errors.New("data dir " + dir + " is in use by another baton process")
+	}
+	m.locked[dir] = true
+	return lockCloser(func() error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		delete(m.locked, dir)
+		return nil
+	}), nil
+}
+
+type lockCloser func() error
+
+func (f lockCloser) Close() error { return f() }
+
+type memFile struct {
+	fs          *StrictMem
+	node        *memNode
+	name        string
+	read, write bool
+	off         int
+	closed      bool
+}
+
+func (f *memFile) Read(p []byte) (int, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	switch {
+	case f.fs.crashed:
+		return 0, pathErr("read", f.name, ErrPowerLost)
+	case f.closed:
+		return 0, pathErr("read", f.name, fs.ErrClosed)
+	case !f.read:
+		return 0, pathErr("read", f.name, errors.New("file not open for reading"))
+	case f.off >= len(f.node.data):
+		return 0, io.EOF
+	}
+	n := copy(p, f.node.data[f.off:])
+	f.off += n
+	return n, nil
+}
+
+// Write appends: the log opens every file it writes with O_APPEND.
+func (f *memFile) Write(p []byte) (int, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.closed {
+		return 0, pathErr("write", f.name, fs.ErrClosed)
+	}
+	if !f.write {
+		return 0, pathErr("write", f.name, errors.New("file not open for writing"))
+	}
+	if err := f.fs.step(func() { f.node.data = append(f.node.data, p...) }); err != nil {
+		return 0, pathErr("write", f.name, err)
+	}
+	f.node.data = append(f.node.data, p...)
+	return len(p), nil
+}
+
+func (f *memFile) Truncate(size int64) error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.closed {
+		return pathErr("truncate", f.name, fs.ErrClosed)
+	}
+	if size < 0 || size > int64(len(f.node.data)) {
+		return pathErr("truncate", f.name, errors.New("size out of range"))
+	}
+	if err := f.fs.step(nil); err != nil {
+		return pathErr("truncate", f.name, err)
+	}
+	f.node.data = f.node.data[:size:size]
+	return nil
+}
+
+func (f *memFile) Sync() error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.closed {
+		return pathErr("sync", f.name, fs.ErrClosed)
+	}
+	if err := f.fs.step(nil); err != nil {
+		return pathErr("sync", f.name, err)
+	}
+	f.node.synced = slices.Clone(f.node.data)
+	return nil
+}
+
+func (f *memFile) Close() error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.closed {
+		return pathErr("close", f.name, fs.ErrClosed)
+	}
+	f.closed = true
+	return nil
+}
