@@ -20,12 +20,19 @@ type RecoveryReport struct {
 	// Finished sessions had ended before the crash but were not yet
 	// closed; they are closed now.
 	Finished []string
-	// Truncated maps a session to the torn or corrupt tail cut off its log.
+	// Truncated maps a session to the torn tail cut off its log.
 	Truncated map[string]string
-	// Failed maps a session to why it could not be recovered (corrupt
-	// header, changed pack or engine, nondeterministic replay). Its log is
+	// Failed maps a session to why it could not be recovered (a damaged
+	// log, changed pack or engine, nondeterministic replay). Its log is
 	// left untouched for inspection; clients get session_failed.
-	Failed   map[string]string
+	Failed map[string]string
+	// Unborn sessions had a log that a crash cut short before it held a
+	// whole header: the start was never acknowledged. The log is removed
+	// and the id is free again.
+	Unborn []string
+	// Damaged maps a session whose log is damaged to the copy of it kept
+	// under the data directory (it is also in Failed).
+	Damaged  map[string]string
 	Duration time.Duration
 }
 
@@ -40,7 +47,7 @@ type RecoveryReport struct {
 // as if the server had been up and no client input had arrived.
 func (srv *Server) Recover(ctx context.Context) (*RecoveryReport, error) {
 	start := srv.clock.Now()
-	rep := &RecoveryReport{Truncated: map[string]string{}, Failed: map[string]string{}}
+	rep := &RecoveryReport{Truncated: map[string]string{}, Failed: map[string]string{}, Damaged: map[string]string{}}
 	ids, err := srv.dir.Live()
 	if err != nil {
 		return rep, err
@@ -58,9 +65,15 @@ func (srv *Server) Recover(ctx context.Context) (*RecoveryReport, error) {
 				if tail != "" {
 					rep.Truncated[id] = tail
 				}
+				var dmg *damagedLog
+				if errors.As(err, &dmg) {
+					rep.Damaged[id] = dmg.evidence
+				}
 				switch {
 				case err != nil:
 					rep.Failed[id] = err.Error()
+				case outcome == "unborn":
+					rep.Unborn = append(rep.Unborn, id)
 				case outcome == "finished":
 					rep.Finished = append(rep.Finished, id)
 				default:
@@ -80,6 +93,7 @@ func (srv *Server) Recover(ctx context.Context) (*RecoveryReport, error) {
 	wg.Wait()
 	sort.Strings(rep.Resumed)
 	sort.Strings(rep.Finished)
+	sort.Strings(rep.Unborn)
 	rep.Duration = srv.clock.Now().Sub(start)
 	srv.log.Info("recovery done", "resumed", len(rep.Resumed), "finished", len(rep.Finished),
 		"failed", len(rep.Failed), "truncated", len(rep.Truncated), "took", rep.Duration)
@@ -101,17 +115,25 @@ func (srv *Server) recoverOne(id string) (outcome, tail string, err error) {
 		if err != nil {
 			srv.markFailed(id, err.Error())
 			var nd *nondeterminismError
-			if errors.As(err, &nd) {
+			var dmg *damagedLog
+			switch {
+			case errors.As(err, &nd):
 				srv.m.recoveries.WithLabelValues("nondeterministic").Inc()
-			} else {
+			case errors.As(err, &dmg):
+				srv.m.recoveries.WithLabelValues("damaged").Inc()
+			default:
 				srv.m.recoveries.WithLabelValues("failed").Inc()
 			}
 			log.Error("session could not be recovered", "err", err)
 		}
 	}()
 	wl, rec, err := srv.dir.Open(id)
+	if errors.Is(err, wal.ErrUnborn) {
+		log.Warn("removed a log that was never completely created", "err", err)
+		return "unborn", "", nil
+	}
 	if err != nil {
-		return "", "", err
+		return "", "", srv.checkDamage(id, err)
 	}
 	if rec.Tail != nil {
 		tail = rec.Tail.Error()
@@ -156,4 +178,38 @@ func (srv *Server) recoverOne(id string) (outcome, tail string, err error) {
 	srv.m.recoveries.WithLabelValues("ok").Inc()
 	log.Info("session recovered", "inputs", len(rec.Inputs), "t_ms", t, "catch_up_to_ms", catchUp, "effects", effects)
 	return "resumed", tail, nil
+}
+
+// damagedLog is a session whose log is damaged (wal.DamageError): it
+// fails, its log stays as it was, and a copy is kept as evidence.
+type damagedLog struct {
+	dmg      *wal.DamageError
+	evidence string // the copy's path inside the data directory
+}
+
+func (e *damagedLog) Error() string {
+	s := e.dmg.Error()
+	if e.evidence != "" {
+		s += "; a copy is kept as " + e.evidence
+	}
+	return s
+}
+
+func (e *damagedLog) Unwrap() error { return e.dmg }
+
+// checkDamage turns a damaged log into a damagedLog, preserving a copy of
+// it and logging where; other errors pass through.
+func (srv *Server) checkDamage(id string, err error) error {
+	var dmg *wal.DamageError
+	if !errors.As(err, &dmg) {
+		return err
+	}
+	evidence, perr := srv.dir.Preserve(id, err, srv.clock.Now())
+	if perr != nil {
+		srv.log.Error("could not keep a copy of a damaged log", "session_id", id, "err", perr)
+	}
+	srv.log.Error("session log is damaged; the session is failed and its log left untouched",
+		"session_id", id, "offset", dmg.Offset, "record", dmg.Record, "after_input", dmg.Inputs,
+		"next_valid", dmg.NextValid, "reason", dmg.Reason, "evidence", evidence)
+	return &damagedLog{dmg: dmg, evidence: evidence}
 }
