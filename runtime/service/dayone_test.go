@@ -107,7 +107,7 @@ func TestHTTPContract(t *testing.T) {
 		}
 		return key == firstKey && n <= 2
 	})
-	h := service.NewHarness(t, withDayOne(dayone.Config{}))
+	h := service.NewHarness(t, withDayOne(dayone.Config{AllowPrivateWebhooks: true}))
 	start := dayone.StartRequest{
 		SessionID: "sess_001", CandidateID: "cand_demo", StartedAt: "2026-02-20T23:00:00Z",
 		ScenarioID:           "payment_double_charge_vip_discount_v1",
@@ -238,7 +238,7 @@ func TestHTTPContract(t *testing.T) {
 // live reaches WebSocket subscribers as a notice.
 func TestWebhookFailureNotice(t *testing.T) {
 	recv := newHookReceiver(t, func(string, int, string) bool { return true })
-	h := service.NewHarness(t, withDayOne(dayone.Config{WebhookBackoff: []time.Duration{time.Millisecond}}))
+	h := service.NewHarness(t, withDayOne(dayone.Config{AllowPrivateWebhooks: true, WebhookBackoff: []time.Duration{time.Millisecond}}))
 	code, body := h.Post("/sim/session/start", dayone.StartRequest{SessionID: "n1", CandidateID: "c", StartedAt: "2026-02-20T23:00:00Z",
 		ScenarioID: "dayone", FrontendAgentWebhook: recv.srv.URL + "/a", EndCallbackWebhook: recv.srv.URL + "/e"})
 	if code != http.StatusOK {

@@ -28,20 +28,25 @@ import (
 
 // Config sets up the contract. Zero values get the defaults noted.
 type Config struct {
-	// WebhookHosts, if set, restricts webhooks to these host[:port]s.
+	// WebhookHosts, if set, restricts webhooks to these host[:port]s,
+	// matched exactly as the URL spells them. A listed host may resolve
+	// to any address, private ones included: the operator named it.
 	WebhookHosts []string
+	// AllowPrivateWebhooks lets webhooks reach loopback, private,
+	// link-local and other non-public addresses (baton serve --dev).
+	// Without it or WebhookHosts, only public addresses are dialled.
+	AllowPrivateWebhooks bool
 	// WebhookBackoff is the wait before each retry (default 1 s, 2 s: two
 	// retries, seed §12). WebhookTimeout bounds one attempt (default 5 s).
 	WebhookBackoff []time.Duration
 	WebhookTimeout time.Duration
-	// HTTPClient posts webhooks (default: a client with a 5 s timeout).
-	HTTPClient *http.Client
 }
 
 // Contract serves DayOne on one server. Make it with New and put it in
 // service.Config.Contracts.
 type Contract struct {
 	cfg      Config
+	client   *http.Client // posts webhooks: see webhookClient
 	srv      *service.Server
 	m        metrics
 	scenario map[string]string // scenario id -> bundled pack name
@@ -51,16 +56,13 @@ var _ service.Contract = (*Contract)(nil)
 
 // New makes the contract.
 func New(cfg Config) *Contract {
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second}
-	}
 	if cfg.WebhookBackoff == nil {
 		cfg.WebhookBackoff = []time.Duration{time.Second, 2 * time.Second}
 	}
 	if cfg.WebhookTimeout == 0 {
 		cfg.WebhookTimeout = 5 * time.Second
 	}
-	return &Contract{cfg: cfg, scenario: map[string]string{}}
+	return &Contract{cfg: cfg, client: webhookClient(cfg), scenario: map[string]string{}}
 }
 
 // Mount implements service.Contract: the routes, the webhook metrics, and
@@ -230,6 +232,9 @@ func (d *Contract) handleStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, pe := parseStartRequest(data, d.cfg.WebhookHosts)
+	if pe == nil {
+		pe = d.checkHookAddresses(req)
+	}
 	if pe != nil {
 		d.srv.WriteError(w, pe)
 		return
