@@ -22,8 +22,11 @@
 // finished session gets an end record and its file is renamed from
 // ID.wal to ID.done and made read-only.
 //
-// A torn or corrupt tail (power loss mid-write, a partial page) is detected
-// by length and CRC, reported, and truncated; it is never fatal.
+// A torn tail (a write the power cut short, which was never synced and so
+// never acknowledged) is detected by length and CRC, reported and
+// truncated. Invalid bytes anywhere else, or in a finished log, are
+// damage (DamageError): never truncated, always reported. The rule that
+// tells them apart is parse's, and docs/protocol.md states it.
 package wal
 
 import (
