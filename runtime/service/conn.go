@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -15,6 +16,26 @@ import (
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/runtime/internal/wal"
 )
+
+// Closing a connection. The close frame follows the replies already
+// queued, and the socket stays open a little after it, reading and
+// discarding what the client still sends: closing a socket with unread
+// data in it makes the kernel send a reset, and a reset can make the
+// client lose the close frame and the replies before it.
+const (
+	// closeFlush bounds writing the frames queued before the close frame.
+	closeFlush = 2 * time.Second
+	// closeWrite bounds writing the close frame itself.
+	closeWrite = time.Second
+	// closeDrain is how long the socket stays open after the close frame
+	// waiting for the client's own close frame (or its end of the stream).
+	closeDrain = 2 * time.Second
+	// idPeek is how much of a refused frame is read to find its id.
+	idPeek = 512
+)
+
+// errStopped ends the reader's loop after the decision to close.
+var errStopped = errors.New("connection closing")
 
 // conn is one WebSocket client. A reader goroutine parses frames and hands
 // inputs to the bound session's actor; a writer goroutine drains a bounded
@@ -27,29 +48,31 @@ type conn struct {
 
 	sendq   chan []byte
 	closing chan struct{}
-	once    sync.Once
-	code    int
-	reason  string
+	// ctx ends at the decision to close, so that a frame still waiting
+	// for room in a busy session's inbox is not delivered after it.
+	ctx      context.Context
+	cancel   context.CancelFunc
+	readDone chan struct{} // closed when the reader has stopped reading
+	once     sync.Once
+	code     int
+	reason   string
 	// flush asks the writer to send what is queued before closing.
 	flush bool
 
 	// reader-goroutine state
-	sess     *session
-	endedID  string // set when bound to a session that has ended
-	limiter  *bucket
-	rejected int
+	sess    *session
+	endedID string // set when bound to a session that has ended
+	limiter *bucket
+	refused rejectWindow
+	// unanswered counts refused frames dropped without a reply since the
+	// last rate_limited error.
+	unanswered int
 }
 
 func (srv *Server) serveWS(ws *websocket.Conn, remote string) {
-	c := &conn{
-		srv:     srv,
-		ws:      ws,
-		log:     srv.log.With("remote", remote),
-		sendq:   make(chan []byte, srv.cfg.SendQueue),
-		closing: make(chan struct{}),
-		limiter: newBucket(srv.cfg.EventRate, srv.cfg.EventBurst, srv.clock.Now()),
-	}
+	c := srv.newConn(ws, srv.log.With("remote", remote))
 	if !srv.addConn(c) {
+		c.cancel()
 		ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down"), time.Now().Add(time.Second))
 		ws.Close()
 		return
@@ -60,30 +83,66 @@ func (srv *Server) serveWS(ws *websocket.Conn, remote string) {
 	go c.readLoop()
 }
 
-// kill closes the connection with a close code and reason, once.
-func (c *conn) kill(code int, reason string, flush bool) {
+func (srv *Server) newConn(ws *websocket.Conn, log *slog.Logger) *conn {
+	c := &conn{
+		srv:      srv,
+		ws:       ws,
+		log:      log,
+		sendq:    make(chan []byte, srv.cfg.SendQueue),
+		closing:  make(chan struct{}),
+		readDone: make(chan struct{}),
+		limiter:  newBucket(srv.cfg.EventRate, srv.cfg.EventBurst, srv.clock.Now()),
+	}
+	c.ctx, c.cancel = context.WithCancel(srv.ctx)
+	return c
+}
+
+// kill decides to close the connection with a close code and reason. The
+// first decision wins; kill reports whether it was this one.
+func (c *conn) kill(code int, reason string, flush bool) bool {
+	won := false
 	c.once.Do(func() {
+		won = true
 		c.code, c.reason, c.flush = code, reason, flush
 		close(c.closing)
+		c.cancel()
 	})
+	return won
+}
+
+// stopped reports whether the connection has been decided to close.
+func (c *conn) stopped() bool {
+	select {
+	case <-c.closing:
+		return true
+	default:
+		return false
+	}
 }
 
 // enqueue queues a frame for sending; it never blocks. It reports false
 // when the connection is closing or was just closed for being too slow.
 func (c *conn) enqueue(b []byte) bool {
-	select {
-	case <-c.closing:
+	if c.stopped() {
 		return false
-	default:
 	}
 	select {
 	case c.sendq <- b:
 		return true
 	default:
-		c.srv.m.slowConsumers.Inc()
-		c.log.Warn("slow consumer disconnected", "queued", cap(c.sendq))
-		c.kill(websocket.CloseTryAgainLater, fmt.Sprintf("slow consumer: %d frames waiting; reconnect and resume", cap(c.sendq)), false)
+		c.slowConsumer("queue_full", fmt.Sprintf("slow consumer: %d frames waiting; reconnect and resume", cap(c.sendq)))
 		return false
+	}
+}
+
+// slowConsumer closes a connection whose client does not take what is
+// sent to it: its send queue filled up, a write to it timed out, or it
+// answered no ping for PongWait (see readLoop for how that is told apart
+// from a client that went away).
+func (c *conn) slowConsumer(cause, reason string) {
+	if c.kill(websocket.CloseTryAgainLater, reason, false) {
+		c.srv.m.slowConsumers.Inc()
+		c.log.Warn("slow consumer disconnected", "cause", cause, "queued", len(c.sendq))
 	}
 }
 
@@ -104,47 +163,92 @@ func (c *conn) writeLoop() {
 	}()
 	ping := time.NewTicker(c.srv.cfg.PingInterval)
 	defer ping.Stop()
-	write := func(b []byte) error {
-		c.ws.SetWriteDeadline(time.Now().Add(c.srv.cfg.WriteTimeout))
-		return c.ws.WriteMessage(websocket.TextMessage, b)
-	}
 	for {
 		select {
 		case b := <-c.sendq:
-			if err := write(b); err != nil {
-				c.kill(websocket.CloseAbnormalClosure, "write failed", false)
-				c.ws.Close()
+			if err := c.write(b, time.Now().Add(c.srv.cfg.WriteTimeout)); err != nil {
+				c.writeFailed("write", err)
 				return
 			}
 		case <-ping.C:
 			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.srv.cfg.WriteTimeout)); err != nil {
-				c.kill(websocket.CloseAbnormalClosure, "ping failed", false)
-				c.ws.Close()
+				c.writeFailed("ping", err)
 				return
 			}
 		case <-c.closing:
-			if c.flush {
-				for done := false; !done; {
-					select {
-					case b := <-c.sendq:
-						if write(b) != nil {
-							done = true
-						}
-					default:
-						done = true
-					}
-				}
-			}
-			if c.code != websocket.CloseAbnormalClosure {
-				c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.code, c.reason), time.Now().Add(time.Second))
-			}
-			// The reader is blocked in a read; closing the socket ends it.
-			c.ws.Close()
+			c.closeHandshake()
 			return
 		}
 	}
 }
 
+func (c *conn) write(b []byte, deadline time.Time) error {
+	c.ws.SetWriteDeadline(deadline)
+	return c.ws.WriteMessage(websocket.TextMessage, b)
+}
+
+// writeFailed closes a connection the writer cannot write to. A write
+// that timed out means the client stopped taking data: a slow consumer.
+// Any other failure means it is gone. Either way the socket can carry no
+// close frame any more.
+func (c *conn) writeFailed(what string, err error) {
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		c.slowConsumer("write_timeout", fmt.Sprintf("slow consumer: a %s waited %s to be written; reconnect and resume", what, c.srv.cfg.WriteTimeout))
+	} else {
+		c.kill(websocket.CloseAbnormalClosure, what+" failed", false)
+	}
+	c.ws.Close()
+}
+
+// closeHandshake runs on the writer once the connection is to close: the
+// queued frames (when asked to flush), the close frame, then a wait for
+// the reader to take the client's answer, and the socket is closed.
+func (c *conn) closeHandshake() {
+	defer c.ws.Close()
+	if c.code == websocket.CloseAbnormalClosure {
+		return
+	}
+	if c.flush {
+		deadline := time.Now().Add(closeFlush)
+		for done := false; !done; {
+			select {
+			case b := <-c.sendq:
+				if c.write(b, deadline) != nil {
+					return
+				}
+			default:
+				done = true
+			}
+		}
+	}
+	err := c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.code, c.reason), time.Now().Add(closeWrite))
+	if err != nil && !errors.Is(err, websocket.ErrCloseSent) {
+		return // nobody will read an answer to a close frame that was not sent
+	}
+	// The reader, which stopped applying frames at the decision, reads
+	// and discards until the client's close frame or this deadline.
+	c.ws.SetReadDeadline(time.Now().Add(closeDrain))
+	t := time.NewTimer(closeDrain + closeDrain/4)
+	defer t.Stop()
+	select {
+	case <-c.readDone:
+	case <-t.C:
+	}
+	c.log.Debug("connection closed", "code", c.code, "reason", c.reason)
+}
+
+// readLoop reads frames until the connection is to close, then drains
+// what the client still sends until the writer closes the socket.
+//
+// A client that sent nothing, not even a pong, for PongWait while pinged
+// every PingInterval is closed as a slow consumer (1013). From here a
+// client that stopped reading (its pings sit unread in its buffers) and
+// one whose host vanished without closing TCP look the same until the
+// kernel gives up on the peer, minutes later; either way the session must
+// stop feeding it, and a client that is merely not reading gets the close
+// code when it reads again. A client that is provably gone (the stream
+// ended, was reset, or a write failed other than by timing out) is closed
+// without being counted.
 func (c *conn) readLoop() {
 	defer c.srv.wg.Done()
 	defer func() {
@@ -154,6 +258,7 @@ func (c *conn) readLoop() {
 			c.kill(websocket.CloseInternalServerErr, "internal error; reconnect and resume", false)
 		}
 		c.kill(websocket.CloseNormalClosure, "", false)
+		close(c.readDone)
 		if c.sess != nil {
 			// If this fails, the actor drops the connection on its next send.
 			c.sess.tryPost(unsubMsg{c})
@@ -161,45 +266,187 @@ func (c *conn) readLoop() {
 		c.srv.removeConn(c)
 		c.srv.m.connections.Dec()
 	}()
-	soft := c.srv.cfg.MaxMessageBytes
-	c.ws.SetReadLimit(4 * soft)
+	c.ws.SetReadLimit(4 * c.srv.cfg.MaxMessageBytes)
 	c.ws.SetReadDeadline(time.Now().Add(c.srv.cfg.PongWait))
 	c.ws.SetPongHandler(func(string) error {
-		c.ws.SetReadDeadline(time.Now().Add(c.srv.cfg.PongWait))
+		if !c.stopped() {
+			c.ws.SetReadDeadline(time.Now().Add(c.srv.cfg.PongWait))
+		}
 		return nil
 	})
+	c.ws.SetPingHandler(c.onPing)
+	echo := c.ws.CloseHandler()
+	c.ws.SetCloseHandler(func(code int, text string) error {
+		if c.stopped() {
+			return nil // the writer sends this side's close frame after the queued replies
+		}
+		return echo(code, text)
+	})
+	err := c.readFrames()
+	switch {
+	case errors.Is(err, errStopped):
+		c.drain()
+	case errors.Is(err, websocket.ErrReadLimit):
+		// The websocket library has sent the close frame (1009) itself.
+		c.kill(websocket.CloseMessageTooBig, fmt.Sprintf("frame over %d bytes", 4*c.srv.cfg.MaxMessageBytes), false)
+		c.drainRaw()
+	case isTimeout(err) && !c.stopped():
+		c.slowConsumer("no_pong", fmt.Sprintf("slow consumer: no answer to pings for %s; reconnect and resume", c.srv.cfg.PongWait))
+		// If it reads again soon, its answers to the pings must not
+		// meet a closed socket (a reset) before it reaches the close.
+		c.drainRaw()
+	}
+	// Otherwise the client closed, went away, or the writer closed the
+	// socket: there is nothing to drain.
+}
+
+// readFrames reads and applies frames until an error or the decision to
+// close; a frame read after that decision is not applied.
+func (c *conn) readFrames() error {
 	for {
 		typ, r, err := c.ws.NextReader()
 		if err != nil {
-			if errors.Is(err, websocket.ErrReadLimit) {
-				c.kill(websocket.CloseMessageTooBig, fmt.Sprintf("frame over %d bytes", 4*soft), false)
-			}
-			return
+			return err
+		}
+		if c.stopped() {
+			return errStopped
 		}
 		c.ws.SetReadDeadline(time.Now().Add(c.srv.cfg.PongWait))
-		read := c.srv.clock.Now()
-		data, err := io.ReadAll(io.LimitReader(r, soft+1))
-		if err != nil {
-			if errors.Is(err, websocket.ErrReadLimit) {
-				c.kill(websocket.CloseMessageTooBig, fmt.Sprintf("frame over %d bytes", 4*soft), false)
-			}
+		if err := c.frame(typ, r, c.srv.clock.Now()); err != nil {
+			return err
+		}
+		if c.stopped() {
+			return errStopped
+		}
+	}
+}
+
+// drain reads and discards what the client sends after the decision to
+// close, until its close frame, the end of its stream or the deadline the
+// writer sets after the close frame.
+func (c *conn) drain() {
+	for {
+		_, r, err := c.ws.NextReader()
+		if err == nil {
+			_, err = io.Copy(io.Discard, r)
+		}
+		if err == nil {
+			continue
+		}
+		var ce *websocket.CloseError
+		if errors.As(err, &ce) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return
 		}
-		if int64(len(data)) > soft {
-			// Skip the rest; beyond the hard limit gorilla closes with 1009.
-			if _, err := io.Copy(io.Discard, r); err != nil {
-				c.kill(websocket.CloseMessageTooBig, fmt.Sprintf("frame over %d bytes", 4*soft), false)
-				return
-			}
-			c.sendError(salvageID(data), perr(CodeTooLarge, "frame is over the %d-byte limit; it was dropped", soft))
-			continue
+		if _, isNet := errors.AsType[net.Error](err); isNet || errors.Is(err, net.ErrClosed) {
+			return
 		}
-		if typ != websocket.TextMessage {
-			c.sendError("", perr(CodeBadFrame, "binary frames are not part of the protocol; send JSON text frames"))
-			continue
-		}
-		c.handle(data, read)
+		// The library gave up on the stream (a frame over the hard limit,
+		// a protocol error): the rest is drained as bytes.
+		c.drainRaw()
+		return
 	}
+}
+
+// drainRaw discards the bytes the client still sends, for closeDrain at
+// most; the writer may cut it short by closing the socket.
+func (c *conn) drainRaw() {
+	c.ws.SetReadDeadline(time.Now().Add(closeDrain))
+	io.Copy(io.Discard, c.ws.UnderlyingConn())
+}
+
+func isTimeout(err error) bool {
+	ne, ok := errors.AsType[net.Error](err)
+	return ok && ne.Timeout()
+}
+
+// onPing answers a client's ping. Pings are charged to the rate limit like
+// data frames, so a flood of them is refused and closed the same way.
+func (c *conn) onPing(data string) error {
+	if c.stopped() || !c.admit(c.srv.clock.Now()) {
+		return nil
+	}
+	// As the library's own handler: a failed pong is the writer's to find.
+	c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+	return nil
+}
+
+// admit charges one frame to the connection's rate limit. A refused
+// frame is counted; more than MaxRejected refused within rejectSpan close
+// the connection (1008). It reports whether the frame may be applied.
+func (c *conn) admit(now time.Time) bool {
+	if c.limiter.allow(now) {
+		return true
+	}
+	c.srv.m.rateLimited.Inc()
+	if n := c.refused.add(now); n > c.srv.cfg.MaxRejected {
+		if c.kill(websocket.ClosePolicyViolation, fmt.Sprintf("rate limit: %d frames refused within %s", n, rejectSpan), true) {
+			c.log.Warn("rate limit exceeded; connection closed", "refused", n, "within", rejectSpan)
+		}
+	}
+	return false
+}
+
+// frame handles one client data frame as the reader gets it, and is all
+// of what the reader does with one: it is charged to the rate limit
+// before anything else (malformed, oversized and binary frames too), then
+// read up to the size limit, parsed and applied. An error means the
+// stream cannot be read on (a frame over the hard size limit, a broken
+// connection).
+func (c *conn) frame(typ int, r io.Reader, read time.Time) error {
+	if !c.admit(read) {
+		return c.refuse(r)
+	}
+	soft := c.srv.cfg.MaxMessageBytes
+	data, err := io.ReadAll(io.LimitReader(r, soft+1))
+	if err != nil {
+		return err
+	}
+	if int64(len(data)) > soft {
+		// Skip the rest; beyond the hard limit the library closes with 1009.
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			return err
+		}
+		c.sendError(salvageID(data), perr(CodeTooLarge, "frame is over the %d-byte limit; it was dropped", soft))
+		return nil
+	}
+	if typ != websocket.TextMessage {
+		c.sendError("", perr(CodeBadFrame, "binary frames are not part of the protocol; send JSON text frames"))
+		return nil
+	}
+	c.handle(data, read)
+	return nil
+}
+
+// refuse drops a frame over the rate limit. It is answered with
+// rate_limited while the send queue is at most half full; beyond that
+// refused frames are dropped without an answer (and counted in the next
+// one), so a client flooding faster than it reads is closed for the
+// flood (1008), not as a slow consumer, and answers to its accepted
+// frames still find room.
+func (c *conn) refuse(r io.Reader) error {
+	answer := !c.stopped() && len(c.sendq) <= cap(c.sendq)/2
+	id := ""
+	if answer {
+		head, err := io.ReadAll(io.LimitReader(r, idPeek))
+		if err != nil {
+			return err
+		}
+		id = salvageID(head)
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return err
+	}
+	if !answer {
+		c.unanswered++
+		return nil
+	}
+	msg := fmt.Sprintf("more than %g frames a second (burst %d); frame dropped", c.srv.cfg.EventRate, c.srv.cfg.EventBurst)
+	if c.unanswered > 0 {
+		msg += fmt.Sprintf(" (and %d more without an answer since the last rate_limited error)", c.unanswered)
+		c.unanswered = 0
+	}
+	c.sendError(id, perr(CodeRateLimited, "%s", msg))
+	return nil
 }
 
 // handle processes one text frame.
@@ -209,15 +456,6 @@ func (c *conn) handle(data []byte, read time.Time) {
 		c.sendError(f.ID, pe)
 		return
 	}
-	if !c.limiter.allow(c.srv.clock.Now()) {
-		c.rejected++
-		c.sendError(f.ID, perr(CodeRateLimited, "more than %g frames a second (burst %d); frame dropped", c.srv.cfg.EventRate, c.srv.cfg.EventBurst))
-		if c.rejected >= c.srv.cfg.MaxRejected {
-			c.kill(websocket.ClosePolicyViolation, fmt.Sprintf("rate limit exceeded %d times in a row", c.rejected), true)
-		}
-		return
-	}
-	c.rejected = 0
 	switch f.Type {
 	case FramePing:
 		c.enqueue(mustJSON(PongFrame{Type: FramePong, ID: f.ID}))
@@ -301,9 +539,7 @@ func (c *conn) boundSession(frameID string) *session {
 }
 
 func (c *conn) post(s *session, frameID string, m *evMsg) {
-	ctx, cancel := context.WithCancel(c.srv.ctx)
-	defer cancel()
-	if pe := s.post(ctx, m); pe != nil {
+	if pe := s.post(c.ctx, m); pe != nil {
 		if pe.Code == CodeSessionEnded {
 			c.endedID, c.sess = s.id, nil
 		}
@@ -324,7 +560,7 @@ func (c *conn) resume(frameID, id string, last uint64) {
 			break
 		}
 		reply := make(chan *ProtoError, 1)
-		if pe := s.post(c.srv.ctx, &subMsg{frameID: frameID, c: c, lastSeq: last, reply: reply}); pe != nil {
+		if pe := s.post(c.ctx, &subMsg{frameID: frameID, c: c, lastSeq: last, reply: reply}); pe != nil {
 			if pe.Code == CodeSessionEnded {
 				continue // it ended just now: answer from its finished log
 			}

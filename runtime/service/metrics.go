@@ -32,6 +32,7 @@ type metrics struct {
 	recoveries       *prometheus.CounterVec
 	panics           *prometheus.CounterVec
 	slowConsumers    prometheus.Counter
+	rateLimited      prometheus.Counter
 	resumes          *prometheus.CounterVec
 	eventToEffectSec prometheus.Histogram
 	warnings         *prometheus.CounterVec
@@ -63,7 +64,8 @@ func newMetrics() *metrics {
 	m.walTruncations = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_wal_tail_truncations_total", Help: "Torn or corrupt log tails cut off during recovery."})
 	m.recoveries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_recoveries_total", Help: "Session recoveries from the write-ahead log, by result."}, []string{"result"})
 	m.panics = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_panics_total", Help: "Recovered panics, by where they happened."}, []string{"where"})
-	m.slowConsumers = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_slow_consumer_disconnects_total", Help: "Connections closed because their send queue was full."})
+	m.slowConsumers = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_slow_consumer_disconnects_total", Help: "Connections closed because their client did not take what was sent: a full send queue, a write that timed out, or no answer to pings for the pong wait."})
+	m.rateLimited = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_websocket_frames_rate_limited_total", Help: "WebSocket frames (pings included) dropped by the per-connection rate limit, answered with rate_limited or not."})
 	m.resumes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_resumes_total", Help: "Session resumes, by how missed effects were found."}, []string{"source"})
 	m.eventToEffectSec = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "baton_event_to_first_effect_seconds", Help: "From a candidate event being read to its first effect being queued for sending.", Buckets: latencyBuckets})
 	m.warnings = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_pack_warnings_total", Help: "Notes a pack emitted with level: warning (a setup job failed and defaults were used, say), by pack and rule."}, []string{"pack", "rule"})
@@ -73,7 +75,7 @@ func newMetrics() *metrics {
 		m.sessionsActive, m.sessionsStarted, m.sessionsEnded, m.connections, m.events, m.inputs, m.effects,
 		m.clientErrors, m.stepSeconds, m.adapterSeconds, m.adapterErrors, m.adapterInflight,
 		m.walSyncSeconds, m.walErrors, m.walTruncations, m.recoveries, m.panics,
-		m.slowConsumers, m.resumes, m.eventToEffectSec, m.warnings, m.guardrails, m.flags,
+		m.slowConsumers, m.rateLimited, m.resumes, m.eventToEffectSec, m.warnings, m.guardrails, m.flags,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/runtime/events"
@@ -105,8 +107,60 @@ type ProtoError struct {
 
 func (e *ProtoError) Error() string { return e.Code + ": " + e.Message }
 
+// Error messages echo what the client sent only in part, so a frame
+// cannot make its own answer large: a quoted value is cut to maxEcho bytes
+// and a whole message to maxErrorMessage.
+const (
+	maxEcho         = 64
+	maxErrorMessage = 1024
+)
+
 func perr(code, format string, args ...any) *ProtoError {
-	return &ProtoError{Code: code, Message: fmt.Sprintf(format, args...)}
+	return &ProtoError{Code: code, Message: clipMessage(fmt.Sprintf(format, args...))}
+}
+
+// clip shortens s to at most n bytes, at a character boundary, and marks
+// the cut with an ellipsis.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+// clipMessage cuts every Go-quoted string in msg (how messages here and
+// in the engine quote what a client sent, names and values alike) to
+// maxEcho bytes, then the message to maxErrorMessage.
+func clipMessage(msg string) string {
+	if !strings.Contains(msg, `"`) {
+		return clip(msg, maxErrorMessage)
+	}
+	var b strings.Builder
+	for rest := msg; ; {
+		i := strings.IndexByte(rest, '"')
+		if i < 0 {
+			b.WriteString(rest)
+			break
+		}
+		b.WriteString(rest[:i])
+		rest = rest[i:]
+		q, err := strconv.QuotedPrefix(rest)
+		if err != nil {
+			b.WriteByte('"')
+			rest = rest[1:]
+			continue
+		}
+		rest = rest[len(q):]
+		if v, err := strconv.Unquote(q); err == nil && len(v) > maxEcho {
+			q = strconv.Quote(clip(v, maxEcho))
+		}
+		b.WriteString(q)
+	}
+	return clip(b.String(), maxErrorMessage)
 }
 
 // parseFrame decodes and checks one client frame. On error it still
@@ -137,7 +191,7 @@ func parseFrame(data []byte) (*ClientFrame, *ProtoError) {
 			if field == "" {
 				field = "frame"
 			}
-			return &ClientFrame{ID: id}, perr(CodeBadFrame, "field %s: want %s, got %s", field, typ.Type, typ.Value)
+			return &ClientFrame{ID: id}, perr(CodeBadFrame, "field %s: want %s, got %s", clip(field, maxEcho), typ.Type, clip(typ.Value, maxEcho))
 		case strings.HasPrefix(err.Error(), "json: unknown field"):
 			return &ClientFrame{ID: id}, perr(CodeBadFrame, "%s", strings.TrimPrefix(err.Error(), "json: "))
 		default:
@@ -243,6 +297,8 @@ func checkFields(f *ClientFrame) *ProtoError {
 		return perr(CodeBadFrame, "tool_call needs tool {id, name, args, role}")
 	case f.Type == FrameAgentTranscript && (f.Agent == nil || f.Agent.Role == "" || f.Agent.Text == ""):
 		return perr(CodeBadFrame, "agent_transcript needs agent {role, text}")
+	case len(f.Reason) > engine.MaxReason:
+		return perr(CodeBadFrame, "reason is longer than %d bytes", engine.MaxReason)
 	}
 	var extra []string
 	for _, name := range f.setFields() {

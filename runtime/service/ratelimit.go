@@ -32,3 +32,46 @@ func (b *bucket) allow(now time.Time) bool {
 	}
 	return false
 }
+
+// rejectSpan is the window over which a connection's refused frames are
+// counted against Config.MaxRejected.
+const rejectSpan = 10 * time.Second
+
+// rejectWindow counts refused frames over a sliding window of rejectSpan
+// in one-second steps. A count of refusals in a row would reset whenever a
+// token came back, so a client pacing itself just over the rate would
+// never be closed; a count over time cannot be dodged that way.
+type rejectWindow struct {
+	counts [rejectSpan / time.Second]int
+	// head is the second (since the first refusal) counts[head%len] holds.
+	head    int64
+	start   time.Time
+	started bool
+	total   int
+}
+
+// add records one refusal at now and returns how many fell within the
+// window, this one included.
+func (w *rejectWindow) add(now time.Time) int {
+	if !w.started {
+		w.start, w.started = now, true
+	}
+	sec := int64(now.Sub(w.start) / time.Second)
+	if sec < w.head {
+		sec = w.head // the clock went back: count it in the current second
+	}
+	n := int64(len(w.counts))
+	if sec-w.head >= n {
+		// A quiet spell as long as the window: everything has expired.
+		w.counts, w.total, w.head = [len(w.counts)]int{}, 0, sec
+	}
+	for w.head < sec {
+		// The slot of the second leaving the window becomes the new one.
+		w.head++
+		w.total -= w.counts[w.head%n]
+		w.counts[w.head%n] = 0
+	}
+	w.counts[sec%n]++
+	w.total++
+	return w.total
+}
