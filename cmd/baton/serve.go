@@ -40,6 +40,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rate := fl.Float64("rate", 20, "client frames per second per connection (token bucket rate)")
 	burst := fl.Int("burst", 40, "token bucket burst")
 	sendQueue := fl.Int("send-queue", 128, "frames queued for a client before it is disconnected as too slow")
+	maxConns := fl.Int("max-conns", 20000, "open connections at once, HTTP and WebSocket; more are answered 503 too_many_connections (0: no cap)")
+	maxConnsPerIP := fl.Int("max-conns-per-ip", 256, "open connections from one client address (an IPv6 /64 counts as one); loopback is exempt (0: no cap)")
+	readTimeout := fl.Duration("read-timeout", 30*time.Second, "time to read one HTTP request, headers and body (0: none; WebSockets are kept by ping/pong instead)")
+	writeTimeout := fl.Duration("write-timeout", 30*time.Second, "time to write one HTTP answer (0: none; not WebSockets)")
+	idleTimeout := fl.Duration("idle-timeout", 60*time.Second, "time an idle keep-alive HTTP connection is kept open (0: none)")
 	llmLatency := fl.String("llm-latency", "pack", "simulated model latency: a duration such as 300ms, or \"pack\" for the pack's dry-run latency")
 	llmScript := fl.String("llm", "", "\"gemini\" for the real model (GEMINI_API_KEY or GOOGLE_API_KEY), or scripted replies for the simulated model (YAML or JSON lines, as for dryrun)")
 	baseURL := fl.String("base-url", "", "with -llm gemini: the API base URL")
@@ -108,10 +113,19 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("%s: %w", *llmScript, err)
 		}
 	}
+	if min(*readTimeout, *writeTimeout, *idleTimeout) < 0 {
+		return errors.New("-read-timeout, -write-timeout and -idle-timeout must not be negative (0 turns a timeout off)")
+	}
+	if *maxConns < 0 || *maxConnsPerIP < 0 {
+		return errors.New("-max-conns and -max-conns-per-ip must not be negative (0 turns the cap off)")
+	}
 	cfg := service.Config{
 		DataDir: *data, Token: *token, Dev: *dev, Origins: origins, Packs: scenarios.FS, PackRoots: packRoots,
 		Logger: logger, MaxMessageBytes: *maxMsg, EventRate: *rate, EventBurst: *burst, SendQueue: *sendQueue,
 		MaxOpenLogs: *maxOpen, NoSync: *noSync, LazySync: *syncMode == "external",
+		// The Config takes zero for its default and a negative value for off.
+		MaxConns: offIfZero(*maxConns), MaxConnsPerIP: offIfZero(*maxConnsPerIP),
+		HTTPReadTimeout: offIfZero(*readTimeout), HTTPWriteTimeout: offIfZero(*writeTimeout), HTTPIdleTimeout: offIfZero(*idleTimeout),
 	}
 	cfg.Contracts = []service.Contract{dayone.New(dayone.Config{WebhookHosts: hookHosts})}
 	cfg.Model = service.SimModel(latency, replies)
@@ -153,4 +167,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintln(stdout, "stopped")
 	return nil
+}
+
+// offIfZero maps a flag's 0 (off) to the Config's -1 (off); the Config
+// reads 0 as "use the default".
+func offIfZero[T int | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
 }

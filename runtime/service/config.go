@@ -81,6 +81,31 @@ type Config struct {
 	// InboxTimeout is how long a client waits for a busy session before
 	// getting a busy error (default 5 s).
 	InboxTimeout time.Duration
+
+	// The rest apply to Serve; a caller serving Handler itself sets its
+	// own. Negative values turn a limit off.
+	//
+	// HTTPReadTimeout bounds reading one plain HTTP request, headers and
+	// body (default 30 s); HTTPWriteTimeout bounds writing its answer
+	// (default 30 s); HTTPIdleTimeout closes a keep-alive connection that
+	// sends no next request (default 60 s). A WebSocket leaves all three
+	// behind at the upgrade: PingInterval, PongWait and WriteTimeout keep
+	// it instead.
+	HTTPReadTimeout  time.Duration
+	HTTPWriteTimeout time.Duration
+	HTTPIdleTimeout  time.Duration
+	// MaxConns caps open connections, HTTP (idle keep-alive ones too) and
+	// WebSocket (default 20000: twice the 10,000 sessions the service is
+	// measured at). Connections over it are answered 503
+	// too_many_connections and closed.
+	MaxConns int
+	// MaxConnsPerIP caps the open connections of one client address, an
+	// IPv6 /64 counting as one address (default 256). Loopback clients
+	// are exempt unless LimitLoopback is set: local load tests open
+	// thousands, and a reverse proxy on the same host (which should cap
+	// its own clients) would otherwise be held to one client's share.
+	MaxConnsPerIP int
+	LimitLoopback bool
 }
 
 func (c *Config) setDefaults() error {
@@ -108,6 +133,11 @@ func (c *Config) setDefaults() error {
 	setDefault(&c.ResumeRing, 16)
 	setDefault(&c.LLMGrace, 2*time.Second)
 	setDefault(&c.InboxTimeout, 5*time.Second)
+	setDefault(&c.HTTPReadTimeout, 30*time.Second)
+	setDefault(&c.HTTPWriteTimeout, 30*time.Second)
+	setDefault(&c.HTTPIdleTimeout, 60*time.Second)
+	setDefault(&c.MaxConns, 20000)
+	setDefault(&c.MaxConnsPerIP, 256)
 	if c.Model == nil {
 		c.Model = SimModel(-1, nil)
 	}

@@ -21,7 +21,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
+	"path/filepath"
 	goruntime "runtime" // the Go runtime, not baton's runtime/ packages
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,6 +62,10 @@ type Server struct {
 	ready    atomic.Bool
 	upgrader websocket.Upgrader
 	mux      *http.ServeMux
+	limits   *connLimiter
+	// private are directories whose paths errors sent to clients must
+	// not show (clientText).
+	private []string
 }
 
 // New opens the data directory (locking it) and prepares a server. It
@@ -85,6 +92,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	srv.limits = newConnLimiter(&srv.cfg, srv.m.reg)
+	srv.private = privateDirs(cfg.DataDir)
 	srv.ctx, srv.cancel = context.WithCancel(context.Background())
 	srv.upgrader = websocket.Upgrader{
 		ReadBufferSize:  1024,
@@ -94,7 +103,11 @@ func New(cfg Config) (*Server, error) {
 		HandshakeTimeout: 10 * time.Second,
 		CheckOrigin:      srv.originAllowed,
 		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
-			httpError(w, status, CodeBadFrame, reason.Error())
+			code := CodeBadFrame
+			if status == http.StatusForbidden {
+				code = CodeForbiddenOrigin // the upgrader's only 403
+			}
+			httpError(w, status, code, reason.Error())
 		},
 	}
 	srv.mux = srv.routes()
@@ -109,7 +122,8 @@ func New(cfg Config) (*Server, error) {
 
 // Handler serves the WebSocket API at /ws, /metrics, /healthz, /readyz,
 // /debug/stats and /debug/pprof/ (profiles, behind the token like
-// everything but health), and the routes of every mounted contract.
+// everything but health), and the routes of every mounted contract. The
+// connection caps and HTTP timeouts are Serve's, not the handler's.
 func (srv *Server) Handler() http.Handler { return srv.mux }
 
 func (srv *Server) routes() *http.ServeMux {
@@ -130,6 +144,7 @@ func (srv *Server) routes() *http.ServeMux {
 func (srv *Server) RequireToken(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !srv.authorized(r, false) {
+			closeUnread(w, r)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
 			httpError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token")
 			return
@@ -174,7 +189,8 @@ func (srv *Server) AllowOrigins(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" {
 			if !srv.originAllowed(r) {
-				httpError(w, http.StatusForbidden, CodeUnauthorized, fmt.Sprintf("origin %q is not allowed", truncate(origin, 100)))
+				closeUnread(w, r)
+				httpError(w, http.StatusForbidden, CodeForbiddenOrigin, fmt.Sprintf("origin %q is not allowed", truncate(origin, 100)))
 				return
 			}
 			w.Header().Set("Access-Control-Allow-Origin", origin)
@@ -186,8 +202,26 @@ func (srv *Server) AllowOrigins(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// closeUnread makes a refusal sent before the request body is read close
+// the connection at once. Otherwise net/http reads the rest of the body,
+// before the answer to keep the connection alive and after it to finish
+// the request, at whatever pace the client sends it: an unauthenticated
+// client could hold the answer back, or the connection open, for the
+// whole read timeout. The read deadline only ends reading; the answer is
+// still written.
+func closeUnread(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 {
+		return
+	}
+	w.Header().Set("Connection", "close")
+	// An error means a writer without deadlines (a test recorder); the
+	// close above still applies.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+}
+
 func (srv *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	if !srv.authorized(r, true) {
+		closeUnread(w, r)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
 		httpError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token")
 		return
@@ -298,7 +332,8 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 		return nil, perr(CodeSessionExists, "session %s has already run to its end; pick a new id", sp.sessionID)
 	case err != nil:
 		srv.m.walErrors.Inc()
-		return nil, perr(CodeStorage, "could not create the session log: %v", err)
+		srv.log.Error("could not create a session log", "session_id", sp.sessionID, "err", err)
+		return nil, perr(CodeStorage, "could not create the session log: %s", srv.clientText(err))
 	}
 	s := newSession(srv, hdr, sp.host, p)
 	s.wl, s.eng, s.base, s.model = wl, engine.New(p, hdr.Options), now, model
@@ -395,7 +430,17 @@ func (srv *Server) removeConn(c *conn) {
 }
 
 // finishedState re-derives a finished session's effects after seq last.
+// Its errors are fit for clients: they name no server directory.
 func (srv *Server) finishedState(id string, last uint64) ([]EffectFrame, *SessionState, error) {
+	frames, st, err := srv.rederiveFinished(id, last)
+	if err != nil {
+		srv.log.Error("could not re-derive a finished session", "session_id", id, "err", err)
+		return nil, nil, errors.New(srv.clientText(err))
+	}
+	return frames, st, nil
+}
+
+func (srv *Server) rederiveFinished(id string, last uint64) ([]EffectFrame, *SessionState, error) {
 	path := srv.dir.DonePath(id)
 	rec, err := wal.ReadFile(path)
 	if err != nil {
@@ -424,16 +469,27 @@ func (srv *Server) finishedState(id string, last uint64) ([]EffectFrame, *Sessio
 // Serve serves on ln until ctx ends, then shuts down gracefully: it stops
 // accepting, closes every WebSocket with 1001 and a reason, stops the
 // sessions (their logs stay live for the next start) and releases the
-// data directory.
+// data directory. It holds connections to the caps and HTTP requests to
+// the timeouts of the Config.
 func (srv *Server) Serve(ctx context.Context, ln net.Listener) error {
+	headerTimeout := 10 * time.Second
+	if rt := srv.cfg.HTTPReadTimeout; rt > 0 {
+		headerTimeout = min(headerTimeout, rt)
+	}
+	// The read and write deadlines these set stop at a WebSocket upgrade:
+	// net/http clears a connection's deadlines when it is hijacked, and
+	// conn.go sets its own from then on.
 	hs := &http.Server{
 		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: headerTimeout,
+		ReadTimeout:       srv.cfg.HTTPReadTimeout,
+		WriteTimeout:      srv.cfg.HTTPWriteTimeout,
+		IdleTimeout:       srv.cfg.HTTPIdleTimeout,
 		ErrorLog:          slog.NewLogLogger(srv.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return srv.ctx },
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(srv.limits.wrap(ln)) }()
 	select {
 	case err := <-errc:
 		srv.Shutdown(context.Background())
@@ -487,6 +543,35 @@ func (srv *Server) Shutdown(ctx context.Context) error {
 // Pack opens a pack the way clients name it (bundled name or permitted
 // folder); tools use it to replay a session's log.
 func (srv *Server) Pack(ref string) (*rules.Pack, error) { return srv.packs.open(ref) }
+
+// privateDirs are the absolute paths of the data directory and the
+// working directory, longest first so that one inside the other is cut
+// whole. The root is left out: cutting "/" would mangle every message.
+func privateDirs(dataDir string) []string {
+	var dirs []string
+	if abs, err := filepath.Abs(dataDir); err == nil {
+		dirs = append(dirs, abs)
+	}
+	if wd, err := os.Getwd(); err == nil {
+		dirs = append(dirs, wd)
+	}
+	dirs = slices.DeleteFunc(dirs, func(d string) bool { return len(d) <= 1 || d == filepath.VolumeName(d)+string(filepath.Separator) })
+	slices.SortFunc(dirs, func(a, b string) int { return len(b) - len(a) })
+	return slices.Compact(dirs)
+}
+
+// clientText is err's message as a client may see it: files under the
+// data or working directory are named relative to it, and the directory
+// itself is not named, so an error does not tell where the server runs.
+// The server's log keeps the whole error.
+func (srv *Server) clientText(err error) string {
+	msg := err.Error()
+	for _, d := range srv.private {
+		msg = strings.ReplaceAll(msg, d+string(filepath.Separator), "")
+		msg = strings.ReplaceAll(msg, d, ".")
+	}
+	return msg
+}
 
 type httpErrorBody struct {
 	OK    bool `json:"ok"`

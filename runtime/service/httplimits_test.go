@@ -1,0 +1,227 @@
+package service
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// bodyContract mounts a route shaped like the DayOne contract's: origin
+// check, then token, then a body read. It counts the requests that got
+// past the token.
+type bodyContract struct{ reached atomic.Int32 }
+
+func (b *bodyContract) Mount(srv *Server, mux *http.ServeMux) error {
+	mux.HandleFunc("POST /test/body", srv.AllowOrigins(srv.RequireToken(func(w http.ResponseWriter, r *http.Request) {
+		b.reached.Add(1)
+		data, pe := srv.ReadBody(w, r)
+		if pe != nil {
+			srv.WriteError(w, pe)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "bytes": len(data)})
+	})))
+	return nil
+}
+
+func (b *bodyContract) Watch(*Session) EffectHook { return nil }
+
+// trickle sends the headers of a POST whose body keeps arriving a byte at
+// a time and never ends (until stop, or the server closes).
+func (h *httpConn) trickle(headers string) (stop func()) {
+	h.t.Helper()
+	h.write("POST /test/body HTTP/1.1\r\nHost: baton\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n" + headers + "\r\n")
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if _, err := h.c.Write([]byte("x")); err != nil {
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// A refusal on a route with a body comes before the body is read, and
+// closes the connection: the read timeout here is far beyond the test's
+// wait, so only answering unread passes.
+func TestRefusalDoesNotWaitForTrickledBody(t *testing.T) {
+	bc := &bodyContract{}
+	s := serveTest(t, func(c *Config) {
+		c.Dev, c.Token, c.Origins = false, "tok", []string{"https://app.example.com"}
+		c.HTTPReadTimeout = time.Hour
+		c.Contracts = []Contract{bc}
+	})
+	for _, tc := range []struct {
+		name, headers string
+		status        int
+		code          string
+	}{
+		{"no token", "", http.StatusUnauthorized, CodeUnauthorized},
+		{"wrong token", "Authorization: Bearer nope\r\n", http.StatusUnauthorized, CodeUnauthorized},
+		{"other origin", "Authorization: Bearer tok\r\nOrigin: https://evil.example.com\r\n", http.StatusForbidden, CodeForbiddenOrigin},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := s.connect()
+			stop := h.trickle(tc.headers)
+			defer stop()
+			resp, body := h.response()
+			if resp.StatusCode != tc.status || errorCode(t, body) != tc.code {
+				t.Fatalf("%d %s, want %d %s", resp.StatusCode, body, tc.status, tc.code)
+			}
+			if !resp.Close {
+				t.Error("refusal does not close the connection")
+			}
+			h.waitClosed()
+		})
+	}
+	if n := bc.reached.Load(); n != 0 {
+		t.Errorf("%d refused requests reached the handler", n)
+	}
+}
+
+// An authorized body that trickles is cut off at the read timeout.
+func TestTrickledBodyCutAtReadTimeout(t *testing.T) {
+	bc := &bodyContract{}
+	s := serveTest(t, func(c *Config) {
+		c.Dev, c.Token = false, "tok"
+		c.HTTPReadTimeout = 300 * time.Millisecond
+		c.Contracts = []Contract{bc}
+	})
+	h := s.connect()
+	stop := h.trickle("Authorization: Bearer tok\r\n")
+	defer stop()
+	h.c.SetReadDeadline(time.Now().Add(waitLimit))
+	resp, err := http.ReadResponse(h.r, nil)
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		t.Fatalf("no answer to a trickled body within %s", waitLimit)
+	case err == nil:
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode < 400 {
+			t.Fatalf("trickled body answered %d %s", resp.StatusCode, body)
+		}
+		h.waitClosed()
+	}
+	// Otherwise the server closed without an answer, which is also a cut.
+	if n := bc.reached.Load(); n != 1 {
+		t.Errorf("handler reached %d times, want 1", n)
+	}
+}
+
+func TestIdleKeepAliveClosed(t *testing.T) {
+	s := serveTest(t, func(c *Config) { c.HTTPIdleTimeout = 200 * time.Millisecond })
+	h := s.connect()
+	if resp, body := h.get("/healthz"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	h.waitClosed()
+}
+
+// A WebSocket is hijacked from the HTTP server, which clears the HTTP
+// deadlines: it lives on many times the HTTP timeouts. The client is
+// quiet for longer than PongWait at a time, so the connection also needs
+// the server's pings and the client's pongs to keep going.
+func TestWebSocketOutlivesHTTPTimeouts(t *testing.T) {
+	const httpTimeout, pongWait = 100 * time.Millisecond, time.Second
+	s := serveTest(t, func(c *Config) {
+		c.HTTPReadTimeout, c.HTTPWriteTimeout, c.HTTPIdleTimeout = httpTimeout, httpTimeout, httpTimeout
+		c.PingInterval, c.PongWait = 50*time.Millisecond, pongWait
+	})
+	ws := mustDialWS(t, s.wsURL(), nil)
+	for _, id := range []string{"p1", "p2"} {
+		time.Sleep(pongWait + pongWait/2)
+		ws.send(map[string]any{"id": id, "type": "ping"})
+		if f := ws.reply(id); f.Type != FramePong {
+			t.Fatalf("ping %s answered %s", id, f.Type)
+		}
+	}
+}
+
+func TestRefusedOriginCode(t *testing.T) {
+	s := serveTest(t, func(c *Config) {
+		c.Dev, c.Token, c.Origins = false, "tok", []string{"https://app.example.com"}
+	})
+	_, resp, err := dialURL(t, s.wsURL(), http.Header{"Authorization": {"Bearer tok"}, "Origin": {"https://evil.example.com"}})
+	if err == nil || resp == nil {
+		t.Fatalf("handshake from another origin: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusForbidden || errorCode(t, body) != CodeForbiddenOrigin {
+		t.Fatalf("%d %s, want 403 %s", resp.StatusCode, body, CodeForbiddenOrigin)
+	}
+}
+
+// Serve's shutdown closes WebSockets with 1001 and idle keep-alive
+// connections, and returns.
+func TestServeShutdownWithLimits(t *testing.T) {
+	s := serveTest(t)
+	ws := mustDialWS(t, s.wsURL(), nil)
+	ws.send(map[string]any{"id": "p", "type": "ping"})
+	ws.reply("p")
+	h := s.connect()
+	if resp, body := h.get("/healthz"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if err := s.shutdown(); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if ce := ws.waitClose(); ce.Code != websocket.CloseGoingAway {
+		t.Errorf("WebSocket closed with %d, want %d", ce.Code, websocket.CloseGoingAway)
+	}
+	h.waitClosed()
+}
+
+// Errors about session logs name files, never the directories the
+// server runs in.
+func TestLogErrorsHideDirectories(t *testing.T) {
+	h := newHarness(t)
+	abs, err := filepath.Abs(h.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hidden := func(f ServerFrame, file string) {
+		t.Helper()
+		if strings.Contains(f.Message, abs) || strings.Contains(f.Message, wd) {
+			t.Errorf("error shows a server directory: %s", f.Message)
+		}
+		if !strings.Contains(f.Message, file) {
+			t.Errorf("error does not name %s: %s", file, f.Message)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(h.dir, "gone.done"), []byte("not a log"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := h.dial(nil)
+	c.send(map[string]any{"id": "r", "type": "resume", "session_id": "gone"})
+	hidden(c.expectError("r", CodeInternal), "gone.done")
+
+	// With the data directory gone, creating a log fails.
+	if err := os.RemoveAll(h.dir); err != nil {
+		t.Fatal(err)
+	}
+	c.send(startFrame("s", "fresh"))
+	hidden(c.expectError("s", CodeStorage), "fresh.wal")
+}
