@@ -49,6 +49,9 @@ type compiler struct {
 	// inputCheck is set while guardrails.input is checked: the only place
 	// refuse and redact mean something.
 	inputCheck bool
+	// exprs and exprText count the expressions compiled so far and their
+	// text, against MaxExprs and MaxExprText.
+	exprs, exprText int
 }
 
 func compile(p *Pack, errs *ErrorList) {
@@ -343,6 +346,9 @@ func (c *compiler) compileExpr(x *Expr, asBool bool) {
 	if x.Src == "" {
 		return
 	}
+	if !c.exprWithinLimits(x) {
+		return
+	}
 	opts := append([]expr.Option{expr.Env(c.p.env.decl)}, exprFunctions()...)
 	if asBool {
 		opts = append(opts, expr.AsBool())
@@ -365,10 +371,37 @@ func (c *compiler) compileExpr(x *Expr, asBool bool) {
 			"type *rules.SessionView", "session", "type rules.SessionView", "session",
 			"type *rules.FloorView", "floor", "type rules.FloorView", "floor",
 			"type *rules.ReplyView", "reply", "type rules.ReplyView", "reply").Replace(msg)
-		c.errorf(pos, "expression %q: %s", x.Src, msg)
+		c.errorf(pos, "expression %q: %s", clip(x.Src), msg)
 		return
 	}
 	x.prog = prog
+}
+
+// exprWithinLimits keeps compiling a pack's expressions bounded: past a
+// limit an expression is reported and not compiled.
+func (c *compiler) exprWithinLimits(x *Expr) bool {
+	c.exprs++
+	c.exprText += len(x.Src)
+	switch {
+	case c.exprs == MaxExprs+1:
+		c.errorf(x.Pos, "more than %d expressions in the pack; move repeated logic into a script function", MaxExprs)
+		return false
+	case c.exprs > MaxExprs:
+		return false
+	case len(x.Src) > MaxExprLen:
+		c.errorf(x.Pos, "expression %q is %d bytes long; at most %d (a script function can hold longer logic)", clip(x.Src), len(x.Src), MaxExprLen)
+		return false
+	case c.exprText > MaxExprText && c.exprText-len(x.Src) <= MaxExprText:
+		c.errorf(x.Pos, "the pack's expressions are longer than %d bytes together; move long logic into script functions", MaxExprText)
+		return false
+	case c.exprText > MaxExprText:
+		return false
+	}
+	if n := exprNesting(x.Src); n > MaxExprNesting {
+		c.errorf(x.Pos, "expression %q nests brackets %d deep; at most %d", clip(x.Src), n, MaxExprNesting)
+		return false
+	}
+	return true
 }
 
 func (c *compiler) keywords(pos Pos, what string, list []string) *text.Keywords {

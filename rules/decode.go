@@ -61,8 +61,8 @@ func resolve(n *yaml.Node) *yaml.Node {
 // pairs lists a mapping's key/value pairs with YAML merge keys expanded:
 // `<<: *shared` (or a list of aliases) brings in the keys of the merged
 // mappings that the mapping does not set itself, so authors can share
-// role settings. Merged mappings may merge in turn; cycles are impossible
-// in YAML's alias model.
+// role settings. Merged mappings may merge in turn; a merge of a mapping
+// into itself never reaches here (checkTree refuses alias cycles).
 func (d *decoder) pairs(n *yaml.Node) [][2]*yaml.Node {
 	var own, merged [][2]*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -91,16 +91,17 @@ func (d *decoder) pairs(n *yaml.Node) [][2]*yaml.Node {
 		}
 		own = append(own, [2]*yaml.Node{k, v})
 	}
+	if len(merged) == 0 {
+		return own
+	}
 	out := own
+	have := make(map[string]bool, len(own)+len(merged))
+	for _, o := range own {
+		have[o[0].Value] = true
+	}
 	for _, m := range merged {
-		dup := false
-		for _, o := range out {
-			if o[0].Value == m[0].Value {
-				dup = true
-				break
-			}
-		}
-		if !dup {
+		if !have[m[0].Value] {
+			have[m[0].Value] = true
 			out = append(out, m)
 		}
 	}
@@ -117,7 +118,7 @@ func kindName(n *yaml.Node) string {
 		if n.Tag == "!!null" {
 			return "null"
 		}
-		return fmt.Sprintf("%q", n.Value)
+		return fmt.Sprintf("%q", clip(n.Value))
 	}
 	return "an unexpected node"
 }
@@ -335,7 +336,7 @@ func DecodeFile(file string, data []byte, v any) error {
 		return fmt.Errorf("rules.DecodeFile: want a non-nil pointer, got %T", v)
 	}
 	var errs ErrorList
-	root, _, err := parseFile(oneFile(data), file, &errs)
+	root, _, err := parseFile(oneFile(data), file, MaxYAML, &errs)
 	if err != nil {
 		return err
 	}

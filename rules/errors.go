@@ -36,7 +36,14 @@ func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
 type ErrorList []*Error
 
 func (l *ErrorList) add(p Pos, format string, args ...any) {
-	*l = append(*l, &Error{Pos: p, Msg: fmt.Sprintf(format, args...)})
+	switch {
+	case len(*l) < maxErrors:
+		*l = append(*l, &Error{Pos: p, Msg: fmt.Sprintf(format, args...)})
+	case len(*l) == maxErrors:
+		// A list this long is one mistake repeated; a bound keeps a large
+		// broken file from costing memory without end.
+		*l = append(*l, &Error{Pos: p, Msg: fmt.Sprintf("more than %d problems; fix these first", maxErrors)})
+	}
 }
 
 func (l ErrorList) Error() string {

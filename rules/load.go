@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"reflect"
@@ -24,9 +25,6 @@ import (
 // PackFile is the file a pack folder must contain.
 const PackFile = "pack.yaml"
 
-// maxFileSize bounds what Load reads so a hostile pack cannot exhaust memory.
-const maxFileSize = 4 << 20
-
 // Load reads the pack in folder dir of fsys (pack.yaml plus the files it
 // includes), checks it, and compiles every expression. The error, if any,
 // is an ErrorList naming every problem as file:line:col.
@@ -42,9 +40,13 @@ func Load(fsys fs.FS, dir string) (*Pack, error) {
 	return p, err
 }
 
-// LoadFS loads a pack whose folder is the root of fsys.
+// LoadFS loads a pack whose folder is the root of fsys. Every file is read
+// through the pack's own view of fsys, which refuses names that a symbolic
+// link takes outside the folder; the Pack's FS is that view too, so pack
+// tests and the dry run read what the load checked.
 func LoadFS(fsys fs.FS) (*Pack, error) {
 	var errs ErrorList
+	fsys = packFS{fsys}
 	p := &Pack{FS: fsys}
 	h := sha256.New()
 	hashFile := func(name string, data []byte) {
@@ -52,10 +54,12 @@ func LoadFS(fsys fs.FS) (*Pack, error) {
 		h.Write(data)
 	}
 
-	root, data, err := parseFile(fsys, PackFile, &errs)
+	yamlLeft := int64(MaxYAML)
+	root, data, err := parseFile(fsys, PackFile, yamlLeft, &errs)
 	if err != nil {
 		return nil, err
 	}
+	yamlLeft -= int64(len(data))
 	hashFile(PackFile, data)
 	if root == nil {
 		return nil, errs.Err()
@@ -90,17 +94,29 @@ func LoadFS(fsys fs.FS) (*Pack, error) {
 		var inc []string
 		d := &decoder{file: s.file, errs: &errs}
 		d.decode(s.val, refValue(&inc))
+		at := Pos{File: s.file, Line: s.val.Line, Col: s.val.Column}
+		if len(inc) > MaxIncludes {
+			errs.add(at, "include lists %d files; at most %d", len(inc), MaxIncludes)
+			continue
+		}
+		included := map[string]bool{}
 		for _, name := range inc {
 			clean := path.Clean(name)
 			if !fs.ValidPath(clean) || clean == PackFile || !strings.HasSuffix(clean, ".yaml") && !strings.HasSuffix(clean, ".yml") {
-				errs.add(Pos{File: s.file, Line: s.val.Line, Col: s.val.Column}, "include %q: must be a .yaml file inside the pack folder", name)
+				errs.add(at, "include %q: must be a .yaml file inside the pack folder", clip(name))
 				continue
 			}
-			n, data, err := parseFile(fsys, clean, &errs)
+			if included[clean] {
+				errs.add(at, "include %q: listed twice", clean)
+				continue
+			}
+			included[clean] = true
+			n, data, err := parseFile(fsys, clean, yamlLeft, &errs)
 			if err != nil {
-				errs.add(Pos{File: s.file, Line: s.val.Line, Col: s.val.Column}, "include %q: %v", name, err)
+				errs.add(at, "include %q: %v", name, err)
 				continue
 			}
+			yamlLeft -= int64(len(data))
 			hashFile(clean, data)
 			if n != nil {
 				collect(clean, n)
@@ -133,7 +149,7 @@ func LoadFS(fsys fs.FS) (*Pack, error) {
 	}
 
 	if p.DryRun.Candidate != "" {
-		if data, err := readFile(fsys, p.DryRun.Candidate); err != nil {
+		if data, err := readFile(fsys, p.DryRun.Candidate, MaxFileSize); err != nil {
 			errs.add(Pos{File: PackFile}, "dryrun.candidate: %v", err)
 		} else {
 			hashFile(p.DryRun.Candidate, data)
@@ -148,7 +164,7 @@ func LoadFS(fsys fs.FS) (*Pack, error) {
 			errs.add(a.Pos, "attachment %s: file must be a path inside the pack folder", a.ID)
 			continue
 		}
-		data, err := readFile(fsys, clean)
+		data, err := readFile(fsys, clean, MaxFileSize)
 		if err != nil {
 			errs.add(a.Pos, "attachment %s: %v", a.ID, err)
 			continue
@@ -180,19 +196,32 @@ const ScriptsDir = "scripts"
 // loadScripts compiles scripts/*.js in name order; they share one global
 // scope, as script tags on a page do.
 func loadScripts(fsys fs.FS, errs *ErrorList, hash func(string, []byte)) []*script.File {
+	// Glob skips a folder it cannot read, so a scripts folder that links
+	// outside the pack would look empty; say so instead.
+	if _, err := fs.Stat(fsys, ScriptsDir); errors.Is(err, ErrOutsidePack) {
+		errs.add(Pos{File: ScriptsDir}, "%v", pathErr(err))
+		return nil
+	}
 	names, err := fs.Glob(fsys, ScriptsDir+"/*.js")
 	if err != nil {
 		errs.add(Pos{File: ScriptsDir}, "%v", err)
 		return nil
 	}
 	slices.Sort(names)
+	if len(names) > MaxScriptFiles {
+		errs.add(Pos{File: ScriptsDir}, "%d scripts; a pack has at most %d", len(names), MaxScriptFiles)
+		return nil
+	}
 	var out []*script.File
+	left := int64(MaxScripts)
 	for _, name := range names {
-		data, err := readFile(fsys, name)
+		data, err := readFile(fsys, name, min(MaxScript, left))
 		if err != nil {
+			err = overBudget(err, name, ScriptsDir+"/*.js", MaxScripts, MaxScript, left)
 			errs.add(Pos{File: name}, "%v", err)
 			continue
 		}
+		left -= int64(len(data))
 		hash(name, data)
 		f, serrs := script.Compile(name, string(data))
 		for _, e := range serrs {
@@ -211,31 +240,82 @@ func LoadBytes(data []byte) (*Pack, error) {
 	return LoadFS(fstest.MapFS{PackFile: {Data: data}})
 }
 
-func readFile(fsys fs.FS, name string) ([]byte, error) {
-	f, err := fsys.Open(name)
+// readFile reads one pack file of at most limit bytes. Only regular files
+// are read: a named pipe would block the load and a device never ends.
+func readFile(fsys fs.FS, name string, limit int64) ([]byte, error) {
+	st, err := fs.Stat(fsys, name)
 	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
+		return nil, pathErr(err)
 	}
 	if st.IsDir() {
 		return nil, fmt.Errorf("%s is a folder", name)
 	}
-	if st.Size() > maxFileSize {
-		return nil, fmt.Errorf("%s is larger than %d bytes", name, maxFileSize)
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", name)
 	}
-	return fs.ReadFile(fsys, name)
+	if st.Size() > limit {
+		return nil, tooLarge(name, limit)
+	}
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, pathErr(err)
+	}
+	defer f.Close()
+	// The size can change after Stat: read no more than the limit anyway.
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, tooLarge(name, limit)
+	}
+	return data, nil
+}
+
+// tooLargeError is readFile's error for a file over its limit, so callers
+// whose limit is what a shared budget has left can say so.
+type tooLargeError struct {
+	name  string
+	limit int64
+}
+
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("%s is larger than %d bytes", e.name, e.limit)
+}
+
+func tooLarge(name string, limit int64) error { return &tooLargeError{name, limit} }
+
+// overBudget explains a file refused because files read before it used up
+// their shared budget of total bytes (what), when what was left of it was
+// below the one-file limit; it passes other errors through.
+func overBudget(err error, name, what string, total, oneFile, left int64) error {
+	var tl *tooLargeError
+	if errors.As(err, &tl) && left < oneFile {
+		return fmt.Errorf("%s: %s are larger than %d bytes together", name, what, total)
+	}
+	return err
+}
+
+// pathErr drops the "open NAME:" wrapper from a link refusal, whose
+// message names the file already.
+func pathErr(err error) error {
+	var o *outsideError
+	if errors.As(err, &o) {
+		return o
+	}
+	return err
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // parseFile parses one YAML file. Syntax errors are added to errs; the
 // returned error is only for files that cannot be read at all.
-func parseFile(fsys fs.FS, name string, errs *ErrorList) (*yaml.Node, []byte, error) {
-	data, err := readFile(fsys, name)
+func parseFile(fsys fs.FS, name string, limit int64, errs *ErrorList) (*yaml.Node, []byte, error) {
+	if limit < 0 {
+		limit = 0
+	}
+	data, err := readFile(fsys, name, limit)
+	err = overBudget(err, name, PackFile+" and the files it includes", MaxYAML, MaxYAML, limit)
 	if errors.Is(err, fs.ErrNotExist) && name == PackFile {
 		return nil, nil, ErrNotPack
 	}
@@ -253,6 +333,9 @@ func parseFile(fsys fs.FS, name string, errs *ErrorList) (*yaml.Node, []byte, er
 			msg = strings.TrimPrefix(msg, "yaml: ")
 		}
 		errs.add(Pos{File: name, Line: line, Col: 1}, "YAML syntax: %s", msg)
+		return nil, data, nil
+	}
+	if !checkTree(name, &root, errs) {
 		return nil, data, nil
 	}
 	return &root, data, nil

@@ -3,9 +3,13 @@ package rules_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"unicode/utf8"
 
 	"github.com/batonhq/baton/rules"
@@ -109,4 +113,189 @@ func FuzzTemplate(f *testing.F) {
 func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// writeFiles writes name -> content under dir; a content starting with
+// "->" makes a symbolic link to the rest.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if target, ok := strings.CutPrefix(content, "->"); ok {
+			err = os.Symlink(filepath.FromSlash(target), p)
+		} else {
+			err = os.WriteFile(p, []byte(content), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A pack is its folder: a file or folder that a symbolic link takes
+// outside it is refused, named where the pack refers to it, whether the
+// folder is read through os.DirFS or os.Root; links that stay inside are
+// followed.
+func TestLinksOutsideThePack(t *testing.T) {
+	top := t.TempDir()
+	writeFiles(t, top, map[string]string{
+		"secret/passwd.csv": "root:x:0:0\n",
+		"secret/evil.js":    "function evil() { return 1; }\n",
+		"secret/roles.yaml": "roles: {qa: {persona: p}}\n",
+		"secret/cand.jsonl": "{}\n",
+		"pack/pack.yaml": `name: links
+duration: 1m
+include: [roles.yaml]
+roles: {ba: {persona: p}}
+scenario:
+  attachments:
+    abs: files/abs.csv
+    up: files/up.csv
+    dir: outside/passwd.csv
+    ok: files/ok.csv
+dryrun:
+  candidate: cand.jsonl
+`,
+		"pack/files/abs.csv":   "->" + filepath.ToSlash(filepath.Join(top, "secret/passwd.csv")),
+		"pack/files/up.csv":    "->../../secret/passwd.csv",
+		"pack/outside":         "->../secret",
+		"pack/data/ok.csv":     "a,b\n",
+		"pack/files/ok.csv":    "->../data/./ok.csv",
+		"pack/roles.yaml":      "->../secret/roles.yaml",
+		"pack/cand.jsonl":      "->../secret/cand.jsonl",
+		"pack/scripts/evil.js": "->../../secret/evil.js",
+	})
+	dir := filepath.Join(top, "pack")
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	want := []string{
+		`cand.jsonl is a symbolic link that leads outside the pack folder`,
+		`include "roles.yaml": roles.yaml is a symbolic link that leads outside the pack folder; copy what it points to into the pack instead of linking to it`,
+		`pack.yaml:7:5: attachment abs: files/abs.csv is a symbolic link that leads outside the pack folder`,
+		`pack.yaml:8:5: attachment up: files/up.csv is a symbolic link that leads outside the pack folder`,
+		`pack.yaml:9:5: attachment dir: outside/passwd.csv: folder outside is a symbolic link that leads outside the pack folder; copy what it points to into the pack instead of linking to it`,
+		`scripts/evil.js: scripts/evil.js is a symbolic link that leads outside the pack folder`,
+	}
+	for name, fsys := range map[string]fs.FS{"DirFS": os.DirFS(dir), "Root": root.FS()} {
+		t.Run(name, func(t *testing.T) {
+			_, err := rules.Load(fsys, ".")
+			var el rules.ErrorList
+			if !errors.As(err, &el) {
+				t.Fatalf("want problems, got %v", err)
+			}
+			for _, w := range want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("no problem %q in:\n%v", w, err)
+				}
+			}
+			if strings.Contains(err.Error(), "attachment ok") || strings.Contains(err.Error(), top) {
+				t.Errorf("a link inside the pack refused, or a path outside named:\n%v", err)
+			}
+			if len(el) != len(want) {
+				t.Errorf("%d problems, want %d:\n%v", len(el), len(want), err)
+			}
+		})
+	}
+
+	// Without the links it loads, and a link inside the pack reads the
+	// file it points to.
+	for _, name := range []string{"files/abs.csv", "files/up.csv", "outside", "roles.yaml", "cand.jsonl", "scripts/evil.js"} {
+		os.Remove(filepath.Join(dir, filepath.FromSlash(name)))
+	}
+	writeFiles(t, dir, map[string]string{"pack.yaml": "name: links\nduration: 1m\nroles: {ba: {persona: p}}\nscenario:\n  attachments: {ok: files/ok.csv}\n"})
+	p, err := rules.Load(root.FS(), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(p.Scenario.Attachments[0].Data); got != "a,b\n" {
+		t.Fatalf("linked attachment read %q", got)
+	}
+
+	// A scripts folder that leads out is named, not read as empty.
+	if err := os.RemoveAll(filepath.Join(dir, "scripts")); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dir, map[string]string{"scripts": "->../secret"})
+	if _, err := rules.Load(os.DirFS(dir), "."); err == nil || !strings.Contains(err.Error(), "scripts: scripts is a symbolic link that leads outside the pack folder") {
+		t.Fatalf("scripts folder outside the pack: %v", err)
+	}
+}
+
+// Every load ends soon and in little memory, whatever the pack holds:
+// each of these once took seconds, ran out of stack or grew without end,
+// and is now refused with its reason at its place.
+func TestLoadBounded(t *testing.T) {
+	const head = "name: x\nduration: 1m\nroles: {a: {persona: p}}\n"
+	laughs := func(levels int) string {
+		var b strings.Builder
+		b.WriteString("name: x\nduration: 1m\nl0: &l0 {persona: p, voice: v}\n")
+		for i := 1; i < levels; i++ {
+			fmt.Fprintf(&b, "l%d: &l%d {<<: [", i, i)
+			for j := range 10 {
+				if j > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "*l%d", i-1)
+			}
+			b.WriteString("]}\n")
+		}
+		fmt.Fprintf(&b, "roles: {a: *l%d}\n", levels-1)
+		return b.String()
+	}
+	for _, tc := range []struct{ name, src, want string }{
+		{"merge into itself", "roles: &a {<<: *a}\n", "pack.yaml:1:16: alias *a is inside the node it names"},
+		{"alias in itself", "name: &a [*a]\n", "pack.yaml:1:11: alias *a is inside the node it names"},
+		{"billion laughs", laughs(9), "pack.yaml:12:12: aliases expand this file by more than 262144 values and characters"},
+		{"deep nesting", head + "scenario: {context: {a: " + strings.Repeat("[", 70) + strings.Repeat("]", 70) + "}}\n", "nested more than 64 levels deep"},
+		{"deep through aliases", head + "x: &x " + strings.Repeat("[", 40) + strings.Repeat("]", 40) + "\nscenario: {context: {a: " + strings.Repeat("[", 30) + "*x" + strings.Repeat("]", 30) + "}}\n",
+			"pack.yaml:5:55: nested more than 64 levels deep (aliases followed)"},
+		{"deep brackets", head + "end: [{id: e, reason: r, when: '" + strings.Repeat("(", 5000) + "1" + strings.Repeat(")", 5000) + " > 0'}]\n",
+			"is 10005 bytes long; at most 4096"},
+		{"nested brackets", head + "end: [{id: e, reason: r, when: '" + strings.Repeat("[", 40) + strings.Repeat("]", 40) + " != nil'}]\n",
+			`nests brackets 40 deep; at most 32`},
+		{"many expressions", head + "templates: {x: '" + strings.Repeat("${1}", 5000) + "'}\n", "more than 4096 expressions in the pack"},
+		{"long expressions", head + "end:\n" + strings.Repeat("- {id: e, reason: r, when: '"+strings.Repeat("1+", 2000)+"1 > 0'}\n", 70), "the pack's expressions are longer than 262144 bytes together"},
+		{"many problems", head + "routing: [" + strings.Repeat("1, ", 5000) + "]\n", "more than 1000 problems; fix these first"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := rules.LoadBytes([]byte(tc.src))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %.2000v\nwant %q", err, tc.want)
+			}
+			var el rules.ErrorList
+			if !errors.As(err, &el) || len(el) > 1001 {
+				t.Fatalf("want at most 1001 problems, got %d", len(el))
+			}
+		})
+	}
+
+	// Scripts: one file and all of them together are bounded, and so is
+	// pack.yaml with its includes.
+	js := "function f(a) { return " + strings.Repeat("a+", 6000) + "1; }\n"
+	files := fstest.MapFS{"pack.yaml": {Data: []byte(head + "include: [a.yaml, b.yaml, a.yaml]\n")},
+		"a.yaml":       {Data: []byte("tick: 100ms\n")},
+		"b.yaml":       {Data: []byte("# " + strings.Repeat("x", rules.MaxYAML) + "\n")},
+		"scripts/a.js": {Data: []byte(js + strings.Repeat("// pad\n", 1000))},
+	}
+	for _, name := range []string{"b", "c", "d", "e", "f", "g"} {
+		files["scripts/"+name+".js"] = &fstest.MapFile{Data: []byte(strings.ReplaceAll(js, "f(", name+"(")[:len(js)])}
+	}
+	_, err := rules.LoadFS(files)
+	for _, want := range []string{
+		`pack.yaml:4:10: include "a.yaml": listed twice`,
+		`pack.yaml:4:10: include "b.yaml": b.yaml: pack.yaml and the files it includes are larger than 4194304 bytes together`,
+		`scripts/a.js: scripts/a.js is larger than 16384 bytes`,
+		`scripts/g.js: scripts/g.js: scripts/*.js are larger than 65536 bytes together`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("no problem %q in:\n%.3000v", want, err)
+		}
+	}
 }

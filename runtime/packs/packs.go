@@ -13,6 +13,9 @@
 // The bundled packs come from an fs.FS (scenarios.FS in the binary), one
 // folder each at its root, so the resolver serves any set of packs and
 // nothing here depends on which ones ship.
+//
+// A folder is opened as an os.Root, so no file of the pack, however its
+// symbolic links point, is read from outside the folder.
 package packs
 
 import (
@@ -33,10 +36,18 @@ import (
 type Resolver struct {
 	// Bundled holds the bundled packs, one folder each at its root.
 	Bundled fs.FS
-	// Folder, if set, is asked before a folder is opened, with its
-	// absolute path; an error refuses it. The server uses it to keep
-	// clients inside --packs.
-	Folder func(abs string) error
+	// Folder, if set, opens pack folders in place of os.OpenRoot. It is
+	// given the folder's absolute path with every symbolic link resolved,
+	// so a link that leads out of an allowed place is judged by where it
+	// leads, and returns the folder as a root, or an error to refuse it
+	// (one matching fs.ErrNotExist reads as "no pack.yaml there"). The
+	// server uses it to keep clients inside --packs.
+	Folder func(real string) (*os.Root, error)
+	// Show, if set, is how errors name a folder reference in place of the
+	// reference itself. The server passes folders by absolute path and
+	// names them relative to its pack roots, so no error tells a client
+	// where they are on its disk.
+	Show func(ref string) string
 }
 
 // Names lists the bundled packs: the folders at the root of Bundled that
@@ -75,6 +86,7 @@ func (r *Resolver) IsBundled(ref string) bool {
 // Open loads the pack ref names. A folder's pack has Dir set to ref, so
 // pack tests can rewrite its golden files; a bundled pack has no Dir.
 func (r *Resolver) Open(ref string) (*rules.Pack, error) {
+	shown := r.show(ref)
 	switch {
 	case ref == "":
 		return nil, errors.New("no pack named: give a pack folder or a bundled pack name")
@@ -85,40 +97,72 @@ func (r *Resolver) Open(ref string) (*rules.Pack, error) {
 		}
 		return p, prefix(ref, err)
 	case IsPath(ref):
-		return r.openFolder(ref, func() error {
-			why := fmt.Sprintf("%s: no %s there", ref, rules.PackFile)
+		return r.openFolder(ref, shown, func() error {
+			why := fmt.Sprintf("%s: no %s there", shown, rules.PackFile)
 			if base := filepath.Base(ref); slices.Contains(r.Names(), base) {
 				why += fmt.Sprintf(" (a path names a folder; for the bundled pack write %s)", base)
 			}
 			return errors.New(why)
 		})
 	}
-	return r.openFolder(ref, func() error {
+	return r.openFolder(ref, shown, func() error {
 		return fmt.Errorf("%s: no bundled pack of that name (bundled: %s) and no folder %s with a %s",
-			ref, strings.Join(r.Names(), ", "), ref, rules.PackFile)
+			shown, strings.Join(r.Names(), ", "), shown, rules.PackFile)
 	})
 }
 
-// openFolder loads the pack in folder dir; missing explains a folder
-// without a pack.yaml.
-func (r *Resolver) openFolder(dir string, missing func() error) (*rules.Pack, error) {
+func (r *Resolver) show(ref string) string {
+	if r.Show == nil || ref == "" {
+		return ref
+	}
+	return r.Show(ref)
+}
+
+// openFolder loads the pack in folder dir, named shown in errors; missing
+// explains a folder without a pack.yaml.
+func (r *Resolver) openFolder(dir, shown string, missing func() error) (*rules.Pack, error) {
+	real, err := RealPath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("pack folder %s: %w", shown, err)
+	}
+	open := os.OpenRoot
 	if r.Folder != nil {
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			return nil, fmt.Errorf("pack folder %s: %w", dir, err)
-		}
-		if err := r.Folder(abs); err != nil {
-			return nil, err
-		}
+		open = r.Folder
 	}
-	if st, err := os.Stat(filepath.Join(dir, rules.PackFile)); err != nil || st.IsDir() {
+	root, err := open(real)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, missing()
+	case err != nil && r.Folder != nil:
+		return nil, fmt.Errorf("%s: %w", shown, err)
+	case err != nil:
+		return nil, fmt.Errorf("pack folder %s: %w", shown, err)
 	}
-	p, err := rules.Load(os.DirFS(dir), ".")
-	if p != nil {
-		p.Dir = dir
+	// The pack keeps the root open: pack tests and the dry run read its
+	// files later, through the same root.
+	p, err := rules.Load(root.FS(), ".")
+	if err != nil {
+		root.Close()
+		if errors.Is(err, rules.ErrNotPack) {
+			return nil, missing()
+		}
+		return nil, prefix(shown, err)
 	}
-	return p, prefix(dir, err)
+	p.Dir = dir
+	return p, nil
+}
+
+// RealPath is dir made absolute with its symbolic links resolved, or,
+// for a path that does not exist (yet), made absolute only.
+func RealPath(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real, nil
+	}
+	return abs, nil
 }
 
 func prefix(dir string, err error) error {

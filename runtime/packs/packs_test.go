@@ -91,17 +91,22 @@ func TestFolderGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	var asked []string
-	r := &Resolver{Bundled: os.DirFS(bundled), Folder: func(abs string) error {
-		asked = append(asked, abs)
-		return errors.New("folders are not allowed here")
+	r := &Resolver{Bundled: os.DirFS(bundled), Folder: func(real string) (*os.Root, error) {
+		asked = append(asked, real)
+		return nil, errors.New("folders are not allowed here")
 	}}
 	if _, err := r.Open("hotseat"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Open(filepath.Join(bundled, "hotseat")); err == nil || err.Error() != "folders are not allowed here" {
+	folder := filepath.Join(bundled, "hotseat")
+	if _, err := r.Open(folder); err == nil || err.Error() != folder+": folders are not allowed here" {
 		t.Fatalf("folder not refused: %v", err)
 	}
-	if !slices.Equal(asked, []string{filepath.Join(bundled, "hotseat")}) {
+	real, err := filepath.EvalSymlinks(folder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(asked, []string{real}) {
 		t.Fatalf("guard asked about %v", asked)
 	}
 }
@@ -121,5 +126,107 @@ func TestNamesFromTheFS(t *testing.T) {
 	}
 	if (&Resolver{}).Names() != nil {
 		t.Fatal("a resolver without bundled packs lists some")
+	}
+}
+
+// linkedPacks makes top/elsewhere/secret.csv and, under top/packs, a pack
+// "leaky" whose attachment links to it, a pack "ok", and "evil", a link
+// to the folder top/elsewhere/pack.
+func linkedPacks(t *testing.T) (top string) {
+	t.Helper()
+	top = t.TempDir()
+	const pack = "name: p\nduration: 1m\nroles: {qa: {persona: p}}\n"
+	files := map[string]string{
+		"elsewhere/secret.csv":     "root:x:0:0\n",
+		"elsewhere/pack/pack.yaml": pack,
+		"packs/ok/pack.yaml":       pack,
+		"packs/leaky/pack.yaml":    pack + "scenario:\n  attachments: {passwd: files/passwd.csv}\n",
+	}
+	for name, data := range files {
+		p := filepath.Join(top, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links := map[string]string{
+		"packs/leaky/files/passwd.csv": "../../../elsewhere/secret.csv",
+		"packs/evil":                   filepath.Join(top, "elsewhere", "pack"),
+	}
+	for name, target := range links {
+		p := filepath.Join(top, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return top
+}
+
+// The guard is asked about where a folder really is, so a link inside an
+// allowed place that leads out of it is judged by where it leads.
+func TestFolderGuardSeesThroughLinks(t *testing.T) {
+	top := linkedPacks(t)
+	allowed, err := filepath.EvalSymlinks(filepath.Join(top, "packs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	r := &Resolver{Folder: func(real string) (*os.Root, error) {
+		asked = append(asked, real)
+		if real != allowed && !strings.HasPrefix(real, allowed+string(filepath.Separator)) {
+			return nil, errors.New("outside")
+		}
+		return os.OpenRoot(real)
+	}}
+	if _, err := r.Open(filepath.Join(top, "packs", "ok")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Open(filepath.Join(top, "packs", "evil")); err == nil || !strings.HasSuffix(err.Error(), ": outside") {
+		t.Fatalf("a link out of the allowed folder was opened: %v", err)
+	}
+	elsewhere, _ := filepath.EvalSymlinks(filepath.Join(top, "elsewhere", "pack"))
+	if len(asked) != 2 || asked[1] != elsewhere {
+		t.Fatalf("guard asked about %v, want the link's target %s last", asked, elsewhere)
+	}
+}
+
+// Files of a folder pack are read inside it: an attachment that links out
+// is refused, named as the pack wrote it, on the command line's resolver
+// too (baton check opens packs with it).
+func TestFolderFilesStayInside(t *testing.T) {
+	top := linkedPacks(t)
+	r := &Resolver{}
+	dir := filepath.Join(top, "packs", "leaky")
+	_, err := r.Open(dir)
+	want := filepath.Join(dir, "pack.yaml") + ":5:17: attachment passwd: files/passwd.csv is a symbolic link that leads outside the pack folder"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v\nwant %q", err, want)
+	}
+	// A folder named through a link is the user's own choice on the
+	// command line: it opens where the link leads.
+	p, err := r.Open(filepath.Join(top, "packs", "evil"))
+	if err != nil || p.Name != "p" {
+		t.Fatalf("linked folder: %v", err)
+	}
+}
+
+// Show names folder references in errors, so a server can keep its own
+// paths out of what it tells clients.
+func TestShowNamesFolders(t *testing.T) {
+	top := linkedPacks(t)
+	r := &Resolver{Show: func(ref string) string { return "<" + filepath.Base(ref) + ">" }}
+	for _, tc := range []struct{ ref, want string }{
+		{filepath.Join(top, "packs", "none"), "<none>: no pack.yaml there"},
+		{filepath.Join(top, "packs", "leaky"), "pack <leaky> has 1 problem(s):\n" + filepath.Join("<leaky>", "pack.yaml") + ":5:17: attachment passwd"},
+	} {
+		_, err := r.Open(tc.ref)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), top) {
+			t.Errorf("Open(%s) = %v, want %q and no %s", tc.ref, err, tc.want, top)
+		}
 	}
 }

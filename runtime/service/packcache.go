@@ -3,6 +3,7 @@ package service
 import (
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,21 +17,46 @@ import (
 // rule, the same as the command line's.
 type packCache struct {
 	refs    *packs.Resolver
-	roots   []string // folders under which clients may name pack paths
-	anyPath bool     // --dev: any folder
+	roots   []packRoot // folders under which clients may name pack paths
+	anyPath bool       // --dev: any folder
 	mu      sync.Mutex
-	byRef   map[string]*rules.Pack
+	byRef   map[string]*packLoad
+}
+
+// packRoot is one --packs folder.
+type packRoot struct {
+	abs  string   // as given, made absolute: what clients' paths are shown against
+	real string   // with symbolic links resolved: what folders are checked against
+	root *os.Root // pack folders are opened through it, so none escapes it
+}
+
+// packLoad is one pack, loaded or being loaded; done is closed when p or
+// err is set.
+type packLoad struct {
+	done chan struct{}
+	p    *rules.Pack
+	err  error
 }
 
 func newPackCache(bundled fs.FS, roots []string, anyPath bool) (*packCache, error) {
-	c := &packCache{anyPath: anyPath, byRef: map[string]*rules.Pack{}}
-	c.refs = &packs.Resolver{Bundled: bundled, Folder: c.folderAllowed}
+	c := &packCache{anyPath: anyPath, byRef: map[string]*packLoad{}}
+	c.refs = &packs.Resolver{Bundled: bundled, Folder: c.openFolder, Show: c.show}
 	for _, r := range roots {
 		abs, err := filepath.Abs(r)
 		if err != nil {
 			return nil, fmt.Errorf("pack root %s: %w", r, err)
 		}
-		c.roots = append(c.roots, abs)
+		// Resolved once, here: a folder a client names is allowed when
+		// where it really is lies under where a root really is.
+		real, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return nil, fmt.Errorf("pack root %s: %w", r, err)
+		}
+		root, err := os.OpenRoot(real)
+		if err != nil {
+			return nil, fmt.Errorf("pack root %s: %w", r, err)
+		}
+		c.roots = append(c.roots, packRoot{abs: abs, real: real, root: root})
 	}
 	// Bundled packs load at start-up, so a broken one stops the server
 	// here rather than failing its first session.
@@ -56,29 +82,81 @@ func (c *packCache) canonical(ref string) string {
 }
 
 // open returns the pack named by ref: a bundled pack, or a folder that is
-// inside an allowed root (any folder with anyPath).
+// inside an allowed root (any folder with anyPath). Its errors go to
+// clients, so they name folders as show does. A pack loads once however
+// many sessions ask for it at the same time, and loading one pack does
+// not hold up sessions of others; a pack that fails to load is tried
+// again next time, as its folder may have been fixed.
 func (c *packCache) open(ref string) (*rules.Pack, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if p, ok := c.byRef[ref]; ok {
-		return p, nil
+	if l, ok := c.byRef[ref]; ok {
+		c.mu.Unlock()
+		<-l.done
+		return l.p, l.err
 	}
-	p, err := c.refs.Open(ref)
-	if err != nil {
-		return nil, err
+	l := &packLoad{done: make(chan struct{})}
+	c.byRef[ref] = l
+	c.mu.Unlock()
+
+	defer close(l.done)
+	l.p, l.err = c.refs.Open(ref)
+	if l.err != nil {
+		c.mu.Lock()
+		delete(c.byRef, ref)
+		c.mu.Unlock()
 	}
-	c.byRef[ref] = p
-	return p, nil
+	return l.p, l.err
 }
 
-func (c *packCache) folderAllowed(abs string) error {
-	if c.anyPath {
-		return nil
-	}
+// openFolder opens the pack folder whose resolved path is real, through
+// the --packs root that holds it: os.Root refuses any path that leaves
+// the root, so a folder swapped for a link after this check is still
+// refused.
+func (c *packCache) openFolder(real string) (*os.Root, error) {
 	for _, r := range c.roots {
-		if abs == r || strings.HasPrefix(abs, r+string(filepath.Separator)) {
-			return nil
+		if rel, ok := within(r.real, real); ok {
+			return r.root.OpenRoot(rel)
 		}
 	}
-	return fmt.Errorf("pack %q is not a bundled pack (%s) and pack folders outside --packs are not allowed", truncate(abs, 80), strings.Join(c.refs.Names(), ", "))
+	if c.anyPath {
+		return os.OpenRoot(real)
+	}
+	return nil, fmt.Errorf("not a bundled pack (bundled: %s), and pack folders outside --packs are not allowed", strings.Join(c.refs.Names(), ", "))
+}
+
+// show names a pack reference in errors for clients: a folder under a
+// root as the root's last element and the path below it ("packs/hr"),
+// another under the working directory relative to it, and any other by
+// its last element only. The server's absolute paths stay in its log.
+func (c *packCache) show(ref string) string {
+	if !packs.IsPath(ref) && !filepath.IsAbs(ref) {
+		return ref
+	}
+	abs, err := filepath.Abs(ref)
+	if err != nil {
+		return "…/" + filepath.Base(ref)
+	}
+	for _, r := range c.roots {
+		for _, base := range []string{r.abs, r.real} {
+			if rel, ok := within(base, abs); ok {
+				return filepath.Join(filepath.Base(r.abs), rel)
+			}
+		}
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if rel, ok := within(wd, abs); ok {
+			return rel
+		}
+	}
+	return "…/" + filepath.Base(abs)
+}
+
+// within reports whether path is base or below it, and the path from
+// base to it.
+func within(base, path string) (string, bool) {
+	rel, err := filepath.Rel(base, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", false
+	}
+	return rel, true
 }

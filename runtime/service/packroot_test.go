@@ -1,0 +1,92 @@
+package service
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/batonhq/baton/runtime/clock"
+)
+
+// A client may name a pack folder only where it really is under a
+// --packs root: a symbolic link inside the root that leads out is
+// refused, and so is a pack whose files lead out; no refusal tells the
+// client where anything is on the server's disk.
+func TestPackRootsHoldLinks(t *testing.T) {
+	top := t.TempDir()
+	const pack = "name: p\nduration: 1m\nroles: {qa: {persona: p}}\n"
+	files := map[string]string{
+		"elsewhere/secret.csv":     "root:x:0:0\n",
+		"elsewhere/pack/pack.yaml": pack,
+		"packs/ok/pack.yaml":       pack,
+		"packs/leaky/pack.yaml":    pack + "scenario:\n  attachments: {passwd: files/passwd.csv}\n",
+	}
+	for name, data := range files {
+		p := filepath.Join(top, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links := map[string]string{
+		"packs/evil":                   filepath.Join(top, "elsewhere", "pack"), // a folder leading out
+		"packs/up":                     "../elsewhere",                          // up/pack
+		"packs/same":                   "ok",                                    // stays inside: allowed
+		"packs/leaky/files/passwd.csv": "../../../elsewhere/secret.csv",
+	}
+	for name, target := range links {
+		p := filepath.Join(top, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := filepath.Join(top, "packs")
+
+	clk := clock.NewFake(epoch)
+	cfg := Config{DataDir: t.TempDir(), Token: "tok", Clock: clk, Logger: testLogger(),
+		EventRate: 1000, EventBurst: 1000, PackRoots: []string{root}, Model: SimModel(0, nil)}
+	h := startHarness(t, cfg, clk, nil)
+	start := func(id, ref string) ServerFrame {
+		t.Helper()
+		c := h.dial(http.Header{"Authorization": {"Bearer tok"}}) // a connection runs one session
+		c.send(map[string]any{"id": id, "type": "start", "pack": ref, "session_id": "s_" + id, "candidate_id": "c"})
+		return c.reply(id)
+	}
+
+	for _, tc := range []struct{ id, ref, want string }{
+		{"ok", filepath.Join(root, "ok"), ""},
+		{"same", filepath.Join(root, "same"), ""},
+		{"evil", filepath.Join(root, "evil"), "packs/evil: not a bundled pack (bundled: dayone, hotseat), and pack folders outside --packs are not allowed"},
+		{"up", filepath.Join(root, "up", "pack"), "packs/up/pack: not a bundled pack"},
+		{"direct", filepath.Join(top, "elsewhere", "pack"), "…/pack: not a bundled pack"},
+		{"leaky", filepath.Join(root, "leaky"), "pack packs/leaky has 1 problem(s):\npacks/leaky/pack.yaml:5:17: attachment passwd: files/passwd.csv is a symbolic link that leads outside the pack folder"},
+		{"unknown", filepath.Join(root, "nope"), "packs/nope: no pack.yaml there"},
+		{"relative", "./nope", "nope: not a bundled pack"},
+	} {
+		t.Run(tc.id, func(t *testing.T) {
+			f := start(tc.id, tc.ref)
+			if tc.want == "" {
+				if f.Type == FrameError {
+					t.Fatalf("refused: %s %s", f.Code, f.Message)
+				}
+				return
+			}
+			if f.Type != FrameError || f.Code != CodeBadPack || !strings.Contains(f.Message, filepath.FromSlash(tc.want)) {
+				t.Fatalf("got %s %s %q, want %s containing %q", f.Type, f.Code, f.Message, CodeBadPack, tc.want)
+			}
+			wd, _ := os.Getwd()
+			for _, secret := range []string{top, wd} {
+				if strings.Contains(f.Message, secret) {
+					t.Fatalf("the error names the server's path %s: %q", secret, f.Message)
+				}
+			}
+		})
+	}
+}
