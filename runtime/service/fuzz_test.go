@@ -3,10 +3,13 @@ package service
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/batonhq/baton/engine"
 )
 
 // FuzzWireFrame feeds arbitrary bytes to the client frame parser: it must
-// not panic, every error must carry a known code, and every accepted
+// not panic, every error must carry a known code and quote little of the
+// frame (clipMessage leaves it as it is), and every accepted
 // frame must satisfy the per-type rules (and its event, if any, must
 // either convert or be refused with bad_event).
 func FuzzWireFrame(f *testing.F) {
@@ -17,6 +20,10 @@ func FuzzWireFrame(f *testing.F) {
 		`{"id":"4","type":"event","event":{"event_type":"mic_state_changed","ts_ms":9000,"data":{"mic_active":true}}}`,
 		`{"id":"5","type":"speech_done","message_id":"m3","interrupted":true}`,
 		`{"id":"6","type":"ping"}`,
+		`{"id":"t1","type":"tool_call","tool":{"id":"call-1","name":"transfer","role":"marcus","args":{"colleague":"priya"}}}`,
+		`{"id":"a1","type":"agent_transcript","agent":{"role":"marcus","text":"How do the tokens reach the new processor?"}}`,
+		`{"id":"e1","type":"end","reason":"candidate_left"}`,
+		`{"id":"k","type":"ping","kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk":1}`,
 		`{"id":7}`, `[]`, `{"id":"x","type":"event","event":{"event_type":"x","ts_sec":1e308}}`, `{"id":"\u0000"}`,
 	} {
 		f.Add([]byte(s))
@@ -30,6 +37,9 @@ func FuzzWireFrame(f *testing.F) {
 		if pe != nil {
 			if !known[pe.Code] || pe.Message == "" {
 				t.Fatalf("error %+v", pe)
+			}
+			if clipMessage(pe.Message) != pe.Message {
+				t.Fatalf("error message echoes too much: %.300q", pe.Message)
 			}
 			if len(fr.ID) > MaxFrameID {
 				t.Fatalf("error carries an id of %d bytes", len(fr.ID))
@@ -62,6 +72,18 @@ func FuzzWireFrame(f *testing.F) {
 		case FrameSpeechDone:
 			if fr.MessageID == "" {
 				t.Fatal("speech_done without message")
+			}
+		case FrameToolCall:
+			if fr.Tool == nil || fr.Tool.ID == "" || fr.Tool.Name == "" {
+				t.Fatal("tool_call without a call")
+			}
+		case FrameAgentTranscript:
+			if fr.Agent == nil || fr.Agent.Role == "" || fr.Agent.Text == "" {
+				t.Fatal("agent_transcript without a line")
+			}
+		case FrameEnd:
+			if len(fr.Reason) > engine.MaxReason {
+				t.Fatalf("end reason of %d bytes", len(fr.Reason))
 			}
 		case FramePing:
 		default:
