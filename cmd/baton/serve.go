@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -30,12 +32,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fl := newFlags("serve", "Usage: baton serve --data DIR [--addr HOST:PORT] [--dev | --token T] [--origin O]...\n\nHosts live sessions over WebSocket (/ws) and the DayOne HTTP contract (/sim/session/start, /sim/session/event),\nwith a write-ahead log per session, crash recovery and Prometheus metrics (/metrics). See docs/protocol.md.", stderr)
 	addr := fl.String("addr", "127.0.0.1:8080", "listen address; port 0 picks a free one (the address is printed as \"listening on ADDR\")")
 	data := fl.String("data", "", "data directory for session logs (required; created if missing)")
-	dev := fl.Bool("dev", false, "development mode: no token needed, any Origin and any pack folder accepted")
+	dev := fl.Bool("dev", false, "development mode: no token needed; any Origin, any pack folder and webhooks to private addresses accepted")
 	token := fl.String("token", "", "bearer token clients must present (default $BATON_TOKEN)")
 	var origins, packRoots, hookHosts stringList
 	fl.Var(&origins, "origin", "allowed browser Origin, e.g. https://app.example.com (repeatable)")
 	fl.Var(&packRoots, "packs", "folder under which clients may name pack folders (repeatable; bundled packs are always available)")
-	fl.Var(&hookHosts, "webhook-host", "allowed DayOne webhook host[:port] (repeatable; default any)")
+	fl.Var(&hookHosts, "webhook-host", "allowed DayOne webhook host[:port] (repeatable; listed hosts may be private; default: any public address)")
 	maxMsg := fl.Int64("max-message", 64<<10, "largest client frame or HTTP body in bytes")
 	rate := fl.Float64("rate", 20, "client frames per second per connection (token bucket rate)")
 	burst := fl.Int("burst", 40, "token bucket burst")
@@ -127,7 +129,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		MaxConns: offIfZero(*maxConns), MaxConnsPerIP: offIfZero(*maxConnsPerIP),
 		HTTPReadTimeout: offIfZero(*readTimeout), HTTPWriteTimeout: offIfZero(*writeTimeout), HTTPIdleTimeout: offIfZero(*idleTimeout),
 	}
-	cfg.Contracts = []service.Contract{dayone.New(dayone.Config{WebhookHosts: hookHosts})}
+	cfg.Contracts = []service.Contract{dayone.New(dayone.Config{WebhookHosts: hookHosts, AllowPrivateWebhooks: *dev})}
 	cfg.Model = service.SimModel(latency, replies)
 	if real != nil {
 		cfg.Model = service.RealModel(real)
@@ -153,11 +155,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		<-errc
 		return err
 	}
-	for id, why := range rep.Failed {
-		logger.Error("unrecoverable session left in place", "session_id", id, "why", why)
+	failed := make([]string, 0, len(rep.Failed))
+	for id := range rep.Failed {
+		failed = append(failed, id)
 	}
-	fmt.Fprintf(stdout, "ready: %d sessions resumed, %d closed, %d failed in %s\n",
-		len(rep.Resumed), len(rep.Finished), len(rep.Failed), rep.Duration.Round(time.Millisecond))
+	sort.Strings(failed)
+	for _, id := range failed {
+		logger.Error("unrecoverable session left in place", "session_id", id, "why", rep.Failed[id])
+	}
+	fmt.Fprintf(stdout, "ready: %d sessions resumed, %d closed, %d failed (%d with a damaged log, copied to %s), %d unborn logs removed in %s\n",
+		len(rep.Resumed), len(rep.Finished), len(rep.Failed), len(rep.Damaged), filepath.Join(*data, "damaged"), len(rep.Unborn), rep.Duration.Round(time.Millisecond))
 	err = <-errc
 	if f, ok := stderr.(*os.File); ok {
 		f.Sync() // flush logs on the way out; a terminal cannot sync, so no error check

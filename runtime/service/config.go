@@ -7,12 +7,16 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/runtime/clock"
+	"github.com/batonhq/baton/runtime/internal/wal"
 )
 
 // Config sets up a Server. Zero values get the defaults noted on each field.
 type Config struct {
 	// DataDir holds the session logs. Required.
 	DataDir string
+	// fs is the file system under DataDir (default the real one); tests
+	// set a wal.StrictMem to cut the power.
+	fs wal.FS
 	// Token is the bearer token clients must present. Empty is refused
 	// unless Dev is set.
 	Token string

@@ -88,7 +88,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv.dir, err = wal.OpenDir(cfg.DataDir, wal.Options{OnSync: srv.m.observeSync, MaxOpen: cfg.MaxOpenLogs, NoSync: cfg.NoSync})
+	srv.dir, err = wal.OpenDir(cfg.DataDir, wal.Options{OnSync: srv.m.observeSync, MaxOpen: cfg.MaxOpenLogs, NoSync: cfg.NoSync, FS: cfg.fs})
 	if err != nil {
 		return nil, err
 	}
@@ -442,8 +442,15 @@ func (srv *Server) finishedState(id string, last uint64) ([]EffectFrame, *Sessio
 
 func (srv *Server) rederiveFinished(id string, last uint64) ([]EffectFrame, *SessionState, error) {
 	path := srv.dir.DonePath(id)
-	rec, err := wal.ReadFile(path)
+	rec, err := srv.dir.Read(id)
 	if err != nil {
+		// A finished log was synced whole: any bad byte in it is damage,
+		// never a tail to read around. The session fails from now on.
+		err = srv.checkDamage(id, err)
+		var dmg *damagedLog
+		if errors.As(err, &dmg) {
+			srv.markFailed(id, err.Error())
+		}
 		return nil, nil, err
 	}
 	p, err := srv.packs.open(rec.Header.PackRef)
