@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -449,4 +451,61 @@ func TestErrorsEchoLittle(t *testing.T) {
 	if len(end.Effect.Reason) != engine.MaxReason {
 		t.Fatalf("end reason of %d bytes", len(end.Effect.Reason))
 	}
+}
+
+// TestWriteTimeoutIsSlowConsumer: a client whose window stays shut (every
+// write to it waits out its deadline) is counted and logged as a slow
+// consumer, not dropped silently.
+func TestWriteTimeoutIsSlowConsumer(t *testing.T) {
+	logs := &logRecorder{}
+	h := newHarnessOn(t, func(ln net.Listener) net.Listener { return &stuckListener{Listener: ln} }, func(c *Config) {
+		c.WriteTimeout = 100 * time.Millisecond
+		c.Logger = slog.New(logs)
+	})
+	c := h.dial(nil)
+	c.send(map[string]any{"id": "p", "type": "ping"})
+	waitMetric(t, h, 1, "baton_slow_consumer_disconnects_total")
+	if line, ok := logs.find("slow consumer disconnected"); !ok || !strings.Contains(line, "cause=write_timeout") {
+		t.Fatalf("log line %q", line)
+	}
+	waitConns(t, h, 0)
+}
+
+// stuckListener hands out connections whose writes after the handshake
+// wait until their deadline and fail, as writes to a peer that has
+// stopped reading do once the buffers are full.
+type stuckListener struct{ net.Listener }
+
+func (l *stuckListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &stuckConn{Conn: c}, nil
+}
+
+type stuckConn struct {
+	net.Conn
+	mu       sync.Mutex
+	deadline time.Time
+	writes   int
+}
+
+func (c *stuckConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *stuckConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	c.writes++
+	first, deadline := c.writes == 1, c.deadline
+	c.mu.Unlock()
+	if first || deadline.IsZero() {
+		return c.Conn.Write(b) // the handshake's answer
+	}
+	time.Sleep(time.Until(deadline))
+	return 0, os.ErrDeadlineExceeded
 }
