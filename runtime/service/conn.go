@@ -598,7 +598,7 @@ func (c *conn) resume(frameID, id string, last uint64) {
 func (c *conn) resumeFinished(frameID, id string, last uint64) {
 	st, err := c.srv.dir.State(id)
 	if err != nil {
-		c.sendError(frameID, perr(CodeBadSessionID, "%v", err))
+		c.sendError(frameID, perr(CodeBadSessionID, "%s", c.srv.clientText(err)))
 		return
 	}
 	if reason, failed := c.srv.failedReason(id); failed {
@@ -611,7 +611,7 @@ func (c *conn) resumeFinished(frameID, id string, last uint64) {
 	}
 	missed, state, err := c.srv.finishedState(id, last)
 	if err != nil {
-		c.sendError(frameID, perr(CodeInternal, "reading finished session %s: %v", id, err))
+		c.sendError(frameID, perr(CodeInternal, "reading finished session %s: %s", id, c.srv.clientText(err)))
 		return
 	}
 	c.srv.m.resumes.WithLabelValues("finished").Inc()
