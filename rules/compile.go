@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/batonhq/baton/rules/script"
 
@@ -287,6 +288,9 @@ func (c *compiler) walk(v reflect.Value) {
 		}
 		return
 	}
+	if !walked(v.Type()) {
+		return
+	}
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
@@ -304,6 +308,45 @@ func (c *compiler) walk(v reflect.Value) {
 			c.walk(v.Index(i))
 		}
 	}
+}
+
+// walked reports whether a value of type t can hold anything walk acts
+// on. Most of a pack is text; skipping it keeps a load's cost in what it
+// has to compile.
+func walked(t reflect.Type) bool {
+	if b, ok := walkCache.Load(t); ok {
+		return b.(bool)
+	}
+	b := reaches(t, map[reflect.Type]bool{})
+	walkCache.Store(t, b)
+	return b
+}
+
+var walkCache sync.Map // reflect.Type -> bool
+
+func reaches(t reflect.Type, seen map[reflect.Type]bool) bool {
+	switch t {
+	case durationType, numberType, exprType, valueType, scriptType, templateType:
+		return true
+	}
+	if seen[t] {
+		return false // a type that contains itself adds no other field types
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Interface:
+		return true // what it holds is only known at run time
+	case reflect.Pointer, reflect.Slice:
+		return reaches(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.IsExported() && f.Tag.Get("yaml") != "-" && reaches(f.Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (c *compiler) resolveDuration(d *Duration) {

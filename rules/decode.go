@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing/fstest"
 
 	"go.yaml.in/yaml/v3"
@@ -207,9 +208,14 @@ func scalarBool(n *yaml.Node) (bool, bool) {
 	return false, false
 }
 
-// fieldIndex maps YAML keys to struct fields; computed per decode, which is
-// only done at pack load.
+// fieldIndex maps YAML keys to struct fields, and lists the keys sorted.
+// Types are few and fixed, so each is worked out once; callers must not
+// change what it returns.
 func fieldIndex(t reflect.Type) (map[string]int, []string) {
+	if f, ok := fieldCache.Load(t); ok {
+		f := f.(*fields)
+		return f.idx, f.names
+	}
 	idx := map[string]int{}
 	var names []string
 	for i := range t.NumField() {
@@ -226,8 +232,16 @@ func fieldIndex(t reflect.Type) (map[string]int, []string) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	fieldCache.Store(t, &fields{idx, names})
 	return idx, names
 }
+
+type fields struct {
+	idx   map[string]int
+	names []string
+}
+
+var fieldCache sync.Map // reflect.Type -> *fields
 
 func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) {
 	t := v.Type()
