@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/batonhq/baton/rules"
 )
@@ -131,7 +132,7 @@ func (r *Resolver) openFolder(dir, shown string, missing func() error) (*rules.P
 	}
 	root, err := open(real)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 		return nil, missing()
 	case err != nil && r.Folder != nil:
 		return nil, fmt.Errorf("%s: %w", shown, err)

@@ -56,6 +56,7 @@ func TestPrecedence(t *testing.T) {
 		{ref: "/typo/dayone", err: "/typo/dayone: no pack.yaml there (a path names a folder; for the bundled pack write dayone)"},
 		{ref: "typo/dayone", err: "typo/dayone: no pack.yaml there"},
 		{ref: "typo/mine", err: "typo/mine: no pack.yaml there"},
+		{ref: "mine/pack.yaml", err: "mine/pack.yaml: no pack.yaml there"},
 		{ref: "nope", err: "nope: no bundled pack of that name (bundled: dayone, hotseat) and no folder nope with a pack.yaml"},
 		{ref: "", err: "no pack named"},
 	} {
