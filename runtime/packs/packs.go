@@ -131,12 +131,21 @@ func (r *Resolver) openFolder(dir, shown string, missing func() error) (*rules.P
 		open = r.Folder
 	}
 	root, err := open(real)
-	switch {
-	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
-		return nil, missing()
-	case err != nil && r.Folder != nil:
-		return nil, fmt.Errorf("%s: %w", shown, err)
-	case err != nil:
+	if err != nil {
+		// The error's path is the real one, which shown stands for.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil, missing()
+		}
+		if r.Folder != nil {
+			return nil, fmt.Errorf("%s: %w", shown, err)
+		}
+		if st, serr := os.Stat(real); serr == nil && !st.IsDir() {
+			return nil, missing()
+		}
 		return nil, fmt.Errorf("pack folder %s: %w", shown, err)
 	}
 	// The pack keeps the root open: pack tests and the dry run read its
