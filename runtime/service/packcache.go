@@ -115,14 +115,27 @@ func (c *packCache) open(ref string) (*rules.Pack, error) {
 func (c *packCache) openFolder(real string) (*os.Root, error) {
 	for _, r := range c.roots {
 		if rel, ok := within(r.real, real); ok {
-			return r.root.OpenRoot(rel)
+			root, err := r.root.OpenRoot(rel)
+			if st, serr := r.root.Stat(rel); err != nil && serr == nil && !st.IsDir() {
+				return nil, errNotFolder
+			}
+			return root, err
 		}
 	}
 	if c.anyPath {
-		return os.OpenRoot(real)
+		root, err := os.OpenRoot(real)
+		if st, serr := os.Stat(real); err != nil && serr == nil && !st.IsDir() {
+			return nil, errNotFolder
+		}
+		return root, err
 	}
 	return nil, fmt.Errorf("not a bundled pack (bundled: %s), and pack folders outside --packs are not allowed", strings.Join(c.refs.Names(), ", "))
 }
+
+// errNotFolder is the error for a file named as a pack folder; it
+// matches fs.ErrNotExist, which the resolver explains as "no pack.yaml
+// there".
+var errNotFolder = fmt.Errorf("not a folder: %w", fs.ErrNotExist)
 
 // show names a pack reference in errors for clients: a folder under a
 // root as the root's last element and the path below it ("packs/hr"),

@@ -68,6 +68,7 @@ func TestPackRootsHoldLinks(t *testing.T) {
 		{"direct", filepath.Join(top, "elsewhere", "pack"), "…/pack: not a bundled pack"},
 		{"leaky", filepath.Join(root, "leaky"), "pack packs/leaky has 1 problem(s):\npacks/leaky/pack.yaml:5:17: attachment passwd: files/passwd.csv is a symbolic link that leads outside the pack folder"},
 		{"unknown", filepath.Join(root, "nope"), "packs/nope: no pack.yaml there"},
+		{"file", filepath.Join(root, "ok", "pack.yaml"), "packs/ok/pack.yaml: no pack.yaml there"},
 		{"relative", "./nope", "nope: not a bundled pack"},
 	} {
 		t.Run(tc.id, func(t *testing.T) {
