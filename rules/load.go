@@ -113,7 +113,7 @@ func LoadFS(fsys fs.FS) (*Pack, error) {
 			included[clean] = true
 			n, data, err := parseFile(fsys, clean, yamlLeft, &errs)
 			if err != nil {
-				errs.add(at, "include %q: %v", name, err)
+				errs.add(at, "include %q: %v", clip(name), err)
 				continue
 			}
 			yamlLeft -= int64(len(data))

@@ -38,18 +38,19 @@ func (e *outsideError) Is(target error) bool { return target == ErrOutsidePack &
 
 // packFS serves the files of one pack folder. A pack is everything its
 // folder holds and nothing else: a symbolic link inside it may point to
-// another file of the pack (authors share a file between packs' folders
-// that way only by copying), but a name that a link takes outside the
-// folder, through an absolute target or "..", is refused before it is
-// opened. Otherwise `baton check` would pass a pack whose attachment is
-// /etc/passwd, its hash would follow a file nobody reviewed, and the
-// server would send the model whatever it can read.
+// another file or folder of the pack, which reaches nothing the pack does
+// not hold, but a name that a link takes outside the folder, through an
+// absolute target or "..", is refused before it is opened. Otherwise
+// `baton check` would pass a pack whose attachment is /etc/passwd, its
+// hash would follow a file nobody reviewed, and the server would send the
+// model whatever it can read.
 //
 // The check reads links through fs.ReadLinkFS (os.DirFS, os.Root's FS,
 // fstest.MapFS); a file system without links (embed) passes as it is.
 // The check and the open are two steps, so a folder that changes in
-// between could still be raced; the server therefore also opens folders
-// through os.Root, which refuses escapes as it opens.
+// between could still be raced; runtime/packs therefore opens folders
+// through os.Root, which refuses escapes as it opens, and this check
+// gives the error its file name and place.
 type packFS struct{ fsys fs.FS }
 
 func (p packFS) Open(name string) (fs.File, error) {
