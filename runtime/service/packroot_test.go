@@ -91,3 +91,43 @@ func TestPackRootsHoldLinks(t *testing.T) {
 		})
 	}
 }
+
+// Sessions that name the same folder at once share one load of it; a
+// folder that fails is tried again, so fixing it needs no restart.
+func TestPackLoadsOnce(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "p")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := newPackCache(nil, []string{root}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.open(dir); err == nil || !strings.Contains(err.Error(), "no pack.yaml there") {
+		t.Fatalf("empty folder: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pack.yaml"), []byte("name: p\nduration: 1m\nroles: {qa: {persona: p}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan any, 8)
+	for range cap(got) {
+		go func() {
+			p, err := c.open(dir)
+			if err != nil {
+				got <- err
+				return
+			}
+			got <- p
+		}()
+	}
+	first := <-got
+	for range cap(got) - 1 {
+		if p := <-got; p != first {
+			t.Fatalf("two loads of one folder: %v and %v", first, p)
+		}
+	}
+	if _, ok := first.(error); ok {
+		t.Fatal(first)
+	}
+}
