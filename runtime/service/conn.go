@@ -610,6 +610,11 @@ func (c *conn) resumeFinished(frameID, id string, last uint64) {
 		return
 	}
 	missed, state, err := c.srv.finishedState(id, last)
+	if reason, failed := c.srv.failedReason(id); err != nil && failed {
+		// Reading it just found its log damaged.
+		c.sendError(frameID, perr(CodeSessionFailed, "session %s failed: %s", id, reason))
+		return
+	}
 	if err != nil {
 		c.sendError(frameID, perr(CodeInternal, "reading finished session %s: %s", id, c.srv.clientText(err)))
 		return

@@ -15,13 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Error codes of the connection limits and the origin check. They belong
-// beside the other codes in protocol.go and are here until they move.
-const (
-	CodeForbiddenOrigin    = "forbidden_origin"     // browser Origin not in the allowlist (HTTP 403)
-	CodeTooManyConnections = "too_many_connections" // connection cap reached; refused at accept (HTTP 503)
-)
-
 const (
 	// refuseLinger bounds the time spent answering one refused
 	// connection.

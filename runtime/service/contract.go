@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -169,7 +170,11 @@ func (srv *Server) ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, *Pr
 		if errors.As(err, &mbe) {
 			return nil, perr(CodeTooLarge, "body is over the %d-byte limit", srv.cfg.MaxMessageBytes)
 		}
-		return nil, perr(CodeBadFrame, "reading body: %v", err)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, perr(CodeBodyTimeout, "request body not received within the %s read timeout", srv.cfg.HTTPReadTimeout)
+		}
+		return nil, perr(CodeBadFrame, "reading body: %s", srv.clientText(err))
 	}
 	return data, nil
 }
@@ -245,6 +250,12 @@ func status(code string) int {
 		return http.StatusInternalServerError
 	case CodeUnauthorized:
 		return http.StatusUnauthorized
+	case CodeForbiddenOrigin:
+		return http.StatusForbidden
+	case CodeTooManyConnections:
+		return http.StatusServiceUnavailable
+	case CodeBodyTimeout:
+		return http.StatusRequestTimeout
 	}
 	return http.StatusBadRequest
 }

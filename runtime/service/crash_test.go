@@ -217,7 +217,7 @@ func TestCrashRecoveryRealProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := rederive(srv, done, p, 0)
+	want, err := rederive(srv, rec, p, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -365,7 +365,7 @@ func (h *harness) replayFrames(id string) []EffectFrame {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	frames, err := rederive(h.srv, path, p, 0)
+	frames, err := rederive(h.srv, rec, p, 0)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -116,8 +116,8 @@ func TestTrickledBodyCutAtReadTimeout(t *testing.T) {
 	case err == nil:
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode < 400 {
-			t.Fatalf("trickled body answered %d %s", resp.StatusCode, body)
+		if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), CodeBodyTimeout) {
+			t.Fatalf("trickled body answered %d %s, want 408 %s", resp.StatusCode, body, CodeBodyTimeout)
 		}
 		h.waitClosed()
 	}
@@ -216,7 +216,7 @@ func TestLogErrorsHideDirectories(t *testing.T) {
 	}
 	c := h.dial(nil)
 	c.send(map[string]any{"id": "r", "type": "resume", "session_id": "gone"})
-	hidden(c.expectError("r", CodeInternal), "gone.done")
+	hidden(c.expectError("r", CodeSessionFailed), "gone.done")
 
 	// With the data directory gone, creating a log fails.
 	if err := os.RemoveAll(h.dir); err != nil {

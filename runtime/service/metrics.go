@@ -83,7 +83,7 @@ func newMetrics() *metrics {
 	}
 	// Pre-create the label values that are known up front so dashboards
 	// see zeros instead of absent series.
-	for _, r := range []string{"ok", "finished", "failed", "nondeterministic"} {
+	for _, r := range []string{"ok", "finished", "failed", "nondeterministic", "damaged"} {
 		m.recoveries.WithLabelValues(r)
 	}
 	m.adapterSeconds.WithLabelValues("llm")

@@ -65,6 +65,14 @@ const (
 	CodeShuttingDown     = "shutting_down"
 	CodeUnauthorized     = "unauthorized"
 	CodeBadWebhook       = "bad_webhook"
+	// CodeForbiddenOrigin is a browser Origin not in the allowlist (403).
+	CodeForbiddenOrigin = "forbidden_origin"
+	// CodeTooManyConnections is a connection cap reached; refused at
+	// accept (503).
+	CodeTooManyConnections = "too_many_connections"
+	// CodeBodyTimeout is a request body not received within the read
+	// timeout (408).
+	CodeBodyTimeout = "body_timeout"
 )
 
 // MaxFrameID bounds a client frame id.

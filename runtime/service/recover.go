@@ -183,12 +183,13 @@ func (srv *Server) recoverOne(id string) (outcome, tail string, err error) {
 // damagedLog is a session whose log is damaged (wal.DamageError): it
 // fails, its log stays as it was, and a copy is kept as evidence.
 type damagedLog struct {
+	err      error // as read, naming the file
 	dmg      *wal.DamageError
 	evidence string // the copy's path inside the data directory
 }
 
 func (e *damagedLog) Error() string {
-	s := e.dmg.Error()
+	s := e.err.Error()
 	if e.evidence != "" {
 		s += "; a copy is kept as " + e.evidence
 	}
@@ -211,5 +212,5 @@ func (srv *Server) checkDamage(id string, err error) error {
 	srv.log.Error("session log is damaged; the session is failed and its log left untouched",
 		"session_id", id, "offset", dmg.Offset, "record", dmg.Record, "after_input", dmg.Inputs,
 		"next_valid", dmg.NextValid, "reason", dmg.Reason, "evidence", evidence)
-	return &damagedLog{dmg: dmg, evidence: evidence}
+	return &damagedLog{err: err, dmg: dmg, evidence: evidence}
 }

@@ -441,7 +441,6 @@ func (srv *Server) finishedState(id string, last uint64) ([]EffectFrame, *Sessio
 }
 
 func (srv *Server) rederiveFinished(id string, last uint64) ([]EffectFrame, *SessionState, error) {
-	path := srv.dir.DonePath(id)
 	rec, err := srv.dir.Read(id)
 	if err != nil {
 		// A finished log was synced whole: any bad byte in it is damage,
@@ -460,7 +459,7 @@ func (srv *Server) rederiveFinished(id string, last uint64) ([]EffectFrame, *Ses
 	if err := wal.CheckHeader(&rec.Header, p); err != nil {
 		return nil, nil, err
 	}
-	frames, err := rederive(srv, path, p, last)
+	frames, err := rederive(srv, rec, p, last)
 	if err != nil {
 		return nil, nil, err
 	}

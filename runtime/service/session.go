@@ -636,7 +636,7 @@ func (s *session) onClientInput(m *evMsg) {
 	// Whatever was due before the input happens first.
 	if err := s.catchUp(in.T); err != nil {
 		s.fail(err)
-		respondErr(perr(CodeStorage, "input not applied: %v", err))
+		respondErr(perr(CodeStorage, "input not applied: %s", s.srv.clientText(err)))
 		return
 	}
 	if s.ended {
@@ -661,7 +661,7 @@ func (s *session) onClientInput(m *evMsg) {
 	})
 	s.eventRead = time.Time{}
 	if err != nil {
-		respondErr(perr(CodeStorage, "input not applied: %v", err))
+		respondErr(perr(CodeStorage, "input not applied: %s", s.srv.clientText(err)))
 		s.fail(err)
 	}
 }
@@ -697,7 +697,7 @@ func (s *session) subscribe(m *subMsg) *ProtoError {
 	}
 	missed, src, err := s.missedSince(m.lastSeq)
 	if err != nil {
-		return perr(CodeInternal, "could not rebuild missed effects: %v", err)
+		return perr(CodeInternal, "could not rebuild missed effects: %s", s.srv.clientText(err))
 	}
 	s.srv.m.resumes.WithLabelValues(src).Inc()
 	st := s.state()
@@ -735,16 +735,16 @@ func (s *session) missedSince(last uint64) ([]EffectFrame, string, error) {
 		slices.SortFunc(out, func(a, b EffectFrame) int { return cmp.Compare(a.Seq, b.Seq) })
 		return out, "ring", nil
 	}
-	out, err := rederive(s.srv, s.wl.Path(), s.pack, last)
+	rec, err := s.srv.dir.Read(s.id)
+	if err != nil {
+		return nil, "log", err
+	}
+	out, err := rederive(s.srv, rec, s.pack, last)
 	return out, "log", err
 }
 
 // rederive replays a log and returns the effect frames after seq last.
-func rederive(srv *Server, path string, p *rules.Pack, last uint64) ([]EffectFrame, error) {
-	rec, err := wal.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
+func rederive(srv *Server, rec *wal.Recovered, p *rules.Pack, last uint64) ([]EffectFrame, error) {
 	host, err := decodeHost(rec.Header.Host)
 	if err != nil {
 		return nil, err

@@ -341,7 +341,7 @@ func (d *Dir) Read(id string) (*Recovered, error) {
 	}
 	rec, err := parse(data, finished)
 	if err != nil {
-		return nil, fmt.Errorf("log %s: %w", id, err)
+		return nil, fmt.Errorf("log %s: %w", filepath.Base(path), err)
 	}
 	return rec, nil
 }

@@ -110,7 +110,7 @@ func parse(data []byte, finished bool) (*Recovered, error) {
 		if !finished && strings.HasPrefix(Magic, string(data)) {
 			return nil, fmt.Errorf("%w: %d bytes of magic", ErrUnborn, len(data))
 		}
-		return nil, errors.New("not a baton log (bad magic)")
+		return nil, &DamageError{NextValid: nextValid(data, 0), Reason: "not a baton log (bad magic)"}
 	}
 	rec := &Recovered{Size: int64(len(Magic))}
 	off := int64(len(Magic))
