@@ -319,10 +319,31 @@ func (p *Pool) build(freeze bool) (*vm, error) {
 	if err := rt.Set("baton", helpers(rt)); err != nil {
 		return nil, err
 	}
+	// Top-level code has no call budget of its own, so a file that loops
+	// at load would hang every load of its pack. It gets LoadBudget for
+	// all files together; what passes at load runs the same work again
+	// whenever a runtime is built.
+	timer := time.AfterFunc(LoadBudget, func() { rt.Interrupt("load budget") })
+	v, err := p.load(v, freeze)
+	if !timer.Stop() && err == nil {
+		rt.ClearInterrupt()
+	}
+	return v, err
+}
+
+// LoadBudget bounds the top-level code of a pack's scripts.
+const LoadBudget = time.Second
+
+func (p *Pool) load(v *vm, freeze bool) (*vm, error) {
+	rt := v.rt
 	var consts []goja.Value
 	var user []goja.Value
 	for _, f := range p.files {
 		if _, err := rt.RunProgram(f.prog); err != nil {
+			var ie *goja.InterruptedError
+			if errors.As(err, &ie) {
+				return nil, fmt.Errorf("%s: loading: top-level code ran longer than %s; move the work into a function", f.Name, LoadBudget)
+			}
 			return nil, fmt.Errorf("%s: loading: %w", f.Name, describe(err))
 		}
 		for _, c := range f.consts {

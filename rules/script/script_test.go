@@ -339,3 +339,21 @@ function hits(ctx) { return WORDS.hits(ctx.text) + "/" + baton.keywordHits(ctx.t
 		}
 	}
 }
+
+// Top-level code that never ends is stopped at LoadBudget and named, so a
+// pack whose script loops at load cannot hang its load.
+func TestTopLevelLoopStopped(t *testing.T) {
+	for _, src := range []string{
+		"const x = (() => { for (;;) {} })();\nfunction f() { return 1 }",
+		"class C { static { for (;;) {} } }\nfunction f() { return 1 }",
+	} {
+		f, errs := script.Compile("loop.js", src)
+		if len(errs) > 0 {
+			t.Fatalf("compile: %v", errs)
+		}
+		_, err := script.NewPool([]*script.File{f})
+		if err == nil || !strings.Contains(err.Error(), "top-level code ran longer than") {
+			t.Fatalf("pool over a looping script: %v", err)
+		}
+	}
+}
