@@ -160,7 +160,7 @@ func NewPool(files []*File) (*Pool, error) {
 			p.funcs[fn] = true
 		}
 	}
-	if _, err := p.build(false); err != nil {
+	if err := p.check(); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -303,6 +303,15 @@ const freezeJS = `(function (g, extra) {
 })`
 
 func (p *Pool) build(freeze bool) (*vm, error) {
+	v, err := newVM()
+	if err != nil {
+		return nil, err
+	}
+	return p.load(v, freeze)
+}
+
+// newVM is a sandboxed runtime with none of the pack's files loaded.
+func newVM() (*vm, error) {
 	v := &vm{rt: goja.New(), fns: map[string]goja.Callable{}}
 	rt := v.rt
 	rt.SetMaxCallStackSize(MaxStack)
@@ -319,20 +328,32 @@ func (p *Pool) build(freeze bool) (*vm, error) {
 	if err := rt.Set("baton", helpers(rt)); err != nil {
 		return nil, err
 	}
-	// Top-level code has no call budget of its own, so a file that loops
-	// at load would hang every load of its pack. It gets LoadBudget for
-	// all files together; what passes at load runs the same work again
-	// whenever a runtime is built.
-	timer := time.AfterFunc(LoadBudget, func() { rt.Interrupt("load budget") })
-	v, err := p.load(v, freeze)
-	if !timer.Stop() && err == nil {
-		rt.ClearInterrupt()
-	}
-	return v, err
+	return v, nil
 }
 
-// LoadBudget bounds the top-level code of a pack's scripts.
+// LoadBudget bounds the top-level code of a pack's scripts when the pack
+// loads.
 const LoadBudget = time.Second
+
+// check runs the files' top-level code once, within LoadBudget, so a file
+// that loops at load is refused instead of hanging its pack's load. Only
+// here: the same code does the same work whenever a runtime is built for
+// a call, and a wall-clock limit there would make a step's outcome depend
+// on the machine's load.
+func (p *Pool) check() error {
+	v, err := newVM()
+	if err != nil {
+		return err
+	}
+	timer := time.AfterFunc(LoadBudget, func() { v.rt.Interrupt("load budget") })
+	_, err = p.load(v, false)
+	if !timer.Stop() && err == nil {
+		// It fired as the load ended: over budget all the same. The
+		// runtime is dropped either way.
+		err = fmt.Errorf("scripts: top-level code ran longer than %s; move the work into a function", LoadBudget)
+	}
+	return err
+}
 
 func (p *Pool) load(v *vm, freeze bool) (*vm, error) {
 	rt := v.rt
