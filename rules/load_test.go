@@ -332,8 +332,8 @@ dryrun:
 }
 
 // Every load ends soon and in little memory, whatever the pack holds:
-// each of these once took seconds, ran out of stack or grew without end,
-// and is now refused with its reason at its place.
+// each of these would take seconds, run out of stack or grow without end
+// if loaded, so it is refused with its reason at its place.
 func TestLoadBounded(t *testing.T) {
 	const head = "name: x\nduration: 1m\nroles: {a: {persona: p}}\n"
 	laughs := func(levels int) string {

@@ -43,6 +43,15 @@ func TestReplayRefusesDamage(t *testing.T) {
 			}
 		})
 	}
+	// The same cut in a live log is a torn tail: ignored, and said so.
+	live := filepath.Join(t.TempDir(), "s.wal")
+	if err := os.WriteFile(live, data[:len(data)-3], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "replay", live)
+	if code != 0 || !strings.Contains(out, "# ignored torn tail") || !strings.Contains(out, " 0 differ") {
+		t.Fatalf("replay of a live log with a torn tail: exit %d\n%s\n%s", code, out, errs)
+	}
 }
 
 func flip(b []byte, at int) []byte {

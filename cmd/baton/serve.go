@@ -163,8 +163,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, id := range failed {
 		logger.Error("unrecoverable session left in place", "session_id", id, "why", rep.Failed[id])
 	}
-	fmt.Fprintf(stdout, "ready: %d sessions resumed, %d closed, %d failed (%d with a damaged log, copied to %s), %d unborn logs removed in %s\n",
-		len(rep.Resumed), len(rep.Finished), len(rep.Failed), len(rep.Damaged), filepath.Join(*data, "damaged"), len(rep.Unborn), rep.Duration.Round(time.Millisecond))
+	damaged := ""
+	for _, copy := range rep.Damaged {
+		damaged = fmt.Sprintf(" (%d with a damaged log, copied under %s)", len(rep.Damaged), filepath.Join(*data, filepath.Dir(copy)))
+		break
+	}
+	fmt.Fprintf(stdout, "ready: %d sessions resumed, %d closed, %d failed%s, %d unborn logs removed in %s\n",
+		len(rep.Resumed), len(rep.Finished), len(rep.Failed), damaged, len(rep.Unborn), rep.Duration.Round(time.Millisecond))
 	err = <-errc
 	if f, ok := stderr.(*os.File); ok {
 		f.Sync() // flush logs on the way out; a terminal cannot sync, so no error check

@@ -53,7 +53,8 @@ type Config struct {
 	EventRate  float64
 	EventBurst int
 	// MaxRejected closes a connection (1008) when more than this many of
-	// its frames are refused by the rate limit within 10 s (default 100).
+	// its frames are refused by the rate limit within a minute (default
+	// 100).
 	MaxRejected int
 	// SendQueue is how many frames may wait for a slow client before it
 	// is disconnected with 1013 (default 128).

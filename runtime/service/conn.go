@@ -493,7 +493,7 @@ func (c *conn) handle(data []byte, read time.Time) {
 			return
 		}
 		if f.Event.SessionID != "" && f.Event.SessionID != s.id {
-			c.sendError(f.ID, perr(CodeBadEvent, "event names session %q but this connection runs %s", truncate(f.Event.SessionID, 64), s.id))
+			c.sendError(f.ID, perr(CodeBadEvent, "event names session %q but this connection runs %s", f.Event.SessionID, s.id))
 			return
 		}
 		ev, clientT, pe := candidateEvent(f.Event)

@@ -172,6 +172,11 @@ func (srv *Server) ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, *Pr
 		}
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
+			// The write deadline ran from the same moment as the read
+			// deadline: give the answer its own time, and close after it.
+			rc := http.NewResponseController(w)
+			rc.SetWriteDeadline(time.Now().Add(2 * time.Second))
+			w.Header().Set("Connection", "close")
 			return nil, perr(CodeBodyTimeout, "request body not received within the %s read timeout", srv.cfg.HTTPReadTimeout)
 		}
 		return nil, perr(CodeBadFrame, "reading body: %s", srv.clientText(err))

@@ -290,7 +290,7 @@ func checkFields(f *ClientFrame) *ProtoError {
 	case f.Type == "":
 		return perr(CodeBadFrame, "missing type")
 	case !known:
-		return perr(CodeUnknownType, "unknown frame type %q (want start, resume, event, speech_done, tool_call, agent_transcript, end or ping)", truncate(f.Type, 40))
+		return perr(CodeUnknownType, "unknown frame type %q (want start, resume, event, speech_done, tool_call, agent_transcript, end or ping)", f.Type)
 	case f.Type == FrameStart && f.SessionID == "":
 		return perr(CodeBadFrame, "start needs session_id")
 	case f.Type == FrameStart && f.Pack == "":
@@ -322,13 +322,6 @@ func checkFields(f *ClientFrame) *ProtoError {
 		return perr(CodeBadFrame, "%s frame does not take %s", f.Type, strings.Join(extra, ", "))
 	}
 	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 // candidateEvent converts a §5.2 event to engine form. clientT is nil when

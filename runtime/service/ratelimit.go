@@ -35,7 +35,10 @@ func (b *bucket) allow(now time.Time) bool {
 
 // rejectSpan is the window over which a connection's refused frames are
 // counted against Config.MaxRejected.
-const rejectSpan = 10 * time.Second
+// A minute: the close then catches any client that keeps more than
+// MaxRejected/60 frames a second over the rate (1.7 at the default),
+// however it paces itself, while a burst now and then never adds up.
+const rejectSpan = time.Minute
 
 // rejectWindow counts refused frames over a sliding window of rejectSpan
 // in one-second steps. A count of refusals in a row would reset whenever a

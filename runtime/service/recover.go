@@ -148,7 +148,7 @@ func (srv *Server) recoverOne(id string) (outcome, tail string, err error) {
 	p, err := srv.packs.open(rec.Header.PackRef)
 	if err != nil {
 		wl.Close()
-		return "", tail, fmt.Errorf("pack %s: %w", rec.Header.PackRef, err)
+		return "", tail, fmt.Errorf("pack %s: %w", srv.packs.show(rec.Header.PackRef), err)
 	}
 	s := newSession(srv, rec.Header, host, p)
 	srv.watch(s)

@@ -190,7 +190,7 @@ func (srv *Server) AllowOrigins(h http.HandlerFunc) http.HandlerFunc {
 		if origin := r.Header.Get("Origin"); origin != "" {
 			if !srv.originAllowed(r) {
 				closeUnread(w, r)
-				httpError(w, http.StatusForbidden, CodeForbiddenOrigin, fmt.Sprintf("origin %q is not allowed", truncate(origin, 100)))
+				httpError(w, http.StatusForbidden, CodeForbiddenOrigin, fmt.Sprintf("origin %q is not allowed", clip(origin, maxEcho)))
 				return
 			}
 			w.Header().Set("Access-Control-Allow-Origin", origin)
@@ -400,7 +400,10 @@ func (srv *Server) removeSession(s *session) {
 	}
 }
 
+// markFailed remembers why id failed; reason is sent to clients as is, so
+// it is cleaned of server paths here.
 func (srv *Server) markFailed(id, reason string) {
+	reason = srv.clientTextString(reason)
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	srv.failed[id] = reason
@@ -570,8 +573,9 @@ func privateDirs(dataDir string) []string {
 // data or working directory are named relative to it, and the directory
 // itself is not named, so an error does not tell where the server runs.
 // The server's log keeps the whole error.
-func (srv *Server) clientText(err error) string {
-	msg := err.Error()
+func (srv *Server) clientText(err error) string { return srv.clientTextString(err.Error()) }
+
+func (srv *Server) clientTextString(msg string) string {
 	for _, d := range srv.private {
 		msg = strings.ReplaceAll(msg, d+string(filepath.Separator), "")
 		msg = strings.ReplaceAll(msg, d, ".")

@@ -607,7 +607,7 @@ func (s *session) onClientInput(m *evMsg) {
 			return
 		}
 		if !slices.Contains(s.playing, m.speech.ID) {
-			respondErr(perr(CodeUnknownMessage, "message %q is not playing (playing: %v)", truncate(m.speech.ID, 40), s.playing))
+			respondErr(perr(CodeUnknownMessage, "message %q is not playing (playing: %v)", m.speech.ID, s.playing))
 			return
 		}
 		in = engine.Input{T: max(now, s.eng.Now()), Type: engine.InputSpeechDone, Speech: m.speech}
@@ -696,6 +696,13 @@ func (s *session) subscribe(m *subMsg) *ProtoError {
 		return perr(CodeBadFrame, "last_seq %d is beyond this session's last effect %d", m.lastSeq, s.seq)
 	}
 	missed, src, err := s.missedSince(m.lastSeq)
+	var dmg *wal.DamageError
+	if errors.As(err, &dmg) {
+		// Its own log went bad under it: the rule is the same as at start.
+		err = s.srv.checkDamage(s.id, err)
+		s.fail(err)
+		return perr(CodeSessionFailed, "session %s failed: %s", s.id, s.srv.clientText(err))
+	}
 	if err != nil {
 		return perr(CodeInternal, "could not rebuild missed effects: %s", s.srv.clientText(err))
 	}
@@ -804,9 +811,10 @@ func (s *session) setExit(code, msg string) {
 // it cannot be rebuilt). Its log stays live, so a restart retries it.
 func (s *session) fail(err error) {
 	s.log.Error("session failed", "err", err)
-	s.broadcast(mustJSON(ErrorFrame{Type: FrameError, Code: CodeSessionFailed, Message: fmt.Sprintf("session %s failed: %v", s.id, err)}))
-	s.setExit(CodeSessionFailed, fmt.Sprintf("session %s failed: %v", s.id, err))
-	s.srv.markFailed(s.id, err.Error())
+	why := s.srv.clientText(err)
+	s.broadcast(mustJSON(ErrorFrame{Type: FrameError, Code: CodeSessionFailed, Message: fmt.Sprintf("session %s failed: %s", s.id, why)}))
+	s.setExit(CodeSessionFailed, fmt.Sprintf("session %s failed: %s", s.id, why))
+	s.srv.markFailed(s.id, why)
 }
 
 // exit runs on the actor as it stops.
@@ -839,7 +847,7 @@ func (s *session) rebuild() {
 	}
 	wl, rec, err := s.srv.dir.Open(s.id)
 	if err != nil {
-		s.fail(fmt.Errorf("rebuild after panic: %w", err))
+		s.fail(fmt.Errorf("rebuild after panic: %w", s.srv.checkDamage(s.id, err)))
 		return
 	}
 	if err := s.load(wl, rec, false); err != nil {

@@ -241,15 +241,23 @@ func TestPolicyCloseStopsApplying(t *testing.T) {
 	}
 }
 
-// TestPacedFloodIsClosed: a client sending 200 frames a second against a
-// limit of 20 gets a token back every 50 ms, which broke a count of
-// refusals in a row; refusals counted over a window close it all the same.
+// TestPacedFloodIsClosed: a client over the rate gets a token back every
+// 50 ms, which would reset a count of refusals in a row; refusals counted
+// over a window close it all the same, at 10x the rate and at 5 frames a
+// second over it.
 func TestPacedFloodIsClosed(t *testing.T) {
+	// 200 frames a second, and 25: five over the rate of 20, paced evenly.
+	for _, every := range []time.Duration{5 * time.Millisecond, 40 * time.Millisecond} {
+		t.Run(every.String(), func(t *testing.T) { pacedFlood(t, every) })
+	}
+}
+
+func pacedFlood(t *testing.T, every time.Duration) {
 	h := newHarness(t, func(c *Config) { c.EventRate, c.EventBurst, c.MaxRejected = 20, 40, 100 })
 	c := h.dial(nil)
 	pongs := 0
-	for i := range 1000 {
-		h.clk.Advance(5 * time.Millisecond)
+	for i := range 3000 {
+		h.clk.Advance(every)
 		if c.ws.WriteJSON(map[string]any{"id": fmt.Sprint("p", i), "type": "ping"}) != nil {
 			break
 		}

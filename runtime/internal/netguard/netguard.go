@@ -112,9 +112,6 @@ func Classify(ip netip.Addr) string {
 	return ""
 }
 
-// Allowed reports whether ip is a public unicast address.
-func Allowed(ip netip.Addr) bool { return Classify(ip) == "" }
-
 // Control is a net.Dialer Control function: it runs after the socket is
 // made and before it connects, with the resolved address, and refuses
 // anything Classify objects to. A refused address is never connected to.

@@ -126,20 +126,20 @@ func TestFinishedLogMustBeWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec, err := ParseFinished(data); err != nil || rec.End == nil {
+	if rec, err := parse(data, true); err != nil || rec.End == nil {
 		t.Fatalf("whole finished log: %v", err)
 	}
 	for i := len(Magic); i < len(data); i++ {
 		b := bytes.Clone(data)
 		b[i] ^= 0x10
 		var dmg *DamageError
-		if _, err := ParseFinished(b); !errors.As(err, &dmg) {
+		if _, err := parse(b, true); !errors.As(err, &dmg) {
 			t.Fatalf("flip at %d: %v, want damage", i, err)
 		}
 	}
 	for cut := len(Magic); cut < len(data); cut += 7 {
 		var dmg *DamageError
-		if _, err := ParseFinished(data[:cut]); !errors.As(err, &dmg) {
+		if _, err := parse(data[:cut], true); !errors.As(err, &dmg) {
 			t.Fatalf("cut at %d: %v, want damage", cut, err)
 		}
 	}
@@ -192,5 +192,64 @@ func TestUnbornLogFreesItsID(t *testing.T) {
 	}
 	if _, err := d.Create(testHeader("unborn")); !errors.Is(err, ErrExists) {
 		t.Fatalf("create over a header-only log: %v, want exists", err)
+	}
+}
+
+// A directory entry can reach the disk before the header written under
+// it: zeros, or part of the magic then zeros, with nothing valid after.
+// That is a Create that never returned.
+func TestZeroedHeaderIsUnborn(t *testing.T) {
+	for _, data := range [][]byte{make([]byte, 300), append([]byte("BTNW"), make([]byte, 200)...), []byte(Magic[:3])} {
+		if _, err := Parse(data); !errors.Is(err, ErrUnborn) {
+			t.Fatalf("%q: %v, want unborn", data[:min(len(data), 12)], err)
+		}
+	}
+	var dmg *DamageError
+	if _, err := Parse(append(make([]byte, 300), 'x')); !errors.As(err, &dmg) {
+		t.Fatalf("zeros then a byte: %v, want damage", err)
+	}
+}
+
+// A log this process is creating or holds open is never removed as
+// unborn, whatever it looks like on disk: two starts of one id at once
+// must not delete the first one's log.
+func TestBusyLogIsNotUnborn(t *testing.T) {
+	d := openDir(t, Options{})
+	if !d.claim("x") {
+		t.Fatal("claim")
+	}
+	if err := os.WriteFile(d.LivePath("x"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Create(testHeader("x")); !errors.Is(err, ErrExists) {
+		t.Fatalf("create while another create holds the id: %v", err)
+	}
+	if _, _, err := d.Open("x"); err == nil {
+		t.Fatal("open while a create holds the id: no error")
+	}
+	if _, err := os.Stat(d.LivePath("x")); err != nil {
+		t.Fatalf("the log being created was removed: %v", err)
+	}
+	d.release("x")
+	l, err := d.Create(testHeader("x"))
+	if err != nil {
+		t.Fatalf("create once the id is free: %v", err)
+	}
+	if _, err := d.Create(testHeader("x")); !errors.Is(err, ErrExists) {
+		t.Fatalf("second create of an open log: %v", err)
+	}
+	l.Close()
+	if _, err := d.Create(testHeader("x")); !errors.Is(err, ErrExists) {
+		t.Fatalf("create over a closed whole log: %v", err)
+	}
+	l, _, err = d.Open("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Finish(End{Reason: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Create(testHeader("x")); !errors.Is(err, ErrFinished) {
+		t.Fatalf("create over a finished log: %v", err)
 	}
 }

@@ -75,6 +75,32 @@ type Dir struct {
 	fs   FS
 	pool *fdPool
 	lock io.Closer
+
+	// busy holds the ids this process is creating or has open: a log
+	// that looks unborn may be one whose Create is half way through, and
+	// only a log nobody here holds may be removed as unborn.
+	mu   sync.Mutex
+	busy map[string]bool
+}
+
+// claim marks id busy; false if it already was.
+func (d *Dir) claim(id string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.busy[id] {
+		return false
+	}
+	if d.busy == nil {
+		d.busy = map[string]bool{}
+	}
+	d.busy[id] = true
+	return true
+}
+
+func (d *Dir) release(id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.busy, id)
 }
 
 // OpenDir opens (creating it 0700 if needed) a data directory and locks it
@@ -212,18 +238,24 @@ func (d *Dir) Create(h Header) (*Log, error) {
 	}
 	h.Format = FormatVersion
 	h.StartWall = h.StartWall.UTC()
+	if !d.claim(h.SessionID) {
+		return nil, fmt.Errorf("session %s: %w", h.SessionID, ErrExists)
+	}
 	path := d.LivePath(h.SessionID)
 	f, err := d.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		if rerr := d.removeUnborn(h.SessionID); rerr != nil {
+			d.release(h.SessionID)
 			return nil, fmt.Errorf("session %s: %w", h.SessionID, ErrExists)
 		}
 		f, err = d.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	}
 	if errors.Is(err, fs.ErrExist) {
+		d.release(h.SessionID)
 		return nil, fmt.Errorf("session %s: %w", h.SessionID, ErrExists)
 	}
 	if err != nil {
+		d.release(h.SessionID)
 		return nil, fmt.Errorf("creating log: %w", err)
 	}
 	l := &Log{dir: d, id: h.SessionID, path: path, f: f}
@@ -241,6 +273,7 @@ func (d *Dir) Create(h Header) (*Log, error) {
 	if err != nil {
 		f.Close()
 		d.fs.Remove(path)
+		d.release(h.SessionID)
 		return nil, fmt.Errorf("creating log %s: %w", h.SessionID, err)
 	}
 	l.size = int64(len(buf))
@@ -272,6 +305,17 @@ func (d *Dir) Open(id string) (*Log, *Recovered, error) {
 	if err := ValidID(id); err != nil {
 		return nil, nil, err
 	}
+	if !d.claim(id) {
+		return nil, nil, fmt.Errorf("session %s: log is already open", id)
+	}
+	l, rec, err := d.open(id)
+	if err != nil {
+		d.release(id)
+	}
+	return l, rec, err
+}
+
+func (d *Dir) open(id string) (*Log, *Recovered, error) {
 	path := d.LivePath(id)
 	// O_APPEND: after a tail is truncated, writes must land at the new end.
 	f, err := d.fs.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
@@ -400,13 +444,15 @@ func (l *Log) Finish(end End) error {
 	}
 	l.closeLocked()
 	done := l.dir.DonePath(l.id)
-	if err := l.dir.fs.Chmod(l.path, 0o400); err != nil {
-		return fmt.Errorf("finishing log %s: %w", l.id, err)
-	}
+	// Rename first: a live log made read-only by a chmod that reached the
+	// disk without its rename could not be reopened for writing.
 	if err := l.dir.fs.Rename(l.path, done); err != nil {
 		return fmt.Errorf("finishing log %s: %w", l.id, err)
 	}
 	l.path = done
+	if err := l.dir.fs.Chmod(done, 0o400); err != nil {
+		return fmt.Errorf("finishing log %s: %w", l.id, err)
+	}
 	if err := l.dir.fs.SyncDir(l.dir.path); err != nil {
 		return fmt.Errorf("finishing log %s: %w", l.id, err)
 	}
@@ -431,6 +477,7 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	l.dir.pool.remove(l)
+	l.dir.release(l.id)
 	return err
 }
 
@@ -438,6 +485,9 @@ func (l *Log) closeLocked() {
 	if l.f != nil {
 		l.f.Close()
 		l.f = nil
+	}
+	if !l.closed {
+		l.dir.release(l.id)
 	}
 	l.closed = true
 	l.dir.pool.remove(l)

@@ -43,6 +43,9 @@ func (d *Dir) Preserve(id string, why error, now time.Time) (string, error) {
 	if err := d.fs.MkdirAll(dir); err != nil {
 		return "", fmt.Errorf("preserving log %s: %w", id, err)
 	}
+	if err := d.fs.SyncDir(d.path); err != nil { // the folder's own entry
+		return "", fmt.Errorf("preserving log %s: %w", id, err)
+	}
 	if _, err := d.fs.Stat(filepath.Join(dir, name+ext)); err == nil {
 		return rel, nil
 	}

@@ -150,7 +150,7 @@ func FuzzWALPayload(f *testing.F) {
 			t.Fatalf("re-encoded log: err %v", err)
 		}
 		if rec.End != nil {
-			if _, err := ParseFinished(out); err != nil {
+			if _, err := parse(out, true); err != nil {
 				t.Fatalf("re-encoded finished log: %v", err)
 			}
 		}

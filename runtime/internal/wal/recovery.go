@@ -96,10 +96,6 @@ func ReadFile(path string) (*Recovered, error) {
 // Tail; damage is a *DamageError.
 func Parse(data []byte) (*Recovered, error) { return parse(data, false) }
 
-// ParseFinished parses a finished log, which must be whole and end with
-// its end record.
-func ParseFinished(data []byte) (*Recovered, error) { return parse(data, true) }
-
 // parse reads records from the start. At the first invalid one it
 // decides between a torn tail and damage (docs/protocol.md, "Durability"):
 // only frame-level failures (a length out of range or past the end of
@@ -107,8 +103,12 @@ func ParseFinished(data []byte) (*Recovered, error) { return parse(data, true) }
 // them are a torn tail, and only in a live log.
 func parse(data []byte, finished bool) (*Recovered, error) {
 	if len(data) < len(Magic) || string(data[:len(Magic)]) != Magic {
-		if !finished && strings.HasPrefix(Magic, string(data)) {
-			return nil, fmt.Errorf("%w: %d bytes of magic", ErrUnborn, len(data))
+		// Create writes the magic and the header in one write, then syncs
+		// the file; its directory entry can reach the disk first (another
+		// log's directory sync), leaving part of the magic, or zeros where
+		// the size got ahead of the data.
+		if !finished && strings.HasPrefix(Magic, strings.TrimRight(string(data), "\x00")) && nextValid(data, 0) < 0 {
+			return nil, fmt.Errorf("%w: %d bytes, no magic", ErrUnborn, len(data))
 		}
 		return nil, &DamageError{NextValid: nextValid(data, 0), Reason: "not a baton log (bad magic)"}
 	}

@@ -175,7 +175,7 @@ func parseStartRequest(data []byte, webhookHosts []string) (*StartRequest, *serv
 		return nil, service.Errorf(service.CodeBadSessionID, "%v", err)
 	}
 	if _, err := time.Parse(time.RFC3339, r.StartedAt); err != nil {
-		return nil, service.Errorf(service.CodeBadFrame, "started_at %q is not an RFC 3339 time (e.g. 2026-02-20T23:00:00Z)", truncate(r.StartedAt, 64))
+		return nil, service.Errorf(service.CodeBadFrame, "started_at %q is not an RFC 3339 time (e.g. 2026-02-20T23:00:00Z)", r.StartedAt)
 	}
 	for _, h := range []struct{ name, v string }{{"frontend_agent_webhook", r.FrontendAgentWebhook}, {"end_callback_webhook", r.EndCallbackWebhook}} {
 		if pe := checkWebhook(h.name, h.v, webhookHosts); pe != nil {
@@ -190,9 +190,9 @@ func parseStartRequest(data []byte, webhookHosts []string) (*StartRequest, *serv
 func checkWebhook(name, raw string, hosts []string) *service.ProtoError {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return service.Errorf(service.CodeBadWebhook, "%s %q must be an absolute http or https URL without credentials", name, truncate(raw, 100))
+		return service.Errorf(service.CodeBadWebhook, "%s %q must be an absolute http or https URL without credentials", name, raw)
 	}
-	if len(hosts) > 0 && !slices.Contains(hosts, u.Host) {
+	if !listed(hosts, u.Host) {
 		return service.Errorf(service.CodeBadWebhook, "%s host %q is not in the server's webhook allowlist", name, u.Host)
 	}
 	return nil
@@ -241,7 +241,7 @@ func (d *Contract) handleStart(w http.ResponseWriter, r *http.Request) {
 	}
 	ref, ok := d.byScenario(req.ScenarioID)
 	if !ok {
-		d.srv.WriteError(w, service.Errorf(service.CodeBadPack, "no bundled pack has scenario_id %q", truncate(req.ScenarioID, 100)))
+		d.srv.WriteError(w, service.Errorf(service.CodeBadPack, "no bundled pack has scenario_id %q", req.ScenarioID))
 		return
 	}
 	opts, err := json.Marshal(options{AgentWebhook: req.FrontendAgentWebhook, EndWebhook: req.EndCallbackWebhook,
@@ -287,11 +287,4 @@ func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	json.NewEncoder(w).Encode(v)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

@@ -75,12 +75,18 @@ func webhookClient(cfg Config) *http.Client {
 // checkTarget refuses, before any request, a URL off the allowlist or,
 // when guarded, one whose host is a non-public IP address (a name is
 // checked as it is dialled).
+// listed is the allowlist rule: with --webhook-host set, a URL's host and
+// port must be one of those listed, exactly as written.
+func listed(hosts []string, host string) bool {
+	return len(hosts) == 0 || slices.Contains(hosts, host)
+}
+
 func (d *Contract) checkTarget(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("webhook URL: %w", err)
 	}
-	if len(d.cfg.WebhookHosts) > 0 && !slices.Contains(d.cfg.WebhookHosts, u.Host) {
+	if !listed(d.cfg.WebhookHosts, u.Host) {
 		return fmt.Errorf("%q: %w", u.Host, errNotListed)
 	}
 	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && d.cfg.guarded() {
