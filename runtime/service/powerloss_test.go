@@ -60,12 +60,11 @@ func TestServicePowerLoss(t *testing.T) {
 	if total < 50 {
 		t.Fatalf("the session made only %d file operations", total)
 	}
-	// Every second cut point keeps the test near a few seconds; the log's
-	// own TestPowerLoss covers every point of its workload three ways.
-	step := 2
+	step := 1
 	if testing.Short() {
-		step = 6
+		step = 4
 	}
+	points := 0
 	for cut := 0; cut <= total; cut += step {
 		run := cut
 		mem := wal.NewStrictMem()
@@ -75,11 +74,13 @@ func TestServicePowerLoss(t *testing.T) {
 		if !mem.Crashed() {
 			continue // the cut fell after the run's last operation
 		}
+		points++
 		after := mem.Recover(rand.New(rand.NewPCG(uint64(run), 7)))
 		if err := checkServiceRecovered(t, after, clk, acked); err != nil {
 			t.Fatalf("power cut after %d of %d file operations: %v", cut, total, err)
 		}
 	}
+	t.Logf("%d power cuts over %d file operations", points, total)
 }
 
 func checkServiceRecovered(t *testing.T, mem *wal.StrictMem, clk *clock.Fake, acked plAcked) error {
