@@ -164,9 +164,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		logger.Error("unrecoverable session left in place", "session_id", id, "why", rep.Failed[id])
 	}
 	damaged := ""
-	for _, copy := range rep.Damaged {
-		damaged = fmt.Sprintf(" (%d with a damaged log, copied under %s)", len(rep.Damaged), filepath.Join(*data, filepath.Dir(copy)))
-		break
+	if len(rep.Damaged) > 0 {
+		damaged = fmt.Sprintf(" (%d with a damaged log, copied under %s)", len(rep.Damaged), filepath.Join(*data, service.EvidenceDir))
 	}
 	fmt.Fprintf(stdout, "ready: %d sessions resumed, %d closed, %d failed%s, %d unborn logs removed in %s\n",
 		len(rep.Resumed), len(rep.Finished), len(rep.Failed), damaged, len(rep.Unborn), rep.Duration.Round(time.Millisecond))

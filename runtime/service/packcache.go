@@ -141,7 +141,10 @@ var errNotFolder = fmt.Errorf("not a folder: %w", fs.ErrNotExist)
 // root as the root's last element and the path below it ("packs/hr"),
 // another under the working directory relative to it, and any other by
 // its last element only. The server's absolute paths stay in its log.
-func (c *packCache) show(ref string) string {
+func (c *packCache) show(ref string) string { return clip(c.place(ref), maxEcho) }
+
+// place is where ref is, in words that name no server directory.
+func (c *packCache) place(ref string) string {
 	if !packs.IsPath(ref) && !filepath.IsAbs(ref) {
 		return ref
 	}

@@ -180,6 +180,10 @@ func (srv *Server) recoverOne(id string) (outcome, tail string, err error) {
 	return "resumed", tail, nil
 }
 
+// EvidenceDir is the folder under the data directory where copies of
+// damaged logs are kept.
+const EvidenceDir = wal.EvidenceDir
+
 // damagedLog is a session whose log is damaged (wal.DamageError): it
 // fails, its log stays as it was, and a copy is kept as evidence.
 type damagedLog struct {

@@ -812,9 +812,10 @@ func (s *session) setExit(code, msg string) {
 func (s *session) fail(err error) {
 	s.log.Error("session failed", "err", err)
 	why := s.srv.clientText(err)
-	s.broadcast(mustJSON(ErrorFrame{Type: FrameError, Code: CodeSessionFailed, Message: fmt.Sprintf("session %s failed: %s", s.id, why)}))
-	s.setExit(CodeSessionFailed, fmt.Sprintf("session %s failed: %s", s.id, why))
-	s.srv.markFailed(s.id, why)
+	pe := perr(CodeSessionFailed, "session %s failed: %s", s.id, why)
+	s.broadcast(mustJSON(ErrorFrame{Type: FrameError, Code: pe.Code, Message: pe.Message}))
+	s.setExit(CodeSessionFailed, pe.Message)
+	s.srv.markFailed(s.id, clip(why, maxErrorMessage))
 }
 
 // exit runs on the actor as it stops.

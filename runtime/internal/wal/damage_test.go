@@ -2,9 +2,12 @@ package wal
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -176,6 +179,14 @@ func TestUnbornLogFreesItsID(t *testing.T) {
 		if _, err := os.Stat(d.LivePath("unborn")); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("%d bytes: unborn log still there: %v", size, err)
 		}
+		if size > 0 {
+			// Removed, but never without a copy.
+			sum := sha256.Sum256(full[:size])
+			kept, err := os.ReadFile(filepath.Join(d.Path(), EvidenceDir, "unborn-"+hex.EncodeToString(sum[:6])+extLive))
+			if err != nil || !bytes.Equal(kept, full[:size]) {
+				t.Fatalf("%d bytes: no copy of the unborn log: %v", size, err)
+			}
+		}
 		if err := os.WriteFile(d.LivePath("unborn"), full[:size], 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -207,6 +218,13 @@ func TestZeroedHeaderIsUnborn(t *testing.T) {
 	var dmg *DamageError
 	if _, err := Parse(append(make([]byte, 300), 'x')); !errors.As(err, &dmg) {
 		t.Fatalf("zeros then a byte: %v, want damage", err)
+	}
+	// Longer than Create ever writes: a zeroed log, not a torn creation.
+	long := append([]byte(Magic), make([]byte, maxUnborn)...)
+	for _, data := range [][]byte{make([]byte, maxUnborn+1), long} {
+		if _, err := Parse(data); !errors.As(err, &dmg) {
+			t.Fatalf("%d zeroed bytes: %v, want damage", len(data), err)
+		}
 	}
 }
 

@@ -233,13 +233,15 @@ func (d *Dir) Create(h Header) (*Log, error) {
 	if err := ValidID(h.SessionID); err != nil {
 		return nil, err
 	}
-	if _, err := d.fs.Stat(d.DonePath(h.SessionID)); err == nil {
-		return nil, fmt.Errorf("session %s: %w", h.SessionID, ErrFinished)
-	}
 	h.Format = FormatVersion
 	h.StartWall = h.StartWall.UTC()
 	if !d.claim(h.SessionID) {
 		return nil, fmt.Errorf("session %s: %w", h.SessionID, ErrExists)
+	}
+	// After the claim: a Finish of this id renames before it lets go.
+	if _, err := d.fs.Stat(d.DonePath(h.SessionID)); err == nil {
+		d.release(h.SessionID)
+		return nil, fmt.Errorf("session %s: %w", h.SessionID, ErrFinished)
 	}
 	path := d.LivePath(h.SessionID)
 	f, err := d.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
@@ -261,6 +263,9 @@ func (d *Dir) Create(h Header) (*Log, error) {
 	l := &Log{dir: d, id: h.SessionID, path: path, f: f}
 	buf := append(make([]byte, 0, 512), Magic...)
 	buf, err = appendRecord(buf, &Record{Kind: KindHeader, Header: &h})
+	if err == nil && len(buf) > maxUnborn {
+		err = fmt.Errorf("header of %d bytes exceeds %d", len(buf)-len(Magic)-frame, MaxHeader)
+	}
 	if err == nil {
 		_, err = f.Write(buf)
 	}
@@ -290,6 +295,13 @@ func (d *Dir) removeUnborn(id string) error {
 	}
 	if _, err := parse(data, false); !errors.Is(err, ErrUnborn) {
 		return errors.New("not unborn")
+	}
+	if len(data) > 0 {
+		// Nothing in it was acknowledged, but bytes are never dropped
+		// without a copy.
+		if _, err := d.Preserve(id, err, time.Now()); err != nil {
+			return err
+		}
 	}
 	if err := d.fs.Remove(d.LivePath(id)); err != nil {
 		return err
@@ -435,9 +447,16 @@ func (l *Log) AppendStep(seq uint64, st Step) error {
 func (l *Log) Finish(end End) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	// The id stays claimed until the log is renamed, so no Open or Create
+	// of it can slip in between; it is let go on every path.
+	defer l.dir.release(l.id)
 	end.Wall = end.Wall.UTC()
 	if !l.ended {
 		if err := l.writeLocked(&Record{Kind: KindEnd, End: &end}, true); err != nil {
+			l.closeLocked()
 			return err
 		}
 		l.ended = true
@@ -481,13 +500,11 @@ func (l *Log) Close() error {
 	return err
 }
 
+// closeLocked closes the file; the caller lets go of the id.
 func (l *Log) closeLocked() {
 	if l.f != nil {
 		l.f.Close()
 		l.f = nil
-	}
-	if !l.closed {
-		l.dir.release(l.id)
 	}
 	l.closed = true
 	l.dir.pool.remove(l)

@@ -51,6 +51,12 @@ const FormatVersion = 1
 // corruption, so the reader stops there instead of allocating it.
 const MaxRecord = 4 << 20
 
+// MaxHeader bounds the header record. A live log with no whole header is
+// unborn only if it is no longer than Create's one write could make it.
+const MaxHeader = 64 << 10
+
+const maxUnborn = len(Magic) + frame + MaxHeader
+
 // frame is the length and checksum before each record's payload.
 const frame = 8
 

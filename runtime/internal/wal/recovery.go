@@ -107,7 +107,7 @@ func parse(data []byte, finished bool) (*Recovered, error) {
 		// the file; its directory entry can reach the disk first (another
 		// log's directory sync), leaving part of the magic, or zeros where
 		// the size got ahead of the data.
-		if !finished && strings.HasPrefix(Magic, strings.TrimRight(string(data), "\x00")) && nextValid(data, 0) < 0 {
+		if !finished && len(data) <= maxUnborn && strings.HasPrefix(Magic, strings.TrimRight(string(data), "\x00")) {
 			return nil, fmt.Errorf("%w: %d bytes, no magic", ErrUnborn, len(data))
 		}
 		return nil, &DamageError{NextValid: nextValid(data, 0), Reason: "not a baton log (bad magic)"}
@@ -118,6 +118,10 @@ func parse(data []byte, finished bool) (*Recovered, error) {
 	records := 0
 	for off < total {
 		n, payload, frameErr := frameAt(data, off)
+		if records == 0 && frameErr != "" && total > int64(maxUnborn) && nextValid(data, off+1) < 0 {
+			// Longer than any Create writes: not a torn creation.
+			return nil, &DamageError{Offset: off, NextValid: -1, Reason: "header " + frameErr + ", in a file longer than a log's creation writes"}
+		}
 		var err error
 		if frameErr == "" {
 			var r Record
