@@ -141,8 +141,10 @@ func (c *conn) enqueue(b []byte) bool {
 // from a client that went away).
 func (c *conn) slowConsumer(cause, reason string) {
 	if c.kill(websocket.CloseTryAgainLater, reason, false) {
-		c.srv.m.slowConsumers.Inc()
+		// The line before the count: whoever watches the count finds the
+		// line written.
 		c.log.Warn("slow consumer disconnected", "cause", cause, "queued", len(c.sendq))
+		c.srv.m.slowConsumers.Inc()
 	}
 }
 
