@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/batonhq/baton/runtime/internal/dirtest"
 )
 
 // TestPrecedence walks the three rules with a working directory that has
@@ -143,28 +145,11 @@ func linkedPacks(t *testing.T) (top string) {
 		"packs/ok/pack.yaml":       pack,
 		"packs/leaky/pack.yaml":    pack + "scenario:\n  attachments: {passwd: files/passwd.csv}\n",
 	}
-	for name, data := range files {
-		p := filepath.Join(top, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	links := map[string]string{
 		"packs/leaky/files/passwd.csv": "../../../elsewhere/secret.csv",
 		"packs/evil":                   filepath.Join(top, "elsewhere", "pack"),
 	}
-	for name, target := range links {
-		p := filepath.Join(top, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(target, p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dirtest.Write(t, top, files, links)
 	return top
 }
 

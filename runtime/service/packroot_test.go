@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/runtime/clock"
+	"github.com/batonhq/baton/runtime/internal/dirtest"
 )
 
 // A client may name a pack folder only where it really is under a
@@ -23,30 +24,13 @@ func TestPackRootsHoldLinks(t *testing.T) {
 		"packs/ok/pack.yaml":       pack,
 		"packs/leaky/pack.yaml":    pack + "scenario:\n  attachments: {passwd: files/passwd.csv}\n",
 	}
-	for name, data := range files {
-		p := filepath.Join(top, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	links := map[string]string{
 		"packs/evil":                   filepath.Join(top, "elsewhere", "pack"), // a folder leading out
 		"packs/up":                     "../elsewhere",                          // up/pack
 		"packs/same":                   "ok",                                    // stays inside: allowed
 		"packs/leaky/files/passwd.csv": "../../../elsewhere/secret.csv",
 	}
-	for name, target := range links {
-		p := filepath.Join(top, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(target, p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dirtest.Write(t, top, files, links)
 	root := filepath.Join(top, "packs")
 
 	clk := clock.NewFake(epoch)
