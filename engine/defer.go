@@ -16,8 +16,14 @@ func (s *Session) shouldDefer(t *turn) bool {
 // holdTurn defers t if the defer rule says so, starting its cap.
 func (s *Session) holdTurn(t *turn) bool {
 	if !s.shouldDefer(t) {
+		if t.held {
+			// Deferring is the pack's choice, not lateness: the turn is
+			// due from when it may go.
+			t.held, t.due = false, max(t.due, s.now)
+		}
 		return false
 	}
+	t.held = true
 	if t.deferredAt < 0 {
 		t.deferredAt = s.now
 		s.emit(Effect{Type: EffectDeferred, Agent: t.role, Kind: t.kind, Rule: t.rule})
@@ -49,6 +55,9 @@ func (s *Session) deferCap(id string) {
 		repl.window = t.window
 	}
 	repl.deferrable = false
+	if repl != t {
+		s.prep.drop(s, t)
+	}
 	if inQueue >= 0 {
 		f.queue[inQueue] = repl
 		return

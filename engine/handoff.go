@@ -78,7 +78,7 @@ func (h *handoff) flush(s *Session) {
 	if role == "" || s.ended {
 		return
 	}
-	system := s.injected(role, s.persona(role))
+	system := s.injected(role, s.persona(role), true)
 	tools, _ := json.Marshal(s.offeredTools(role))
 	voice := s.slot(role, "VOICE")
 	s.emit(Effect{Type: EffectLiveSession, Agent: role, Voice: voice, Text: system, Data: tools})

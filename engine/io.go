@@ -27,6 +27,10 @@ const (
 	InputToolCall InputType = "tool_call"
 	// InputAgentTranscript is what a live session said as a role.
 	InputAgentTranscript InputType = "agent_transcript"
+	// InputPrepare, before the session's clock starts, asks for the lines
+	// of turns due within their lead of second 0 (prepare.go); a host
+	// feeds their answers at T 0 and then starts the clock.
+	InputPrepare InputType = "prepare"
 	// InputEnd ends the session early (the candidate left, an operator
 	// cancelled it); End.Reason says why.
 	InputEnd InputType = "end"
@@ -129,6 +133,7 @@ var inputKinds = [...]inputKind{
 	{InputToolCall, "tool call", nil},
 	{InputAgentTranscript, "agent line", nil},
 	{InputEnd, "end request", &EndRequest{}},
+	{InputPrepare, "", nil},
 }
 
 // payload is the field of in that carries kind t's payload, or nil. It is
@@ -309,6 +314,11 @@ const (
 	EffectLiveSession EffectType = "live_session"
 	// EffectLive reports that setup phases finished and the session is live.
 	EffectLive EffectType = "live"
+	// EffectStale reports a prepared line whose request changed before it
+	// was said: Reason names what changed; Kind is what was done:
+	// asked_again (before its due time), or the turn's on_stale
+	// (regenerate, speak, drop) at its due time.
+	EffectStale EffectType = "stale"
 	// EffectEngineError reports that the engine stopped doing something
 	// it should not need to stop (a pack whose rules keep making progress
 	// forever); tests and dry runs treat it as a failure.
@@ -344,12 +354,33 @@ type Effect struct {
 	// Outcome is what the guardrails did with a generated agent message:
 	// pass, regenerated(N), rewritten, fallback or tripped.
 	Outcome string `json:"outcome,omitempty"`
+	// Lateness, on every agent message, is when it was due and how late
+	// it was said.
+	*Lateness
 	// Data carries structured payloads (tool results, job results, reports).
 	Data json.RawMessage `json:"data,omitempty"`
 	// IsError marks a tool result that refuses the call.
 	IsError bool `json:"is_error,omitempty"`
 	// Request is set on llm_request effects.
 	Request *LLMRequest `json:"request,omitempty"`
+}
+
+// Lateness is how late an agent message was: DueMS is when its turn
+// could first be said (made, reaching the floor, or let go by the defer
+// rule), LateMS how long after that it was said: the wait for the model,
+// its regenerations and any cover line.
+type Lateness struct {
+	DueMS  int64 `json:"due_ms"`
+	LateMS int64 `json:"late_ms"`
+}
+
+func lateness(due, now int64) *Lateness { return &Lateness{DueMS: due, LateMS: now - due} }
+
+// Preparation marks a request that prepares a scheduled turn's line
+// ahead of its due time; the answer is held until then.
+type Preparation struct {
+	DueMS  int64 `json:"due_ms"`
+	LeadMS int64 `json:"lead_ms"`
 }
 
 // LLMRequest is everything an LLM adapter needs for one turn. It mirrors the
@@ -384,6 +415,8 @@ type LLMRequest struct {
 	// and the instruction that says why; adapters send it as the model's
 	// turn followed by the instruction.
 	Correction *Correction `json:"correction,omitempty"`
+	// Prepare is set on a request made ahead of its turn's due time.
+	Prepare *Preparation `json:"prepare,omitempty"`
 }
 
 // Correction asks the model again for a line it got wrong.

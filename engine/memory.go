@@ -28,13 +28,15 @@ func (m *memory) init(p *rules.Pack) {
 
 // injected prepends the instructions queued for role (a handoff notice, a
 // roster) to system, once.
-func (s *Session) injected(role, system string) string {
+func (s *Session) injected(role, system string, take bool) string {
 	i := s.roleIdx(role)
 	if i < 0 || len(s.memory.inject[i]) == 0 {
 		return system
 	}
 	system = strings.Join(s.memory.inject[i], "\n\n") + "\n\n" + system
-	s.memory.inject[i] = nil
+	if take {
+		s.memory.inject[i] = nil
+	}
 	return system
 }
 

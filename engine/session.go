@@ -74,6 +74,8 @@ type Session struct {
 	liveness   liveness   // liveness.go
 	lines      lines      // lines.go
 	input      inputGuard // inputguard.go
+	prep       prepare    // prepare.go
+	cover      cover      // cover.go
 }
 
 // New starts a session of pack p at time 0. The first Step runs the
@@ -131,6 +133,7 @@ func (s *Session) quantDown(t int64) int64 {
 func (s *Session) addTimer(t timer) {
 	t.at = s.quantUp(t.at)
 	s.timers.add(t)
+	s.prep.shadow(s, &t)
 }
 
 func (s *Session) nextID(prefix byte) string {
@@ -169,7 +172,14 @@ func (s *Session) Step(in Input, out []Effect) ([]Effect, error) {
 	if err := CheckInput(s.p, &in); err != nil {
 		return out, err
 	}
+	if in.Type == InputPrepare && s.started {
+		return out, fmt.Errorf("%w: prepare comes before the session's clock starts", ErrBadInput)
+	}
 	s.scripts.begin(in.Scripts)
+	from := len(out)
+	if !s.started && s.prep.beforeStart(s, &in) {
+		return s.out, nil
+	}
 	t := s.quantDown(in.T)
 	if !s.started {
 		s.started = true
@@ -196,6 +206,7 @@ func (s *Session) Step(in Input, out []Effect) ([]Effect, error) {
 		s.liveness.activity(s)
 	}
 	s.settle()
+	s.prep.refresh(s, from, in.Type)
 	s.handoff.flush(s)
 	return s.out, nil
 }
@@ -232,7 +243,7 @@ func (s *Session) fire(tm timer) {
 	case tDeferCap:
 		s.deferCap(tm.key)
 	case tLLMTimeout:
-		if !s.turnTimedOut(tm.key) {
+		if !s.turnTimedOut(tm.key) && !s.prep.timedOut(s, tm.key) {
 			s.jobs.result(s, &LLMResult{ID: tm.key}, true)
 		}
 	case tTyping:
@@ -249,6 +260,11 @@ func (s *Session) fire(tm timer) {
 			s.addTimer(timer{at: s.now + r.Every.MS, kind: tRule, ref: tm.ref, rule: r.ID, prio: r.Priority})
 		}
 		s.runRule(r)
+		s.prep.expire(s, r.ID)
+	case tPrepare:
+		s.prep.fire(s, tm)
+	case tCover:
+		s.cover.fire(s, tm.key)
 	}
 }
 

@@ -56,6 +56,7 @@ func (sl *silence) start(s *Session, t *turn) {
 func (sl *silence) stop(s *Session) {
 	sl.await = nil
 	s.timers.cancelKind(tSilence)
+	s.prep.expire(s, "silence")
 }
 
 func (sl *silence) pause(s *Session) {

@@ -65,6 +65,7 @@ func (tl *timeline) close(s *Session, i int) {
 	tl.windows[i] = wDone
 	if w.OnClose == rules.CloseSkip {
 		s.emit(Effect{Type: EffectWindowSkipped, Rule: w.ID, Agent: w.Turn.Role})
+		s.prep.expire(s, w.ID)
 		return
 	}
 	t := s.newTurn(&w.Turn, w.ID, false)

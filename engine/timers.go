@@ -10,7 +10,10 @@ import (
 type timerKind uint8
 
 const (
-	tAnchor timerKind = iota
+	// tPrepare comes first: a line asked for at T is for a turn due
+	// later, and asking never changes what else is due at T.
+	tPrepare timerKind = iota
+	tAnchor
 	tDuration
 	tDeferCap
 	tLLMTimeout
@@ -21,6 +24,7 @@ const (
 	tWindowOpen
 	tRule
 	tStall
+	tCover
 )
 
 // timer is one entry of the timer table. ref identifies what it belongs to
@@ -33,6 +37,9 @@ type timer struct {
 	seq  uint64
 	ref  int
 	key  string
+	// of is, for a tPrepare timer, the kind of the timer whose turn it
+	// prepares (same ref): cancelling that timer cancels it too.
+	of timerKind
 }
 
 func (a *timer) less(b *timer) bool {
@@ -63,11 +70,12 @@ func (tt *timerTable) add(t timer) {
 	}
 }
 
-// cancel removes every timer of kind matching ref and key.
+// cancel removes every timer of kind matching ref and key, and the
+// preparations for them.
 func (tt *timerTable) cancel(kind timerKind, ref int, key string) {
 	out := tt.ts[:0]
 	for _, t := range tt.ts {
-		if t.kind == kind && t.ref == ref && t.key == key {
+		if (t.kind == kind || (t.kind == tPrepare && t.of == kind)) && t.ref == ref && t.key == key {
 			continue
 		}
 		out = append(out, t)
@@ -75,14 +83,25 @@ func (tt *timerTable) cancel(kind timerKind, ref int, key string) {
 	tt.ts = out
 }
 
+// cancelKind removes every timer of kind and the preparations for them.
 func (tt *timerTable) cancelKind(kind timerKind) {
 	out := tt.ts[:0]
 	for _, t := range tt.ts {
-		if t.kind != kind {
+		if t.kind != kind && (t.kind != tPrepare || t.of != kind) {
 			out = append(out, t)
 		}
 	}
 	tt.ts = out
+}
+
+// find returns the first timer of kind with ref.
+func (tt *timerTable) find(kind timerKind, ref int) (timer, bool) {
+	for _, t := range tt.ts {
+		if t.kind == kind && t.ref == ref {
+			return t, true
+		}
+	}
+	return timer{}, false
 }
 
 // popDue removes and returns the first timer due at or before t.

@@ -39,6 +39,7 @@ type turn struct {
 	window     int // index of the window that created it, or -1
 	silence    int // silence step that created it, or -1
 	deferredAt int64
+	held       bool // deferred now; when let go, its due time moves
 	state      turnState
 	reqID      string
 	msgID      string
@@ -50,6 +51,13 @@ type turn struct {
 	original   string
 	toolRounds []ToolRound
 	guard      guard // guardrail.go
+	// due is when the turn could first be said (made, started, or let
+	// go by defer), for its lateness.
+	due int64
+	// prep is the preparation made for it (prepare.go); stale, what had
+	// changed when a stale prepared line was said anyway.
+	prep  *prepEntry
+	stale string
 }
 
 // resolveRole turns a turn's role reference into a role id; same is the
@@ -90,12 +98,20 @@ func (s *Session) newTurn(spec *rules.TurnSpec, rule string, hard bool) *turn {
 }
 
 func (s *Session) newTurnFor(spec *rules.TurnSpec, rule string, hard bool, same string) *turn {
+	t := s.makeTurn(spec, rule, hard, same)
+	t.id = s.nextID('t')
+	return t
+}
+
+// makeTurn builds a turn without an id: newTurnFor's, or a preparation's
+// stand-in for the turn its source will make.
+func (s *Session) makeTurn(spec *rules.TurnSpec, rule string, hard bool, same string) *turn {
 	tag := spec.IntentTag
 	if tag == "" {
 		tag = spec.Goal
 	}
 	return &turn{
-		id:         s.nextID('t'),
+		due:        s.now,
 		role:       s.resolveRole(spec.Who, same),
 		kind:       spec.Kind,
 		goal:       spec.Goal,
@@ -113,6 +129,7 @@ func (s *Session) newTurnFor(spec *rules.TurnSpec, rule string, hard bool, same 
 // enqueue adds a turn. Hard turns go first and preempt any non-hard turn
 // that has not started speaking.
 func (s *Session) enqueue(t *turn) {
+	s.prep.claim(t)
 	f := &s.floor
 	if !t.hard {
 		f.queue = append(f.queue, t)
@@ -135,6 +152,7 @@ func (s *Session) enqueue(t *turn) {
 // waiting if its window is still open.
 func (s *Session) preempt(t *turn, by string) {
 	s.timers.cancel(tDeferCap, 0, t.id)
+	s.prep.unclaim(t)
 	if t.reqID != "" {
 		s.timers.cancel(tLLMTimeout, 0, t.reqID)
 	}
@@ -207,7 +225,7 @@ func (s *Session) settleActive() bool {
 	f := &s.floor
 	a := f.active
 	if a.state == tsReady {
-		if s.holdTurn(a) {
+		if s.cover.playing() || s.holdTurn(a) {
 			return false
 		}
 		s.speak(a)
@@ -228,19 +246,35 @@ func (s *Session) settleActive() bool {
 func (s *Session) start(t *turn) {
 	s.floor.active = t
 	s.timers.cancel(tDeferCap, 0, t.id)
+	t.due = max(t.due, s.now)
 	if t.line != "" {
 		s.deliver(t, t.line, false)
+		return
+	}
+	done, req := s.prep.release(s, t)
+	if done {
 		return
 	}
 	t.state = tsGenerating
 	t.reqID = s.nextID('r')
 	t.guard.askedAt = s.now
-	req := s.buildRequest(t)
+	if req == nil {
+		req = s.buildRequest(t)
+	}
 	s.emit(Effect{Type: EffectLLMRequest, ID: t.reqID, Agent: t.role, Kind: t.kind, Rule: t.rule, Request: req})
 	s.addTimer(timer{at: s.now + s.p.LLM.Timeout.MS, kind: tLLMTimeout, key: t.reqID})
+	s.cover.arm(s, t)
 }
 
-func (s *Session) buildRequest(t *turn) *LLMRequest {
+// buildRequest is the request for t as it stands; it takes the
+// instructions queued for the role, which go out with it.
+func (s *Session) buildRequest(t *turn) *LLMRequest { return s.request(t, true) }
+
+// peekRequest is buildRequest leaving the queued instructions in place:
+// what a request made now would be, for a preparation.
+func (s *Session) peekRequest(t *turn) *LLMRequest { return s.request(t, false) }
+
+func (s *Session) request(t *turn, take bool) *LLMRequest {
 	p := s.p
 	role, _ := p.Role(t.role)
 	req := &LLMRequest{
@@ -248,7 +282,7 @@ func (s *Session) buildRequest(t *turn) *LLMRequest {
 		Kind:                 t.kind,
 		TurnGoal:             t.goal,
 		Model:                p.LLM.Model,
-		System:               s.injected(t.role, s.persona(t.role)),
+		System:               s.injected(t.role, s.persona(t.role), take),
 		Tools:                s.offeredTools(t.role),
 		Assembly:             p.LLM.AssemblyWords(),
 		ToolRounds:           t.toolRounds,
@@ -291,9 +325,29 @@ func (s *Session) onLLMResult(r *LLMResult) {
 	}
 	a := s.floor.active
 	if a == nil || a.reqID != r.ID || a.state != tsGenerating {
-		return // superseded or timed out: ignored, deterministically
+		// A preparation's, or superseded or timed out: ignored,
+		// deterministically.
+		s.prep.result(s, r)
+		return
 	}
 	s.timers.cancel(tLLMTimeout, 0, a.reqID)
+	s.turnResult(a, r)
+}
+
+// adapterReason says why a model call gave no line.
+func adapterReason(e *AdapterError) string {
+	if e == nil {
+		return "empty reply"
+	}
+	if e.Message != "" {
+		return e.Kind + ": " + e.Message
+	}
+	return e.Kind
+}
+
+// turnResult takes the model's answer for the turn a, now or held since
+// it was prepared.
+func (s *Session) turnResult(a *turn, r *LLMResult) {
 	if len(r.ToolCalls) > 0 && r.Err == nil {
 		s.turnTools(a, r)
 		return
@@ -305,14 +359,7 @@ func (s *Session) onLLMResult(r *LLMResult) {
 		return
 	}
 	if r.Err != nil || strings.TrimSpace(r.Text) == "" {
-		reason := "empty reply"
-		if r.Err != nil {
-			reason = r.Err.Kind
-			if r.Err.Message != "" {
-				reason += ": " + r.Err.Message
-			}
-		}
-		s.emit(Effect{Type: EffectAdapterError, ID: a.reqID, Agent: a.role, Kind: a.kind, Rule: a.rule, Reason: reason})
+		s.emit(Effect{Type: EffectAdapterError, ID: a.reqID, Agent: a.role, Kind: a.kind, Rule: a.rule, Reason: adapterReason(r.Err)})
 		s.deliver(a, s.fallback(a), true)
 		return
 	}
@@ -378,7 +425,7 @@ func (s *Session) deliverChecked(t *turn, text string, fallback, withCalls bool)
 	if t.guard.original != text {
 		t.original = t.guard.original
 	}
-	if t.hard || !s.holdTurn(t) {
+	if !s.cover.playing() && (t.hard || !s.holdTurn(t)) {
 		s.speak(t)
 	}
 }
@@ -394,6 +441,7 @@ func (s *Session) speak(t *turn) {
 		Type: EffectAgentMessage, ID: t.msgID, Agent: t.role, Kind: t.kind, Text: t.text,
 		Voice: role.Voice, IntentTag: t.intentTag, Rule: t.rule,
 		Fallback: t.fallback, Guardrail: t.violations, Original: t.original, Outcome: t.outcome,
+		Lateness: lateness(t.due, s.now), Reason: staleReason(t.stale),
 	})
 	s.lines.spoken(t.text)
 	s.floor.lastRole = t.role
@@ -407,6 +455,9 @@ func (s *Session) speak(t *turn) {
 func (d *SpeechDone) apply(s *Session) { s.onSpeechDone(d) }
 
 func (s *Session) onSpeechDone(d *SpeechDone) {
+	if s.cover.done(d.ID) {
+		return
+	}
 	a := s.floor.active
 	if a == nil || a.msgID != d.ID || a.state != tsSpeaking {
 		return

@@ -98,6 +98,7 @@ func (l *LLMConfig) check(c *compiler) {
 		seen = append(seen, part)
 		l.assembly = append(l.assembly, part.String())
 	}
+	l.checkPrepare(c)
 }
 
 // AssemblyWords is Assembly as the words a request carries (nil for the
@@ -162,7 +163,7 @@ func (a *Anchor) check(c *compiler) {
 	c.id(a.Pos, "anchor", a.ID)
 	c.within(a.At, "anchor "+a.ID)
 	if a.Action == AnchorSay {
-		c.turn(a.Pos, &a.Turn, "anchor "+a.ID)
+		c.scheduledTurns(scheduledByDefault, func() { c.turn(a.Pos, &a.Turn, "anchor "+a.ID) })
 	}
 }
 
@@ -172,7 +173,7 @@ func (w *Window) check(c *compiler) {
 		c.errorf(w.Pos, "window %s: close must be after open", w.ID)
 	}
 	c.within(w.Close, "window "+w.ID+" close")
-	c.turn(w.Pos, &w.Turn, "window "+w.ID)
+	c.scheduledTurns(scheduledByDefault, func() { c.turn(w.Pos, &w.Turn, "window "+w.ID) })
 }
 
 func (r *Route) check(c *compiler) {
@@ -251,7 +252,9 @@ func (s *Silence) check(c *compiler) {
 			c.errorf(st.Pos, "silence step %d needs a positive after", i+1)
 		}
 		if st.Action == SilenceSay {
-			c.turn(st.Pos, &st.Turn, fmt.Sprintf("silence step %d", i+1), RoleLast, RoleActive)
+			c.scheduledTurns(scheduledByDefault, func() {
+				c.turn(st.Pos, &st.Turn, fmt.Sprintf("silence step %d", i+1), RoleLast, RoleActive)
+			})
 		}
 	}
 }
@@ -425,7 +428,11 @@ func (r *Rule) check(c *compiler) {
 	if len(r.Do) == 0 {
 		c.errorf(r.Pos, "rule %s does nothing (add do:)", r.ID)
 	}
-	c.actions(r.Do, "rule "+r.ID)
+	timing := unscheduled
+	if r.At.IsSet() || r.Every.IsSet() {
+		timing = scheduled
+	}
+	c.scheduledTurns(timing, func() { c.actions(r.Do, "rule "+r.ID) })
 }
 
 func (e *EndRule) check(c *compiler) {
@@ -503,6 +510,26 @@ func (c *compiler) turn(parent Pos, t *TurnSpec, what string, specifiers ...stri
 	if t.Kind == "" {
 		c.errorf(t.Pos, "%s needs a kind", what)
 	}
+	c.prepare(t, what, c.sched != unscheduled, c.sched == scheduledByDefault)
+}
+
+// turnTiming is whether a turn's due time is known before it is due.
+type turnTiming uint8
+
+const (
+	unscheduled turnTiming = iota
+	// scheduled turns are prepared when they ask (a say in a timed rule,
+	// whose condition may not hold when it fires).
+	scheduled
+	// scheduledByDefault turns are prepared when llm.prepare is set.
+	scheduledByDefault
+)
+
+// scheduledTurns runs check with turns counted as timing.
+func (c *compiler) scheduledTurns(timing turnTiming, check func()) {
+	c.sched = timing
+	check()
+	c.sched = unscheduled
 }
 
 func (c *compiler) roleRef(pos Pos, what, role string, specifiers ...string) {

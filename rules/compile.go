@@ -50,6 +50,10 @@ type compiler struct {
 	// inputCheck is set while guardrails.input is checked: the only place
 	// refuse and redact mean something.
 	inputCheck bool
+	// sched says whether the turns being checked are scheduled, so may be
+	// prepared ahead (prepare.go), and whether llm.prepare applies to them
+	// unasked.
+	sched turnTiming
 	// exprs and exprText count the expressions compiled so far and their
 	// text, against MaxExprs and MaxExprText.
 	exprs, exprText int

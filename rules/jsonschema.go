@@ -29,6 +29,7 @@ var (
 	policiesType = reflect.TypeFor[Policies]()
 	triggerType  = reflect.TypeFor[TriggerSpec]()
 	actionsType  = reflect.TypeFor[Actions]()
+	prepareType  = reflect.TypeFor[Prepare]()
 	enumType     = reflect.TypeFor[enum]()
 	durationRE   = `^(0|[0-9.]+(ms|s|m|h)([0-9.]+(ms|s|m|h))*|[0-9]{1,2}(:[0-9]{1,2}){1,2}(\.[0-9]+)?|[A-Za-z_][A-Za-z0-9_]*)$`
 	identRE      = `^[A-Za-z_][A-Za-z0-9_]*$`
@@ -56,6 +57,10 @@ func (g *schemaGen) of(t reflect.Type) any {
 		return map[string]any{"type": "string", "description": "text with {{SLOT}} placeholders and ${expression} parts"}
 	case valueType:
 		return map[string]any{"description": "an expr expression of any type"}
+	case prepareType:
+		obj := g.object(t)
+		return map[string]any{"description": "a lead time (3s), off, or {lead, on_stale}",
+			"anyOf": []any{g.of(durationType), map[string]any{"const": "off"}, map[string]any{"const": false}, obj}}
 	case actionsType:
 		return g.actions()
 	case triggerType:
@@ -67,7 +72,7 @@ func (g *schemaGen) of(t reflect.Type) any {
 		return map[string]any{"description": "a guardrail policy, or a chain of them tried in order",
 			"anyOf": []any{one, map[string]any{"type": "array", "items": one}}}
 	}
-	if t.Implements(enumType) {
+	if t.Kind() != reflect.Pointer && t.Implements(enumType) {
 		var words []string
 		for _, w := range reflect.Zero(t).Interface().(enum).enumWords() {
 			if w != "" {

@@ -138,6 +138,13 @@ type LLMConfig struct {
 	// returns the system instruction as text, or {system, turn_goal,
 	// context: {key: value}} to replace or add parts.
 	Shape *Hook `yaml:"shape"`
+	// Prepare is how long before it is due a scheduled turn's line is
+	// asked for (unset: only when due); OnStale is what happens to one
+	// that went stale. A turn's own prepare: overrides both.
+	Prepare Duration    `yaml:"prepare"`
+	OnStale StalePolicy `yaml:"on_stale"`
+	// Cover, if set, fills a slow model's silence with a short line.
+	Cover *Cover `yaml:"cover"`
 }
 
 // VoiceConfig sets defaults for simulated speech.
@@ -172,6 +179,9 @@ type Role struct {
 	// Rewrite lines by turn goal ("default" for any) replace output that
 	// breaks the guardrails; one line or a list, like Fallback.
 	Rewrite []LineSet `yaml:"rewrite"`
+	// Cover lines by turn kind ("default" for any) fill the wait for a
+	// slow model when llm.cover is set.
+	Cover []LineSet `yaml:"cover"`
 	// Lines by goal or kind feed the scripted LLM in dry runs and tests.
 	Lines []LineSet `yaml:"lines"`
 
@@ -258,9 +268,12 @@ type TurnSpec struct {
 	Goal      string `yaml:"goal"`
 	Line      string `yaml:"line"`
 	IntentTag string `yaml:"intent_tag"`
+	// Prepare overrides llm.prepare for a scheduled turn (prepare.go).
+	Prepare *Prepare `yaml:"prepare"`
 
 	// Who is Role as the checker resolved it.
-	Who RoleRef `yaml:"-"`
+	Who  RoleRef `yaml:"-"`
+	prep Prep
 }
 
 // RoleRef is a turn's role: a fixed role, or one resolved when the turn is

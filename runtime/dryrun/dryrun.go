@@ -53,6 +53,8 @@ type Record struct {
 	engine.Effect
 	// SpeechMS is the simulated playback time of an agent message.
 	SpeechMS int64 `json:"speech_ms,omitempty"`
+	// tickMS is the pack's tick: lateness within it is not lateness.
+	tickMS int64
 }
 
 // Result is a finished dry run.
@@ -109,6 +111,11 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error
 		ev := opt.Events[i]
 		h.push(engine.Input{T: ev.T, Type: engine.InputCandidate, Candidate: &ev.Event})
 	}
+	if h.s.NeedsPrepare() {
+		if err := h.prepare(); err != nil {
+			return nil, err
+		}
+	}
 	// Step 0 starts the session even when the first event is later.
 	if err := h.step(engine.Input{T: 0, Type: engine.InputAdvance}); err != nil {
 		return nil, err
@@ -152,14 +159,49 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error
 }
 
 type host struct {
-	ctx   context.Context
-	s     *engine.Session
-	llm   llm.Answerer
-	voice *sim.Voice
-	queue []pending
-	seq   int
-	res   *Result
-	buf   []engine.Effect
+	ctx context.Context
+	// early collects, while the prepare input runs, the answers to what
+	// it asked, to be given before the clock starts.
+	early     []earlyAnswer
+	preparing bool
+	s         *engine.Session
+	llm       llm.Answerer
+	voice     *sim.Voice
+	queue     []pending
+	seq       int
+	res       *Result
+	buf       []engine.Effect
+}
+
+type earlyAnswer struct {
+	res   engine.LLMResult
+	after int64 // when the model answered, after the request
+	lead  int64 // how long the host waits before it starts the clock
+}
+
+// prepare runs the prepare input and hands its answers to the session
+// before its clock starts, in the order they came; an answer slower than
+// its lead comes too late, as it would live: the host starts the clock
+// then, and the preparation fails.
+func (h *host) prepare() error {
+	h.preparing = true
+	err := h.step(engine.Input{T: 0, Type: engine.InputPrepare})
+	h.preparing = false
+	if err != nil {
+		return err
+	}
+	slices.SortStableFunc(h.early, func(a, b earlyAnswer) int { return cmp.Compare(a.after, b.after) })
+	for _, a := range h.early {
+		res := a.res
+		if a.after > a.lead {
+			res = engine.NotReady(res.ID)
+		}
+		if err := h.step(engine.Input{T: 0, Type: engine.InputLLMResult, LLM: &res}); err != nil {
+			return err
+		}
+	}
+	h.early = nil
+	return nil
 }
 
 func (h *host) push(in engine.Input) {
@@ -188,10 +230,19 @@ func (h *host) step(in engine.Input) error {
 		return fmt.Errorf("at %s: %w", rules.FormatClock(in.T), err)
 	}
 	for _, e := range h.buf {
-		rec := Record{Effect: e}
+		rec := Record{Effect: e, tickMS: h.s.Pack().Tick.MS}
 		switch e.Type {
 		case engine.EffectLLMRequest:
 			a := h.llm.Answer(h.ctx, e.ID, e.Request)
+			if h.preparing {
+				ea := earlyAnswer{res: a.Result, after: a.After.Milliseconds(), lead: e.Request.Prepare.LeadMS}
+				if a.Never {
+					ea.after = ea.lead + 1
+				}
+				ea.res.ID = e.ID
+				h.early = append(h.early, ea)
+				break
+			}
 			if !a.Never {
 				a.Result.ID = e.ID
 				h.push(engine.Input{T: e.T + a.After.Milliseconds(), Type: engine.InputLLMResult, LLM: &a.Result})

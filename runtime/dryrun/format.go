@@ -63,7 +63,11 @@ func TextLine(r *Record) string {
 		if note != "" {
 			text += "  [" + note + "]"
 		}
-		text += fmt.Sprintf("  (%s, %.1fs)", r.Rule, float64(r.SpeechMS)/1000)
+		late := ""
+		if l := r.Lateness; l != nil && l.LateMS > max(r.tickMS, 0) {
+			late = fmt.Sprintf(", late %.1fs", float64(l.LateMS)/1000)
+		}
+		text += fmt.Sprintf("  (%s, %.1fs%s)", r.Rule, float64(r.SpeechMS)/1000, late)
 	case engine.EffectLLMRequest:
 		kind = "llm_request"
 		text = r.ID + " goal=" + r.Request.TurnGoal
@@ -128,6 +132,7 @@ func WriteSummary(w io.Writer, recs []Record) error {
 		fmt.Fprintf(&b, "# outcome: %s %s\n", report.Kind, compactJSON(report.Data))
 	}
 	b.WriteString(lines.String())
+	b.WriteString(lateness(recs))
 	if len(flags) > 0 {
 		fmt.Fprintf(&b, "# flags: %d\n", len(flags))
 		for _, r := range flags {
@@ -247,4 +252,35 @@ func (c *outcomeCounts) String() string {
 		fmt.Fprintf(&b, "# guardrails %s: %d (%s)\n", o, total, strings.Join(parts, ", "))
 	}
 	return b.String()
+}
+
+// lateness is the summary line of how late agent messages were, by kind
+// in order of first appearance: the worst and the 95th percentile
+// (nearest rank).
+//
+//	# lateness max/p95: window 0.0s/0.0s, reply 2.0s/2.0s, anchor 0.0s/0.0s
+func lateness(recs []Record) string {
+	var kinds []string
+	by := map[string][]int64{}
+	for i := range recs {
+		r := &recs[i]
+		if r.Type != engine.EffectAgentMessage || r.Lateness == nil {
+			continue
+		}
+		if _, ok := by[r.Kind]; !ok {
+			kinds = append(kinds, r.Kind)
+		}
+		by[r.Kind] = append(by[r.Kind], r.Lateness.LateMS)
+	}
+	if len(kinds) == 0 {
+		return ""
+	}
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		late := by[k]
+		slices.Sort(late)
+		p95 := late[(len(late)*95+99)/100-1]
+		parts[i] = fmt.Sprintf("%s %.1fs/%.1fs", k, float64(late[len(late)-1])/1000, float64(p95)/1000)
+	}
+	return "# lateness max/p95: " + strings.Join(parts, ", ") + "\n"
 }

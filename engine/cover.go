@@ -1,0 +1,57 @@
+package engine
+
+import "github.com/batonhq/baton/rules"
+
+// cover fills a slow model's silence: when a turn has waited llm.cover's
+// after for its line, its role says a short line from the pack's library
+// ("Let me think about that for a second."), at most once per turn and
+// never over a candidate the defer rule is waiting for. The turn's line,
+// when it comes, waits for the cover line to finish. A cover line is an
+// agent message like any other (the host plays it and reports
+// speech_done) but not a turn: it is not in the transcript a model
+// reads, starts no silence ladder and runs no rules.
+type cover struct {
+	// playingID is the cover line being played, until its speech_done.
+	playingID string
+}
+
+// arm starts the wait for t's line.
+func (c *cover) arm(s *Session, t *turn) {
+	if cv := s.p.LLM.Cover; cv != nil {
+		s.addTimer(timer{at: s.now + cv.After.MS, kind: tCover, key: t.id, rule: t.rule})
+	}
+}
+
+// fire says a cover line for turn id if it is still waiting for its model.
+func (c *cover) fire(s *Session, id string) {
+	a := s.floor.active
+	if a == nil || a.id != id || a.state != tsGenerating || c.playingID != "" || s.shouldDefer(a) || s.speaking() {
+		return
+	}
+	role, _ := s.p.Role(a.role)
+	line, ok := "", false
+	for _, sets := range s.p.CoverLines(role) {
+		if line, ok = s.lines.pick(s, a.role, "cover", sets, a.kind, "default"); ok {
+			break
+		}
+	}
+	if !ok {
+		return // every line is at guardrails.max_repeats
+	}
+	c.playingID = s.nextID('m')
+	s.emit(Effect{Type: EffectAgentMessage, ID: c.playingID, Agent: a.role, Kind: rules.KindCover, Text: line,
+		Voice: role.Voice, Rule: a.rule, Lateness: lateness(a.due, s.now)})
+	s.lines.spoken(line)
+}
+
+// playing reports whether a cover line is being said.
+func (c *cover) playing() bool { return c.playingID != "" }
+
+// done ends the cover line id; it reports whether id was one.
+func (c *cover) done(id string) bool {
+	if id == "" || id != c.playingID {
+		return false
+	}
+	c.playingID = ""
+	return true
+}

@@ -1,0 +1,525 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/batonhq/baton/rules"
+)
+
+// prepare asks for scheduled turns' lines before they are due. Every
+// timer that makes a turn at a known time (an anchor, a window opening, a
+// silence step, a timed rule that asks) is shadowed by a tPrepare timer
+// its turn's lead earlier; when that fires, the turn is built as it would
+// be now and its request sent. The answer is held. When the turn is due
+// and starts, the request is built again: if it is the one sent, the held
+// answer goes through the guardrails at once, as if the model had
+// answered in no time; if not, the line is stale and the turn's on_stale
+// decides. A change seen before the due time (the candidate spoke, another
+// role did) asks again at once, so the new answer is usually in by then.
+//
+// Preparations are ordinary llm_request effects and their answers
+// ordinary llm_result inputs, so replay reproduces them; a turn made at
+// second 0 is prepared by a prepare input before the session's clock
+// starts (Step).
+type prepare struct {
+	entries []*prepEntry
+	// setUp is set once the prepare input ran.
+	setUp bool
+}
+
+type prepState uint8
+
+const (
+	prepAsked prepState = iota
+	prepReady
+	prepFailed
+)
+
+// maxPrepareAsks bounds how often one preparation is asked again because
+// its request changed: a pack whose prompts change every tick would
+// otherwise ask on every step. Past it, staleness is decided at release.
+const maxPrepareAsks = 4
+
+// prepEntry is one prepared line.
+type prepEntry struct {
+	// what turn it is for: the turn a source makes with this spec
+	spec *rules.TurnSpec
+	plan rules.Prep
+	rule string
+	step int    // silence step, or -1
+	same string // the role "last" means for a silence step
+	hard bool
+	due  int64
+
+	// claimed is the turn made for it, once made; it starts later.
+	claimed *turn
+
+	reqID   string
+	askedAt int64
+	sent    *LLMRequest
+	sentKey []byte
+	asks    int
+	state   prepState
+	result  LLMResult
+	// guard is the guardrails' state for the line so far: an answer that
+	// breaks the built-in limits is asked for again before it is due, as
+	// the guardrails would at release, and the turn inherits the count.
+	guard guard
+}
+
+func (e *prepEntry) matches(rule string, step int, kind, goal string) bool {
+	return e.rule == rule && e.step == step && e.spec.Kind == kind && e.spec.Goal == goal
+}
+
+// leadFor is the earliest lead among the prepared turns timer t makes,
+// if any.
+func (s *Session) leadFor(t *timer) (int64, bool) {
+	var lead int64
+	for _, src := range s.preparedBy(t) {
+		if lead == 0 || src.plan.LeadMS > lead {
+			lead = src.plan.LeadMS
+		}
+	}
+	return lead, lead > 0
+}
+
+// prepSource is a turn a timer will make.
+type prepSource struct {
+	spec *rules.TurnSpec
+	plan rules.Prep
+	rule string
+	step int
+	hard bool
+}
+
+// preparedBy lists the prepared turns timer t makes when it fires: the
+// one place that knows which timers make turns.
+func (s *Session) preparedBy(t *timer) []prepSource {
+	var out []prepSource
+	add := func(spec *rules.TurnSpec, rule string, step int, hard bool) {
+		if plan, ok := spec.Preparation(); ok {
+			out = append(out, prepSource{spec, plan, rule, step, hard})
+		}
+	}
+	p := s.p
+	switch t.kind {
+	case tAnchor:
+		if a := &p.Timeline.Anchors[t.ref]; a.Action == rules.AnchorSay {
+			add(&a.Turn, a.ID, -1, true)
+		}
+	case tWindowOpen:
+		w := &p.Timeline.Windows[t.ref]
+		add(&w.Turn, w.ID, -1, false)
+	case tSilence:
+		if st := &p.Silence.Steps[t.ref]; st.Action == rules.SilenceSay {
+			add(&st.Turn, "silence", t.ref, false)
+		}
+	case tRule:
+		r := &p.Rules[t.ref]
+		for _, a := range r.Do {
+			if say, ok := a.(*rules.SayAction); ok {
+				add(&say.Turn, r.ID, -1, false)
+			}
+		}
+	}
+	return out
+}
+
+// shadow adds the preparation of what t will make, if it is prepared.
+func (pr *prepare) shadow(s *Session, t *timer) {
+	lead, ok := s.leadFor(t)
+	if !ok {
+		return
+	}
+	at := max(s.now, s.quantUp(t.at-lead))
+	s.timers.add(timer{at: at, kind: tPrepare, of: t.kind, ref: t.ref, rule: t.rule, key: t.key})
+}
+
+// fire asks for the lines of the turns the timer tm prepares for.
+func (pr *prepare) fire(s *Session, tm timer) {
+	due, ok := s.timers.find(tm.of, tm.ref)
+	if !ok {
+		return // its timer was cancelled
+	}
+	same := ""
+	if tm.of == tSilence {
+		if s.silence.await == nil {
+			return
+		}
+		same = s.silence.await.role
+	}
+	for _, src := range s.preparedBy(&due) {
+		if pr.find(src.rule, src.step, src.spec.Kind, src.spec.Goal) != nil {
+			continue // asked already; refresh keeps it current
+		}
+		e := &prepEntry{spec: src.spec, plan: src.plan, rule: src.rule, step: src.step, hard: src.hard, same: same, due: due.at}
+		pr.entries = append(pr.entries, e)
+		pr.ask(s, e, s.provisional(e))
+	}
+}
+
+func (pr *prepare) find(rule string, step int, kind, goal string) *prepEntry {
+	for _, e := range pr.entries {
+		if e.matches(rule, step, kind, goal) {
+			return e
+		}
+	}
+	return nil
+}
+
+// provisional is the turn e's source would make now: built to ask for its
+// line and check it, never put on the floor.
+func (s *Session) provisional(e *prepEntry) *turn {
+	if e.claimed != nil {
+		return e.claimed
+	}
+	t := s.makeTurn(e.spec, e.rule, e.hard, e.same)
+	t.silence = e.step
+	if e.step >= 0 && e.spec.Who.Kind == rules.RoleRefLast {
+		t.role = e.same
+	}
+	return t
+}
+
+// ask sends e's request, built for t, replacing any earlier one.
+func (pr *prepare) ask(s *Session, e *prepEntry, t *turn) {
+	pr.send(s, e, t, s.peekRequest(t), nil)
+}
+
+// send sends req for e; with a correction it asks again for a line the
+// guardrails refused, else for a new line.
+func (pr *prepare) send(s *Session, e *prepEntry, t *turn, req *LLMRequest, c *Correction) {
+	if e.reqID != "" {
+		s.timers.cancel(tLLMTimeout, 0, e.reqID)
+	}
+	if c == nil {
+		e.asks++
+		e.guard = guard{}
+		e.sent, e.sentKey = req, requestKey(req)
+	}
+	e.state = prepAsked
+	e.result = LLMResult{}
+	e.reqID = s.nextID('r')
+	e.askedAt = s.now
+	sent := *req
+	sent.Correction = c
+	sent.Prepare = &Preparation{DueMS: e.due, LeadMS: e.plan.LeadMS}
+	s.emit(Effect{Type: EffectLLMRequest, ID: e.reqID, Agent: t.role, Kind: t.kind, Rule: t.rule, Request: &sent})
+	s.addTimer(timer{at: s.now + s.p.LLM.Timeout.MS, kind: tLLMTimeout, key: e.reqID})
+}
+
+// claim hands a new turn the preparation made for it, if there is one.
+func (pr *prepare) claim(t *turn) {
+	for _, e := range pr.entries {
+		if e.claimed == nil && e.matches(t.rule, t.silence, t.kind, t.goal) {
+			e.claimed = t
+			t.prep = e
+			return
+		}
+	}
+}
+
+// drop forgets t's preparation: t was replaced by a turn of another kind.
+func (pr *prepare) drop(s *Session, t *turn) {
+	if e := t.prep; e != nil {
+		t.prep = nil
+		s.timers.cancel(tLLMTimeout, 0, e.reqID)
+		pr.remove(e)
+	}
+}
+
+// unclaim puts a turn's preparation back for the next turn of its source
+// (a window turn that gave way to a reply and waits again).
+func (pr *prepare) unclaim(t *turn) {
+	if e := t.prep; e != nil {
+		e.claimed = nil
+		t.prep = nil
+	}
+}
+
+// expire drops the unclaimed preparations for rule: its source made no
+// turn after all (a window skipped, a silence ladder stopped, a timed
+// rule whose condition did not hold).
+func (pr *prepare) expire(s *Session, rule string) {
+	pr.entries = slices.DeleteFunc(pr.entries, func(e *prepEntry) bool {
+		if e.rule != rule || e.claimed != nil {
+			return false
+		}
+		s.timers.cancel(tLLMTimeout, 0, e.reqID)
+		return true
+	})
+}
+
+func (pr *prepare) remove(e *prepEntry) {
+	pr.entries = slices.DeleteFunc(pr.entries, func(x *prepEntry) bool { return x == e })
+}
+
+// result takes the answer to a preparation; it reports whether r was one.
+func (pr *prepare) result(s *Session, r *LLMResult) bool {
+	for _, e := range pr.entries {
+		if e.reqID != r.ID || e.state != prepAsked {
+			continue
+		}
+		s.timers.cancel(tLLMTimeout, 0, e.reqID)
+		e.result = *r
+		e.state = prepReady
+		if r.Err != nil || (strings.TrimSpace(r.Text) == "" && len(r.ToolCalls) == 0) {
+			e.state = prepFailed
+			s.emit(Effect{Type: EffectAdapterError, ID: e.reqID, Agent: e.spec.Role, Kind: e.spec.Kind, Rule: e.rule,
+				Reason: "preparing: " + adapterReason(r.Err) + "; asked again when due"})
+			return true
+		}
+		pr.precheck(s, e)
+		return true
+	}
+	return false
+}
+
+// precheck runs a prepared answer through the guardrails' built-in
+// limits: one that breaks them, where the pack regenerates first, is
+// asked for again now rather than when due. Tripwires and the rest of the
+// chain run at release, on the line that will be said.
+func (pr *prepare) precheck(s *Session, e *prepEntry) {
+	g := &s.p.Guardrails
+	if len(e.result.ToolCalls) > 0 || len(g.OnViolation) == 0 || g.OnViolation[0] != rules.ViolationRegenerate ||
+		e.guard.regens >= *g.Regenerate.Attempts {
+		return
+	}
+	t := s.provisional(e)
+	line := strings.TrimSpace(e.result.Text)
+	v := s.violations(t, line)
+	if s.lines.atCap(s, line) {
+		v = append(v, rules.GuardRepeat)
+	}
+	if len(v) == 0 {
+		return
+	}
+	gd := &e.guard
+	gd.answers++
+	gd.regens++
+	if gd.violations == nil {
+		gd.violations, gd.original = v, line
+	}
+	t.guard = *gd
+	s.setReply(t, line, v)
+	instruction := s.render(&g.Regenerate.Instruction, t.role)
+	s.env.Reply = rules.ReplyView{}
+	s.emit(Effect{Type: EffectGuardrail, ID: e.reqID, Agent: t.role, Kind: "regenerate", Rule: t.rule, Text: line, Guardrail: v,
+		Reason: fmt.Sprintf("attempt %d of %d, before its due time", gd.regens, *g.Regenerate.Attempts)})
+	pr.send(s, e, t, e.sent, &Correction{Rejected: line, Instruction: instruction, Attempt: gd.regens})
+}
+
+// timedOut fails a preparation whose model did not answer in time; it
+// reports whether reqID was one.
+func (pr *prepare) timedOut(s *Session, reqID string) bool {
+	for _, e := range pr.entries {
+		if e.reqID == reqID && e.state == prepAsked {
+			e.state = prepFailed
+			s.emit(Effect{Type: EffectAdapterError, ID: e.reqID, Agent: e.spec.Role, Kind: e.spec.Kind, Rule: e.rule,
+				Reason: "preparing: timeout: no result within " + formatMS(s.p.LLM.Timeout.MS) + "; asked again when due"})
+			return true
+		}
+	}
+	return false
+}
+
+// release is the start of a prepared turn: it says the held line, or
+// adopts the request still out, or decides what a stale line becomes.
+// It reports whether it took care of the turn; if not, req (when set) is
+// the request to send, built already.
+func (pr *prepare) release(s *Session, t *turn) (handled bool, req *LLMRequest) {
+	e := t.prep
+	if e == nil {
+		return false, nil
+	}
+	t.prep = nil
+	pr.remove(e)
+	if e.state == prepFailed {
+		return false, nil
+	}
+	req = s.buildRequest(t)
+	stale := ""
+	if !bytes.Equal(requestKey(req), e.sentKey) {
+		stale = changed(e.sent, req)
+		s.emit(Effect{Type: EffectStale, ID: e.reqID, Agent: t.role, Kind: e.plan.OnStale.String(), Rule: t.rule,
+			Reason: stale + " changed since " + rules.FormatClock(e.askedAt)})
+		switch e.plan.OnStale {
+		case rules.StaleRegenerate:
+			s.timers.cancel(tLLMTimeout, 0, e.reqID)
+			return false, req
+		case rules.StaleDrop:
+			s.timers.cancel(tLLMTimeout, 0, e.reqID)
+			s.floor.active = nil
+			return true, nil
+		}
+		t.stale = stale
+	}
+	t.reqID = e.reqID
+	t.guard = e.guard
+	// The turn's own model budget (for regenerations now) starts when it
+	// is due; the request out keeps the timeout it was sent with.
+	t.guard.askedAt = s.now
+	t.state = tsGenerating
+	if e.state == prepReady {
+		s.turnResult(t, &e.result)
+		return true, nil
+	}
+	// Still being written: the turn waits for it as for its own request.
+	s.cover.arm(s, t)
+	return true, nil
+}
+
+// refresh asks again for every preparation whose request has changed,
+// after a step that did something a request could depend on.
+func (pr *prepare) refresh(s *Session, from int, in InputType) {
+	if len(pr.entries) == 0 || s.ended || !pr.changedBy(s.out[from:], in) {
+		return
+	}
+	for _, e := range pr.entries {
+		if e.plan.OnStale != rules.StaleRegenerate || e.asks >= maxPrepareAsks || e.state == prepFailed {
+			continue
+		}
+		if e.claimed != nil && e.claimed.state != tsQueued {
+			continue // started: no longer a preparation
+		}
+		t := s.provisional(e)
+		req := s.peekRequest(t)
+		if bytes.Equal(requestKey(req), e.sentKey) {
+			continue
+		}
+		s.emit(Effect{Type: EffectStale, ID: e.reqID, Agent: t.role, Kind: "asked_again", Rule: t.rule,
+			Reason: changed(e.sent, req) + " changed since " + rules.FormatClock(e.askedAt)})
+		pr.send(s, e, t, req, nil)
+	}
+}
+
+// changedBy reports whether a step could have changed what a request
+// carries: an input from outside, or an effect that speaks, routes or
+// lands a result.
+func (pr *prepare) changedBy(effects []Effect, in InputType) bool {
+	switch in {
+	case InputCandidate, InputAgentTranscript, InputToolCall:
+		return true
+	}
+	for i := range effects {
+		switch effects[i].Type {
+		case EffectAgentMessage, EffectRouted, EffectToolResult, EffectJobResult, EffectHandoff, EffectNote, EffectReport:
+			return true
+		}
+	}
+	return false
+}
+
+// requestKey is what a request is compared by: its JSON, which is
+// deterministic.
+func requestKey(req *LLMRequest) []byte {
+	b, _ := json.Marshal(req)
+	return b
+}
+
+// changed names the parts of a request that differ, for reports.
+func changed(a, b *LLMRequest) string {
+	var out []string
+	add := func(name string, same bool) {
+		if !same {
+			out = append(out, name)
+		}
+	}
+	add("role", a.Role == b.Role)
+	add("candidate_last_message", a.CandidateLastMessage == b.CandidateLastMessage)
+	add("transcript_tail", slices.Equal(a.TranscriptTail, b.TranscriptTail))
+	add("system", a.System == b.System)
+	add("turn_goal", a.TurnGoal == b.TurnGoal)
+	add("scenario_context", slices.Equal(a.ScenarioContext, b.ScenarioContext))
+	add("tools", bytes.Equal(jsonOf(a.Tools), jsonOf(b.Tools)))
+	if len(out) == 0 {
+		return "request"
+	}
+	return strings.Join(out, ", ")
+}
+
+func jsonOf(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// setup asks, before the session's clock starts, for every line due
+// within its lead of second 0.
+func (pr *prepare) setup(s *Session) {
+	// Preparations sort first among timers due at once, so the ones due
+	// at 0 lead the table; what follows them runs when the clock starts.
+	for len(s.timers.ts) > 0 && s.timers.ts[0].kind == tPrepare && s.timers.ts[0].at <= 0 {
+		tm, _ := s.timers.popDue(0)
+		pr.fire(s, tm)
+	}
+}
+
+// beforeStart applies an input that comes before the session's clock
+// starts: the prepare input, and answers to what it asked. It reports
+// whether in was one.
+func (pr *prepare) beforeStart(s *Session, in *Input) bool {
+	switch {
+	case in.Type == InputPrepare:
+		if !pr.setUp {
+			pr.setUp = true
+			pr.setup(s)
+		}
+		return true
+	case in.Type == InputLLMResult && in.T == 0:
+		for _, e := range pr.entries {
+			if e.reqID == in.LLM.ID {
+				pr.result(s, in.LLM)
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// staleReason is an agent message's note that its prepared line was said
+// although what it was written from had changed.
+func staleReason(changed string) string {
+	if changed == "" {
+		return ""
+	}
+	return "stale: " + changed + " changed"
+}
+
+// NeedsPrepare reports whether the session has lines due within their
+// lead of second 0: a host that can wait gives it a prepare input, feeds
+// the answers at T 0 and only then starts the clock, so those lines are
+// on time too.
+func (s *Session) NeedsPrepare() bool {
+	if s.started || s.prep.setUp {
+		return false
+	}
+	ts := s.timers.ts
+	return len(ts) > 0 && ts[0].kind == tPrepare && ts[0].at <= 0
+}
+
+// Preparing reports whether the prepare input ran and the clock has not
+// started: the host is waiting for the answers.
+func (s *Session) Preparing() bool { return s.prep.setUp && !s.started }
+
+// Waiting lists the preparations asked before the clock started that
+// have no answer yet, by request id.
+func (s *Session) Waiting() []string {
+	var out []string
+	for _, e := range s.prep.entries {
+		if e.state == prepAsked {
+			out = append(out, e.reqID)
+		}
+	}
+	return out
+}
+
+// NotReady is the answer a host gives, when it starts the clock, for a
+// preparation asked by the prepare input that has no answer yet: the
+// preparation fails and its turn asks again when due.
+func NotReady(reqID string) LLMResult {
+	return LLMResult{ID: reqID, Err: &AdapterError{Kind: "timeout", Message: "not ready when the session's clock started"}}
+}
