@@ -52,6 +52,7 @@ import (
 //	      speech_done ID [interrupted]
 //	      tool ID NAME [ARGS-JSON]  tool_call from a live session
 //	      end [REASON]
+//	      prepare                   the prepare input, before the clock starts
 //	    ID may be $llm or $msg: the newest llm_request or agent_message id.
 //	    TEXT may be a Go-quoted string, to show blanks.
 //	state
@@ -349,6 +350,8 @@ func (tr *transcript) parseOne(ms int64, kind, rest string) (engine.Input, error
 		if len(f) == 3 {
 			in.Tool.Args = json.RawMessage(strings.TrimSpace(f[2]))
 		}
+	case "prepare":
+		in.Type = engine.InputPrepare
 	case "end":
 		in.Type = engine.InputEnd
 		in.End = &engine.EndRequest{Reason: rest}
@@ -502,6 +505,9 @@ func writeEffect(b interface{ WriteString(string) (int, error) }, e *engine.Effe
 	}
 	add("original", quote(e.Original))
 	add("outcome", e.Outcome)
+	if l := e.Lateness; l != nil && l.LateMS != 0 {
+		add("late", clock(l.LateMS)+" due="+clock(l.DueMS))
+	}
 	if len(data) > 0 {
 		var c bytes.Buffer
 		if json.Compact(&c, data) == nil {
@@ -517,6 +523,9 @@ func writeEffect(b interface{ WriteString(string) (int, error) }, e *engine.Effe
 	if r != nil {
 		add("goal", name(r.TurnGoal))
 		add("job", name(r.Job))
+		if p := r.Prepare; p != nil {
+			add("prepare", "due="+clock(p.DueMS)+" lead="+clock(p.LeadMS))
+		}
 		if r.Background {
 			f = append(f, "background")
 		}

@@ -15,7 +15,9 @@ import (
 // at 03:00 is the pack's hard anchor. A model that always says the same
 // line is asked again once a line would be said a fourth time
 // (max_repeats), or the BA's line is off role, and then rewritten from
-// the role's lines.
+// the role's lines. The pack prepares its scheduled lines 3 s ahead
+// (llm.prepare), so windows, nudges and the anchor land on their second
+// although the model takes 600 ms.
 func Example() {
 	pack, err := rules.Load(os.DirFS("../scenarios/dayone"), ".")
 	if err != nil {
@@ -25,6 +27,18 @@ func Example() {
 	s := engine.New(pack, engine.Options{Seed: 1})
 	var pending []engine.Input // results the host owes the engine, in time order
 	var buf []engine.Effect
+	// Lines due within their lead of second 0 are asked for before the
+	// clock starts; the host waits for the answers and hands them in at
+	// T 0, so the first line is on time too.
+	if s.NeedsPrepare() {
+		buf, _ = s.Step(engine.Input{Type: engine.InputPrepare}, buf[:0])
+		for _, e := range buf {
+			if e.Type == engine.EffectLLMRequest {
+				pending = append(pending, engine.Input{Type: engine.InputLLMResult,
+					LLM: &engine.LLMResult{ID: e.ID, Text: "What would you test first?"}})
+			}
+		}
+	}
 	for !s.Ended() {
 		deadline, ok := s.NextDeadline()
 		var in engine.Input
@@ -65,11 +79,11 @@ func Example() {
 		}
 	}
 	// Output:
-	// 00:00.6 qa: What would you test first?
-	// 00:15.2 qa: What would you test first?
-	// 01:00.6 tech_lead: What would you test first?
-	// 01:16.4 tech_lead: What is your first priority, and what is
-	// 03:01.8 ba: What is the customer impact if we keep t
-	// 03:17.6 ba: Should refunds go out before the launch,
-	// 03:27.6 end: example over
+	// 00:00.0 qa: What would you test first?
+	// 00:14.0 qa: What would you test first?
+	// 01:00.0 tech_lead: What would you test first?
+	// 01:14.0 tech_lead: What is your first priority, and what is
+	// 03:00.0 ba: What is the customer impact if we keep t
+	// 03:14.0 ba: Should refunds go out before the launch,
+	// 03:24.0 end: example over
 }

@@ -55,6 +55,8 @@ type prepEntry struct {
 	hard bool
 	due  int64
 
+	role string // as resolved when last asked
+
 	// claimed is the turn made for it, once made; it starts later.
 	claimed *turn
 
@@ -203,6 +205,7 @@ func (pr *prepare) send(s *Session, e *prepEntry, t *turn, req *LLMRequest, c *C
 	}
 	e.state = prepAsked
 	e.result = LLMResult{}
+	e.role = t.role
 	e.reqID = s.nextID('r')
 	e.askedAt = s.now
 	sent := *req
@@ -269,7 +272,7 @@ func (pr *prepare) result(s *Session, r *LLMResult) bool {
 		e.state = prepReady
 		if r.Err != nil || (strings.TrimSpace(r.Text) == "" && len(r.ToolCalls) == 0) {
 			e.state = prepFailed
-			s.emit(Effect{Type: EffectAdapterError, ID: e.reqID, Agent: e.spec.Role, Kind: e.spec.Kind, Rule: e.rule,
+			s.emit(Effect{Type: EffectAdapterError, ID: e.reqID, Agent: e.role, Kind: e.spec.Kind, Rule: e.rule,
 				Reason: "preparing: " + adapterReason(r.Err) + "; asked again when due"})
 			return true
 		}
@@ -319,7 +322,7 @@ func (pr *prepare) timedOut(s *Session, reqID string) bool {
 	for _, e := range pr.entries {
 		if e.reqID == reqID && e.state == prepAsked {
 			e.state = prepFailed
-			s.emit(Effect{Type: EffectAdapterError, ID: e.reqID, Agent: e.spec.Role, Kind: e.spec.Kind, Rule: e.rule,
+			s.emit(Effect{Type: EffectAdapterError, ID: e.reqID, Agent: e.role, Kind: e.spec.Kind, Rule: e.rule,
 				Reason: "preparing: timeout: no result within " + formatMS(s.p.LLM.Timeout.MS) + "; asked again when due"})
 			return true
 		}

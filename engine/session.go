@@ -176,7 +176,6 @@ func (s *Session) Step(in Input, out []Effect) ([]Effect, error) {
 		return out, fmt.Errorf("%w: prepare comes before the session's clock starts", ErrBadInput)
 	}
 	s.scripts.begin(in.Scripts)
-	from := len(out)
 	if !s.started && s.prep.beforeStart(s, &in) {
 		return s.out, nil
 	}
@@ -195,6 +194,7 @@ func (s *Session) Step(in Input, out []Effect) ([]Effect, error) {
 	if s.ended {
 		return s.out, nil
 	}
+	mark := len(s.out)
 	if k, _ := kindOf(in.Type); k.field != "" {
 		pl := in.payload(k.typ)
 		if pl == nil { // an optional payload left out
@@ -206,7 +206,7 @@ func (s *Session) Step(in Input, out []Effect) ([]Effect, error) {
 		s.liveness.activity(s)
 	}
 	s.settle()
-	s.prep.refresh(s, from, in.Type)
+	s.prep.refresh(s, mark, in.Type)
 	s.handoff.flush(s)
 	return s.out, nil
 }
@@ -221,8 +221,12 @@ func (s *Session) advanceTo(t int64) {
 			break
 		}
 		s.now = tm.at
+		mark := len(s.out)
 		s.fire(tm)
 		s.settle()
+		// After each deadline, not once per step: a host that sleeps
+		// through several must see the same preparations.
+		s.prep.refresh(s, mark, InputAdvance)
 	}
 	if !s.ended {
 		s.now = t

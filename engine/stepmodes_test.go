@@ -151,7 +151,7 @@ func TestCatchUpEqualsJump(t *testing.T) {
 	packs := bundled(t)
 	dayone := readCandidate(t, "../scenarios/dayone/candidate.jsonl")
 	hotseat := readCandidate(t, "../scenarios/hotseat/candidate.jsonl")
-	noReply := int64(0)
+	noReply, slow, slower := int64(0), int64(2000), int64(4000)
 	cases := []struct {
 		name string
 		pack string
@@ -165,6 +165,11 @@ func TestCatchUpEqualsJump(t *testing.T) {
 			{Call: 4, Error: "server"},
 			{Call: 6, DelayMS: &noReply, Text: "Instantly: which log line shows the retry?"},
 		}}},
+		// A model slower than the preparation lead and one slower than
+		// the cover threshold: prepared, re-asked and cover lines all
+		// have timers of their own.
+		{"dayone/slow_model", "dayone", dryrun.Options{Events: dayone, Replies: []dryrun.Reply{{Repeat: true, DelayMS: &slow}}}},
+		{"dayone/slower_than_lead", "dayone", dryrun.Options{Events: dayone, Replies: []dryrun.Reply{{Repeat: true, DelayMS: &slower}}}},
 		{"hotseat/candidate", "hotseat", dryrun.Options{Events: hotseat, Seed: 7}},
 		{"hotseat/silent", "hotseat", dryrun.Options{Seed: 7}},
 	}

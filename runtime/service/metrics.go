@@ -38,6 +38,7 @@ type metrics struct {
 	warnings         *prometheus.CounterVec
 	guardrails       *prometheus.CounterVec
 	flags            *prometheus.CounterVec
+	turnLateness     *prometheus.HistogramVec
 }
 
 // Latency buckets from 50 µs to 10 s: engine steps are microseconds, fsyncs
@@ -56,6 +57,9 @@ func newMetrics() *metrics {
 	m.effects = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_engine_effects_total", Help: "Engine effects produced, by effect type."}, []string{"type"})
 	m.clientErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_client_errors_total", Help: "Error replies sent to clients, by code."}, []string{"code"})
 	m.stepSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "baton_engine_step_seconds", Help: "Time to apply one input to the engine.", Buckets: latencyBuckets})
+	m.turnLateness = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "baton_turn_lateness_seconds",
+		Help:    "How late agent messages were said after their turn was due (0 when on time), by turn kind.",
+		Buckets: []float64{0, .1, .25, .5, 1, 1.5, 2, 3, 5, 8, 15}}, []string{"kind"})
 	m.adapterSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "baton_adapter_seconds", Help: "Adapter call latency, by adapter.", Buckets: latencyBuckets}, []string{"adapter"})
 	m.adapterErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_adapter_errors_total", Help: "Failed adapter calls, by adapter and error kind."}, []string{"adapter", "kind"})
 	m.adapterInflight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "baton_adapter_calls_in_flight", Help: "Adapter calls waiting for an answer."})
@@ -75,7 +79,7 @@ func newMetrics() *metrics {
 		m.sessionsActive, m.sessionsStarted, m.sessionsEnded, m.connections, m.events, m.inputs, m.effects,
 		m.clientErrors, m.stepSeconds, m.adapterSeconds, m.adapterErrors, m.adapterInflight,
 		m.walSyncSeconds, m.walErrors, m.walTruncations, m.recoveries, m.panics,
-		m.slowConsumers, m.rateLimited, m.resumes, m.eventToEffectSec, m.warnings, m.guardrails, m.flags,
+		m.slowConsumers, m.rateLimited, m.resumes, m.eventToEffectSec, m.warnings, m.guardrails, m.flags, m.turnLateness,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {

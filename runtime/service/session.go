@@ -79,6 +79,7 @@ type session struct {
 	eventRead   time.Time // when the candidate event being applied was read
 	ctx         context.Context
 	cancel      context.CancelFunc
+	prep        preparing // prepare.go
 }
 
 type loggedRequest struct {
@@ -274,6 +275,15 @@ func (s *session) run() {
 
 // wake runs whatever is due and arms the timer for what is next.
 func (s *session) wake(timer clock.Timer) {
+	waiting, until, err := s.prepare()
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	if waiting {
+		timer.Reset(until.Sub(s.srv.clock.Now()))
+		return
+	}
 	now := s.engineNow()
 	if err := s.catchUp(now); err != nil {
 		s.fail(err)
@@ -308,6 +318,11 @@ func (s *session) guard(where string, f func()) (panicked bool) {
 }
 
 func (s *session) nextWake() (int64, bool) {
+	if s.eng.Preparing() && !s.prep.until.IsZero() {
+		// Waiting for prepared lines: nothing runs before the wait ends
+		// or an answer comes.
+		return s.prep.until.Sub(s.base).Milliseconds(), true
+	}
 	d, ok := s.eng.NextDeadline()
 	if len(s.pending) > 0 && (!ok || s.pending[0].T < d) {
 		return s.pending[0].T, true
@@ -369,7 +384,9 @@ func (s *session) apply(in engine.Input, derivable bool, ack func(seq uint64, t 
 	if in.Type == engine.InputCandidate {
 		s.srv.m.events.WithLabelValues(in.Candidate.Type).Inc()
 	}
-	if err := s.wl.AppendStep(seq, wal.Digest(s.buf, stepErr)); err != nil {
+	st := wal.Digest(s.buf, stepErr)
+	st.StartWall, s.prep.startWall = s.prep.startWall, nil
+	if err := s.wl.AppendStep(seq, st); err != nil {
 		// The input is safe; only its verification digest is lost.
 		s.log.Warn("could not log step digests", "seq", seq, "err", err)
 	}
@@ -445,6 +462,9 @@ func (s *session) recordEffect(e *engine.Effect) EffectFrame {
 		s.srv.m.warnings.WithLabelValues(s.pack.Name, e.Rule).Inc()
 	case e.Type == engine.EffectAgentMessage:
 		s.srv.m.guardrailOutcome(s.pack.Name, e)
+		if l := e.Lateness; l != nil {
+			s.srv.m.turnLateness.WithLabelValues(e.Kind).Observe(float64(l.LateMS) / 1000)
+		}
 	case e.Type == engine.EffectFlag:
 		s.srv.m.flags.WithLabelValues(s.pack.Name, e.Rule).Inc()
 	}
@@ -549,6 +569,15 @@ func errKind(k string) string {
 func (s *session) handle(m any) {
 	switch m := m.(type) {
 	case *evMsg:
+		if s.eng.Preparing() {
+			// The client has begun: the clock starts now, with
+			// whatever is prepared.
+			s.prep.until = s.srv.clock.Now()
+			if _, _, err := s.prepare(); err != nil {
+				s.fail(err)
+				return
+			}
+		}
 		s.onClientInput(m)
 	case llmMsg:
 		cancel, ok := s.inflight[m.res.ID]
@@ -562,6 +591,13 @@ func (s *session) handle(m any) {
 			return
 		}
 		res := m.res
+		if s.eng.Preparing() {
+			// An answer to a preparation, before the clock starts.
+			if err := s.apply(engine.Input{T: 0, Type: engine.InputLLMResult, LLM: &res}, false, nil); err != nil {
+				s.fail(err)
+			}
+			return
+		}
 		in := engine.Input{T: max(s.engineNow(), s.eng.Now()), Type: engine.InputLLMResult, LLM: &res}
 		if err := s.catchUp(in.T); err != nil {
 			s.fail(err)
@@ -878,6 +914,7 @@ func (s *session) load(wl *wal.Log, rec *wal.Recovered, setBase bool) (err error
 	s.pending, s.playing, s.ring, s.ringNext, s.seq = nil, nil, nil, 0, 0
 	s.requests = map[string]*engine.LLMRequest{}
 	s.reqLog = nil
+	s.prep.until = time.Time{}
 	s.ended = false
 	s.model = s.srv.cfg.Model(s.id, s.pack, s.srv.clock)
 	s.replaying = true
@@ -905,7 +942,7 @@ func (s *session) load(wl *wal.Log, rec *wal.Recovered, setBase bool) (err error
 		}
 		// Downtime counts: the session clock is wall time since the
 		// recorded start, but never earlier than the last logged input.
-		elapsed := s.srv.clock.Now().Sub(rec.Header.StartWall).Milliseconds()
+		elapsed := s.srv.clock.Now().Sub(rec.StartWall()).Milliseconds()
 		s.base = s.srv.clock.Now().Add(-time.Duration(max(elapsed, last)) * time.Millisecond)
 	}
 	// The client's own clock is not in the log (inputs carry the engine

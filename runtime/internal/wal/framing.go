@@ -107,6 +107,10 @@ type Step struct {
 	// Scripts are the step's script calls stopped at their time budget:
 	// the one outcome a replay cannot recompute, so it is recorded.
 	Scripts *engine.ScriptFacts `json:"scripts,omitempty"`
+	// StartWall is set on the step that started a session's clock after
+	// it waited for prepared lines: engine time 0 is then, not at the
+	// header's start_wall (when the log was created).
+	StartWall *time.Time `json:"start_wall,omitempty"`
 }
 
 // EffectDigest names one effect and hashes its full JSON form.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"strings"
+	"time"
 
 	"github.com/batonhq/baton/engine"
 )
@@ -25,6 +26,17 @@ type Recovered struct {
 	Size int64
 	// Tail describes a torn tail that was dropped, if any.
 	Tail *TailError
+}
+
+// StartWall is the wall time of engine time 0: the header's, unless a
+// step record moved it when the clock started after prepared lines.
+func (r *Recovered) StartWall() time.Time {
+	for _, st := range r.Steps {
+		if st != nil && st.StartWall != nil {
+			return *st.StartWall
+		}
+	}
+	return r.Header.StartWall
 }
 
 // TailError describes a torn tail: invalid bytes at the end of a live log
