@@ -163,15 +163,14 @@ func (l *LLMConfig) checkCover(c *compiler) {
 			}
 		}
 	}
-	if _, ok := FindLines(cv.Lines, "default"); !ok {
-		has := false
-		for i := range c.p.Roles {
-			_, own := FindLines(c.p.Roles[i].Cover, "default")
-			has = has || own
+	lines := 0
+	for _, list := range sets {
+		for _, ls := range list {
+			lines += len(ls.Text)
 		}
-		if !has {
-			c.errorf(cv.Pos, "llm.cover has no lines: add lines: {default: [\"Let me think about that for a second.\"]} here or cover: lines to the roles")
-		}
+	}
+	if lines == 0 {
+		c.errorf(cv.Pos, "llm.cover has no lines: add lines: {default: [\"Let me think about that for a second.\"]} here (by turn kind, or default for any), or cover: lines to the roles")
 	}
 }
 

@@ -29,7 +29,7 @@ func TestDryrunText(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, want := range []string{
-		"00:00.7  qa         window",
+		"00:00.0  qa         window",
 		"03:00.0  ba         anchor",
 		"repeat_request",
 		"[regenerated(2): max_questions]",
@@ -177,8 +177,10 @@ func TestDryrunWithGeminiEndpoint(t *testing.T) {
 			http.Error(w, "no system instruction", http.StatusBadRequest)
 			return
 		}
+		// Calls 2 and 3 are the first nudge's: its preparation, and the
+		// request it makes again when due.
 		n := calls.Add(1)
-		if n == 2 {
+		if n == 2 || n == 3 {
 			http.Error(w, `{"error":{"code":400,"message":"bad","status":"INVALID_ARGUMENT"}}`, http.StatusBadRequest)
 			return
 		}

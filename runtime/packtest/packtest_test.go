@@ -31,10 +31,10 @@ expect[1] {type=agent_message kind=window}: not found after 00:13.5
 expect[3] {type=agent_message kind=reply}: not found after 00:21.5`,
 
 	"fail_then_nothing.yaml": `tests/fail_then_nothing.yaml:
-expect[0] {at=00:00.5 type=agent_message kind=window}: then nothing until 00:20, but: 00:13.5  host       nudge                Take your time. Any first step?  (silence, 3.0s)`,
+expect[0] {at=00:00.5 type=agent_message kind=window}: then nothing until 00:20, but: 00:13.5  host       nudge                Take your time. Any first step?  (silence, 3.0s, late 0.5s)`,
 
 	"fail_forbid.yaml": `tests/fail_forbid.yaml:
-forbid[1] {type=agent_message agent=host kind=nudge}: found 00:13.5  host       nudge                Take your time. Any first step?  (silence, 3.0s)`,
+forbid[1] {type=agent_message agent=host kind=nudge}: found 00:13.5  host       nudge                Take your time. Any first step?  (silence, 3.0s, late 0.5s)`,
 
 	"fail_golden_missing.yaml": `tests/fail_golden_missing.yaml:
 golden tests/fail_golden_missing.golden missing (run with -update to create it)`,
@@ -47,13 +47,13 @@ diff tests/fail_golden_differs.golden got
 --- tests/fail_golden_differs.golden
 +++ got
 @@ -1,4 +1,4 @@
--00:00.5  host       window               What would you check first, and why?  (OPEN, 2.5s)
-+00:00.5  host       window               What would you check first?  (OPEN, 2.5s)
- 00:05.5  host       reply                Why that one?  (TO_HOST, 1.5s)
- 00:17.5  host       nudge                Take your time. Any first step?  (silence, 3.0s)
+-00:00.5  host       window               What would you check first, and why?  (OPEN, 2.5s, late 0.5s)
++00:00.5  host       window               What would you check first?  (OPEN, 2.5s, late 0.5s)
+ 00:05.5  host       reply                Why that one?  (TO_HOST, 1.5s, late 0.5s)
+ 00:17.5  host       nudge                Take your time. Any first step?  (silence, 3.0s, late 0.5s)
  00:25.5  host       auto_advance         silence
 @@ -6,4 +6,4 @@
- 00:42.5  host       nudge                Take your time. Any first step?  (silence, 3.0s)
+ 00:42.5  host       nudge                Take your time. Any first step?  (silence, 3.0s, late 0.5s)
  00:50.5  host       auto_advance         silence
  01:00.0  -          anchor               END  end
 -01:00.0  -          session_end          END  timeout
