@@ -44,8 +44,20 @@ func (c *cover) fire(s *Session, id string) {
 	s.lines.spoken(line)
 }
 
-// playing reports whether a cover line is being said.
-func (c *cover) playing() bool { return c.playingID != "" }
+// holds reports whether turn t, ready to speak, must wait for the cover
+// line being said. A hard turn does not wait: it cuts the cover line off,
+// as it cuts off any agent.
+func (c *cover) holds(s *Session, t *turn) bool {
+	if c.playingID == "" {
+		return false
+	}
+	if !t.hard {
+		return true
+	}
+	s.emit(Effect{Type: EffectPreempted, ID: c.playingID, Agent: t.role, Kind: rules.KindCover, Rule: t.rule, Reason: "interrupted by " + t.rule})
+	c.playingID = ""
+	return false
+}
 
 // done ends the cover line id; it reports whether id was one.
 func (c *cover) done(id string) bool {

@@ -39,10 +39,16 @@ const (
 	prepFailed
 )
 
-// maxPrepareAsks bounds how often one preparation is asked again because
-// its request changed: a pack whose prompts change every tick would
-// otherwise ask on every step. Past it, staleness is decided at release.
-const maxPrepareAsks = 4
+// A preparation is asked again as soon as its request changes, so the new
+// line is usually in by its due time. A pack whose prompts change on every
+// step (one that puts the clock in a persona) would then ask on every
+// step: maxUnanswered bounds the requests sent one after another with no
+// answer between them, and maxPrepareAsks the requests of one
+// preparation. Past either, staleness is decided when the line is due.
+const (
+	maxUnanswered  = 3
+	maxPrepareAsks = 32
+)
 
 // prepEntry is one prepared line.
 type prepEntry struct {
@@ -65,7 +71,9 @@ type prepEntry struct {
 	sent    *LLMRequest
 	sentKey []byte
 	asks    int
-	state   prepState
+	// unanswered counts requests sent since the last answer.
+	unanswered int
+	state      prepState
 	result  LLMResult
 	// guard is the guardrails' state for the line so far: an answer that
 	// breaks the built-in limits is asked for again before it is due, as
@@ -198,6 +206,7 @@ func (pr *prepare) send(s *Session, e *prepEntry, t *turn, req *LLMRequest, c *C
 	if e.reqID != "" {
 		s.timers.cancel(tLLMTimeout, 0, e.reqID)
 	}
+	e.unanswered++
 	if c == nil {
 		e.asks++
 		e.guard = guard{}
@@ -270,6 +279,7 @@ func (pr *prepare) result(s *Session, r *LLMResult) bool {
 		s.timers.cancel(tLLMTimeout, 0, e.reqID)
 		e.result = *r
 		e.state = prepReady
+		e.unanswered = 0
 		if r.Err != nil || (strings.TrimSpace(r.Text) == "" && len(r.ToolCalls) == 0) {
 			e.state = prepFailed
 			s.emit(Effect{Type: EffectAdapterError, ID: e.reqID, Agent: e.role, Kind: e.spec.Kind, Rule: e.rule,
@@ -383,7 +393,7 @@ func (pr *prepare) refresh(s *Session, from int, in InputType) {
 		return
 	}
 	for _, e := range pr.entries {
-		if e.plan.OnStale != rules.StaleRegenerate || e.asks >= maxPrepareAsks || e.state == prepFailed {
+		if e.plan.OnStale != rules.StaleRegenerate || e.asks >= maxPrepareAsks || e.unanswered >= maxUnanswered || e.state == prepFailed {
 			continue
 		}
 		if e.claimed != nil && e.claimed.state != tsQueued {

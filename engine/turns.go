@@ -225,7 +225,7 @@ func (s *Session) settleActive() bool {
 	f := &s.floor
 	a := f.active
 	if a.state == tsReady {
-		if s.cover.playing() || s.holdTurn(a) {
+		if s.cover.holds(s, a) || s.holdTurn(a) {
 			return false
 		}
 		s.speak(a)
@@ -425,7 +425,7 @@ func (s *Session) deliverChecked(t *turn, text string, fallback, withCalls bool)
 	if t.guard.original != text {
 		t.original = t.guard.original
 	}
-	if !s.cover.playing() && (t.hard || !s.holdTurn(t)) {
+	if !s.cover.holds(s, t) && (t.hard || !s.holdTurn(t)) {
 		s.speak(t)
 	}
 }

@@ -1,0 +1,225 @@
+package scenarios_test
+
+import (
+	"flag"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/dryrun"
+	"github.com/batonhq/baton/runtime/events"
+)
+
+var variations = flag.Int("variations", 50, "seeded variations of DayOne's candidate in TestScheduledTurnsOnTime (BENCHMARKS.md uses 1000)")
+
+// scheduled are the turn kinds whose time DayOne knows ahead: prepared.
+var scheduled = []string{"window", "anchor", "nudge"}
+
+func slowModel(ms int64) []dryrun.Reply { return []dryrun.Reply{{Repeat: true, DelayMS: &ms}} }
+
+func dayone(t testing.TB) (*rules.Pack, []events.Timed) {
+	t.Helper()
+	p, err := rules.Load(os.DirFS("dayone"), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open("dayone/candidate.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	evs, err := events.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, evs
+}
+
+// vary moves each burst of the candidate's events (events within 1.5 s of
+// each other: a mic, its speech end and its message) by the same seeded
+// offset of up to ±20 s, keeping their order, and drops one burst in ten.
+func vary(evs []events.Timed, seed uint64, end int64) []events.Timed {
+	rng := rand.New(rand.NewPCG(seed, 0x7661727931))
+	var out []events.Timed
+	var shift, last, floor int64
+	drop := false
+	for i, ev := range evs {
+		if i == 0 || ev.T-last > 1500 {
+			shift = rng.Int64N(40_001) - 20_000
+			drop = rng.IntN(10) == 0
+		}
+		last = ev.T
+		if drop {
+			continue
+		}
+		t := max(ev.T+shift, floor)
+		if t >= end {
+			break
+		}
+		ev.T, floor = t, t
+		out = append(out, ev)
+	}
+	return out
+}
+
+// TestScheduledTurnsOnTime: with a model that takes 2 s per call, every
+// DayOne window opener, nudge and anchor is said at its due time (within a
+// tick), in the built-in run and in seeded variations of its candidate,
+// except a line whose context changed less than the model's latency
+// before it was due (the candidate spoke, another role did): that line is
+// asked for again and waits for its answer, as on_stale: regenerate
+// says, and is late by no more than the model's latency.
+func TestScheduledTurnsOnTime(t *testing.T) {
+	p, evs := dayone(t)
+	const latency = 2000
+	tick := p.Tick.MS
+	for v := 0; v <= *variations; v++ {
+		run := evs
+		if v > 0 {
+			run = vary(evs, uint64(v), p.Duration.MS)
+		}
+		res, err := dryrun.Run(p, dryrun.Options{Events: run, Replies: slowModel(latency), Seed: uint64(v)})
+		if err != nil {
+			t.Fatalf("variation %d: %v", v, err)
+		}
+		// When each scheduled turn's line was last asked for.
+		asked := map[string]int64{}
+		onTime := 0
+		for _, r := range res.Records {
+			switch {
+			case r.Type == engine.EffectLLMRequest && r.Request.Prepare != nil:
+				asked[r.Rule+"/"+r.Kind] = r.T
+			case r.Type == engine.EffectAgentMessage && slices.Contains(scheduled, r.Kind):
+				l := r.Lateness
+				if l == nil {
+					t.Fatalf("variation %d: %s at %s has no lateness", v, r.Rule, rules.FormatClock(r.T))
+				}
+				if r.T != l.DueMS+l.LateMS {
+					t.Fatalf("variation %d: %s said at %d, due %d late %d", v, r.Rule, r.T, l.DueMS, l.LateMS)
+				}
+				if l.LateMS <= tick {
+					onTime++
+					continue
+				}
+				at, ok := asked[r.Rule+"/"+r.Kind]
+				if !ok || l.DueMS-at >= latency || l.LateMS > latency+tick {
+					t.Errorf("variation %d: %s %s due %s said %s late (last asked %s)", v, r.Kind, r.Rule,
+						rules.FormatClock(l.DueMS), rules.FormatClock(l.LateMS), rules.FormatClock(at))
+				}
+			}
+		}
+		if v == 0 {
+			checkBuiltIn(t, res, latency)
+		}
+		if onTime == 0 {
+			t.Fatalf("variation %d: no scheduled turn on time", v)
+		}
+	}
+}
+
+// checkBuiltIn checks the built-in run against the pack's own numbers,
+// not the lateness the engine reports: the anchor at 03:00.0, every
+// window opener at its open time or when the floor it waited for freed,
+// every nudge its silence timeout after the question finished.
+func checkBuiltIn(t *testing.T, res *dryrun.Result, latency int64) {
+	t.Helper()
+	p, _ := dayone(t)
+	opens := map[string]int64{}
+	for _, w := range p.Timeline.Windows {
+		opens[w.ID] = w.Open.MS
+	}
+	var lastDone, lastFree int64
+	for i, in := range res.Inputs {
+		if in.Type == engine.InputSpeechDone {
+			lastDone = in.T / p.Tick.MS * p.Tick.MS // the engine's clock is in ticks
+		}
+		for _, e := range res.Steps[i].Effects {
+			switch {
+			case e.Type == engine.EffectAutoAdvance:
+				lastFree = e.T
+			case e.Type == engine.EffectAgentMessage && e.Kind == "anchor":
+				if e.T != 180_000 {
+					t.Errorf("BA anchor said at %s, want 03:00.0", rules.FormatClock(e.T))
+				}
+			case e.Type == engine.EffectAgentMessage && e.Kind == "window":
+				if e.T != opens[e.Rule] && e.T != lastFree && e.T != lastDone {
+					t.Errorf("%s said at %s: not at its open time (%s) nor when the floor freed", e.Rule, rules.FormatClock(e.T), rules.FormatClock(opens[e.Rule]))
+				}
+			case e.Type == engine.EffectAgentMessage && e.Kind == "nudge":
+				if e.T-lastDone != p.Silence.Steps[0].After.MS {
+					t.Errorf("nudge at %s, %s after the question ended at %s", rules.FormatClock(e.T), rules.FormatClock(e.T-lastDone), rules.FormatClock(lastDone))
+				}
+			}
+		}
+	}
+	_ = latency
+}
+
+// TestModelSlowerThanLead: a model slower than the 3 s lead makes the
+// anchor late by exactly the difference, and says so.
+func TestModelSlowerThanLead(t *testing.T) {
+	p, evs := dayone(t)
+	res, err := dryrun.Run(p, dryrun.Options{Events: evs, Replies: slowModel(3700)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Records {
+		if r.Type == engine.EffectAgentMessage && r.Kind == "anchor" {
+			if r.T != 180_700 || r.Lateness.DueMS != 180_000 || r.Lateness.LateMS != 700 {
+				t.Fatalf("anchor at %d, %+v; want 03:00.7, due 03:00.0, late 0.7s", r.T, *r.Lateness)
+			}
+			return
+		}
+	}
+	t.Fatal("no anchor line")
+}
+
+// TestCoverLines: with a 3 s model every reply starts with one cover
+// line 1.2 s after it was due (DayOne's llm.cover.after), never more than
+// one per turn, and no other kind gets one. (Cover lines keep to
+// guardrails.max_repeats like every line: DayOne has enough for a
+// session of slow replies.)
+func TestCoverLines(t *testing.T) {
+	p, evs := dayone(t)
+	res, err := dryrun.Run(p, dryrun.Options{Events: evs, Replies: slowModel(3000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := p.LLM.Cover.After.MS
+	covers, replies := 0, 0
+	var cover *dryrun.Record
+	for i := range res.Records {
+		r := &res.Records[i]
+		if r.Type != engine.EffectAgentMessage {
+			continue
+		}
+		switch r.Kind {
+		case rules.KindCover:
+			if cover != nil {
+				t.Errorf("two cover lines in a row at %s", rules.FormatClock(r.T))
+			}
+			if r.Lateness.LateMS != after {
+				t.Errorf("cover at %s is %dms after its turn was due, want %d", rules.FormatClock(r.T), r.Lateness.LateMS, after)
+			}
+			covers++
+			cover = r
+		case "reply":
+			replies++
+			if cover == nil || cover.Rule != r.Rule || cover.Lateness.DueMS != r.Lateness.DueMS {
+				t.Errorf("reply at %s without its cover line", rules.FormatClock(r.T))
+			}
+			cover = nil
+		default:
+			if cover != nil && r.Kind != "anchor" {
+				t.Errorf("%s at %s followed a cover line", r.Kind, rules.FormatClock(r.T))
+			}
+			cover = nil
+		}
+	}
+	if covers == 0 || replies == 0 {
+		t.Fatalf("%d covers, %d replies", covers, replies)
+	}
+}
