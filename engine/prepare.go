@@ -74,7 +74,7 @@ type prepEntry struct {
 	// unanswered counts requests sent since the last answer.
 	unanswered int
 	state      prepState
-	result  LLMResult
+	result     LLMResult
 	// guard is the guardrails' state for the line so far: an answer that
 	// breaks the built-in limits is asked for again before it is due, as
 	// the guardrails would at release, and the turn inherits the count.
