@@ -76,6 +76,8 @@ func TestScheduledTurnsOnTime(t *testing.T) {
 	p, evs := dayone(t)
 	const latency = 2000
 	tick := p.Tick.MS
+	var total, late, builtInLate int
+	var worst int64
 	for v := 0; v <= *variations; v++ {
 		run := evs
 		if v > 0 {
@@ -100,9 +102,15 @@ func TestScheduledTurnsOnTime(t *testing.T) {
 				if r.T != l.DueMS+l.LateMS {
 					t.Fatalf("variation %d: %s said at %d, due %d late %d", v, r.Rule, r.T, l.DueMS, l.LateMS)
 				}
+				total++
 				if l.LateMS <= tick {
 					onTime++
 					continue
+				}
+				late++
+				worst = max(worst, l.LateMS)
+				if v == 0 {
+					builtInLate++
 				}
 				at, ok := asked[r.Rule+"/"+r.Kind]
 				if !ok || l.DueMS-at >= latency || l.LateMS > latency+tick {
@@ -118,6 +126,11 @@ func TestScheduledTurnsOnTime(t *testing.T) {
 			t.Fatalf("variation %d: no scheduled turn on time", v)
 		}
 	}
+	if builtInLate > 0 {
+		t.Errorf("%d scheduled turns late in the built-in run", builtInLate)
+	}
+	t.Logf("%d runs, %d scheduled turns: %d within a tick, %d late (context changed under %dms before due), worst %dms",
+		*variations+1, total, total-late, late, latency, worst)
 }
 
 // checkBuiltIn checks the built-in run against the pack's own numbers,
