@@ -45,6 +45,7 @@ func (s *Session) runHandler(list rules.Actions, rule string, args map[string]an
 
 // do performs one action on behalf of rule.
 func (s *Session) do(a rules.Action, rule string) {
+	s.prep.acted = true
 	switch a := a.(type) {
 	case *rules.SayAction:
 		s.enqueue(s.newTurn(&a.Turn, rule, false))

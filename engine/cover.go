@@ -11,8 +11,9 @@ import "github.com/batonhq/baton/rules"
 // speech_done) but not a turn: it is not in the transcript a model
 // reads, starts no silence ladder and runs no rules.
 type cover struct {
-	// playingID is the cover line being played, until its speech_done.
-	playingID string
+	// playingID is the cover line being played, until its speech_done;
+	// ownerID the turn it covers.
+	playingID, ownerID string
 }
 
 // arm starts the wait for t's line.
@@ -38,21 +39,21 @@ func (c *cover) fire(s *Session, id string) {
 	if !ok {
 		return // every line is at guardrails.max_repeats
 	}
-	c.playingID = s.nextID('m')
+	c.playingID, c.ownerID = s.nextID('m'), a.id
 	s.emit(Effect{Type: EffectAgentMessage, ID: c.playingID, Agent: a.role, Kind: rules.KindCover, Text: line,
 		Voice: role.Voice, Rule: a.rule, Lateness: lateness(a.due, s.now)})
 	s.lines.spoken(line)
 }
 
 // holds reports whether turn t, ready to speak, must wait for the cover
-// line being said. A hard turn does not wait: it cuts the cover line off,
-// as it cuts off any agent.
+// line being said. A hard turn does not wait for another turn's cover
+// line: it cuts it off, as it cuts off any agent.
 func (c *cover) holds(s *Session, t *turn) bool {
 	if c.playingID == "" {
 		return false
 	}
-	if !t.hard {
-		return true
+	if !t.hard || t.id == c.ownerID {
+		return true // a line waits for its own cover line to end
 	}
 	s.emit(Effect{Type: EffectPreempted, ID: c.playingID, Agent: t.role, Kind: rules.KindCover, Rule: t.rule, Reason: "interrupted by " + t.rule})
 	c.playingID = ""

@@ -56,7 +56,14 @@ func (s *Session) deferCap(id string) {
 	}
 	repl.deferrable = false
 	if repl != t {
-		s.prep.drop(s, t)
+		// The follow-up is a turn of another kind: the preparation waits
+		// for the window's next turn, if the follow-up gives way and the
+		// window waits again.
+		if repl.window >= 0 {
+			s.prep.unclaim(t)
+		} else {
+			s.prep.drop(s, t)
+		}
 	}
 	if inQueue >= 0 {
 		f.queue[inQueue] = repl

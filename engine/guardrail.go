@@ -146,6 +146,7 @@ func (s *Session) regenerate(t *turn, line string, v []string) bool {
 		return false
 	}
 	gd.regens++
+	t.stale = "" // the new line is written from the state as it is now
 	s.setReply(t, line, v)
 	instruction := s.render(&g.Regenerate.Instruction, t.role)
 	s.env.Reply = rules.ReplyView{}

@@ -40,6 +40,14 @@ func (s *Session) injected(role, system string, take bool) string {
 	return system
 }
 
+// takeInstructions drops the instructions queued for role: they went out
+// with a request made earlier (a prepared line's).
+func (s *Session) takeInstructions(role string) {
+	if i := s.roleIdx(role); i >= 0 {
+		s.memory.inject[i] = nil
+	}
+}
+
 func (s *Session) setSlot(role, name, value string) {
 	if i := s.roleIdx(role); i >= 0 {
 		if s.memory.slots[i] == nil {

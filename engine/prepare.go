@@ -27,6 +27,10 @@ import (
 // starts (Step).
 type prepare struct {
 	entries []*prepEntry
+	// acted is set when a pack action ran since the last refresh: it may
+	// have changed what a request carries (a memory, a slot, a variable)
+	// without an effect to show it.
+	acted bool
 	// setUp is set once the prepare input ran.
 	setUp bool
 }
@@ -247,9 +251,16 @@ func (pr *prepare) drop(s *Session, t *turn) {
 // unclaim puts a turn's preparation back for the next turn of its source
 // (a window turn that gave way to a reply and waits again).
 func (pr *prepare) unclaim(t *turn) {
-	if e := t.prep; e != nil {
-		e.claimed = nil
-		t.prep = nil
+	e := t.prep
+	if e == nil {
+		return
+	}
+	e.claimed = nil
+	t.prep = nil
+	if !slices.Contains(pr.entries, e) {
+		// The turn had started on it: the request it adopted is the
+		// preparation's again, and refresh brings it up to date.
+		pr.entries = append(pr.entries, e)
 	}
 }
 
@@ -342,34 +353,37 @@ func (pr *prepare) timedOut(s *Session, reqID string) bool {
 
 // release is the start of a prepared turn: it says the held line, or
 // adopts the request still out, or decides what a stale line becomes.
-// It reports whether it took care of the turn; if not, req (when set) is
-// the request to send, built already.
-func (pr *prepare) release(s *Session, t *turn) (handled bool, req *LLMRequest) {
+// It reports whether it took care of the turn; if not, the turn asks now.
+func (pr *prepare) release(s *Session, t *turn) bool {
 	e := t.prep
 	if e == nil {
-		return false, nil
+		return false
 	}
-	t.prep = nil
+	// The turn keeps it (unclaim puts it back if the turn gives way and
+	// its window waits again); no other turn may take it.
 	pr.remove(e)
 	if e.state == prepFailed {
-		return false, nil
+		return false
 	}
-	req = s.buildRequest(t)
-	stale := ""
-	if !bytes.Equal(requestKey(req), e.sentKey) {
-		stale = changed(e.sent, req)
+	// Peeked, not built: instructions queued for the role go with the
+	// request that carries them, and a line dropped or said stale did not.
+	cur := s.peekRequest(t)
+	if !bytes.Equal(requestKey(cur), e.sentKey) {
+		stale := changed(e.sent, cur)
 		s.emit(Effect{Type: EffectStale, ID: e.reqID, Agent: t.role, Kind: e.plan.OnStale.String(), Rule: t.rule,
 			Reason: stale + " changed since " + rules.FormatClock(e.askedAt)})
 		switch e.plan.OnStale {
 		case rules.StaleRegenerate:
 			s.timers.cancel(tLLMTimeout, 0, e.reqID)
-			return false, req
+			return false
 		case rules.StaleDrop:
 			s.timers.cancel(tLLMTimeout, 0, e.reqID)
 			s.floor.active = nil
-			return true, nil
+			return true
 		}
 		t.stale = stale
+	} else {
+		s.takeInstructions(t.role) // they were in the line's request
 	}
 	t.reqID = e.reqID
 	t.guard = e.guard
@@ -379,20 +393,25 @@ func (pr *prepare) release(s *Session, t *turn) (handled bool, req *LLMRequest) 
 	t.state = tsGenerating
 	if e.state == prepReady {
 		s.turnResult(t, &e.result)
-		return true, nil
+		return true
 	}
 	// Still being written: the turn waits for it as for its own request.
 	s.cover.arm(s, t)
-	return true, nil
+	return true
 }
 
 // refresh asks again for every preparation whose request has changed,
 // after a step that did something a request could depend on.
 func (pr *prepare) refresh(s *Session, from int, in InputType) {
-	if len(pr.entries) == 0 || s.ended || !pr.changedBy(s.out[from:], in) {
+	acted := pr.acted
+	pr.acted = false
+	if len(pr.entries) == 0 || s.ended || !(acted || pr.changedBy(s.out[from:], in)) {
 		return
 	}
 	for _, e := range pr.entries {
+		if s.ended {
+			return // a peek's script ended the session
+		}
 		if e.plan.OnStale != rules.StaleRegenerate || e.asks >= maxPrepareAsks || e.unanswered >= maxUnanswered || e.state == prepFailed {
 			continue
 		}
@@ -412,7 +431,8 @@ func (pr *prepare) refresh(s *Session, from int, in InputType) {
 
 // changedBy reports whether a step could have changed what a request
 // carries: an input from outside, or an effect that speaks, routes or
-// lands a result.
+// lands a result. (A pack action, which may change state silently, sets
+// acted.)
 func (pr *prepare) changedBy(effects []Effect, in InputType) bool {
 	switch in {
 	case InputCandidate, InputAgentTranscript, InputToolCall:
@@ -482,13 +502,11 @@ func (pr *prepare) beforeStart(s *Session, in *Input) bool {
 			pr.setup(s)
 		}
 		return true
-	case in.Type == InputLLMResult && in.T == 0:
-		for _, e := range pr.entries {
-			if e.reqID == in.LLM.ID {
-				pr.result(s, in.LLM)
-				return true
-			}
-		}
+	case in.Type == InputLLMResult && in.T == 0 && pr.setUp:
+		// Before the clock starts only preparations are out: an answer
+		// to anything else is ignored, as a superseded one would be.
+		pr.result(s, in.LLM)
+		return true
 	}
 	return false
 }

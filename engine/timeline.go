@@ -75,10 +75,12 @@ func (tl *timeline) close(s *Session, i int) {
 
 // reopen puts a window whose turn was preempted back to waiting, if it
 // has not closed yet.
-func (tl *timeline) reopen(s *Session, i int) {
+// It reports whether the window waits again.
+func (tl *timeline) reopen(s *Session, i int) bool {
 	if tl.windows[i] == wDone && s.now < s.p.Timeline.Windows[i].Close.MS {
 		tl.windows[i] = wOpen
 	}
+	return tl.windows[i] == wOpen
 }
 
 // takeFreeFloor lets the first open window whose condition holds take a

@@ -152,13 +152,16 @@ func (s *Session) enqueue(t *turn) {
 // waiting if its window is still open.
 func (s *Session) preempt(t *turn, by string) {
 	s.timers.cancel(tDeferCap, 0, t.id)
-	s.prep.unclaim(t)
 	if t.reqID != "" {
 		s.timers.cancel(tLLMTimeout, 0, t.reqID)
 	}
 	s.emit(Effect{Type: EffectPreempted, Agent: t.role, Kind: t.kind, Rule: t.rule, Reason: "preempted by " + by})
-	if t.window >= 0 {
-		s.timeline.reopen(s, t.window)
+	// A window that waits again keeps the turn's preparation for its next
+	// turn; any other source will not make this turn again.
+	if t.window >= 0 && s.timeline.reopen(s, t.window) {
+		s.prep.unclaim(t)
+	} else {
+		s.prep.drop(s, t)
 	}
 }
 
@@ -251,16 +254,13 @@ func (s *Session) start(t *turn) {
 		s.deliver(t, t.line, false)
 		return
 	}
-	done, req := s.prep.release(s, t)
-	if done {
+	if s.prep.release(s, t) {
 		return
 	}
 	t.state = tsGenerating
 	t.reqID = s.nextID('r')
 	t.guard.askedAt = s.now
-	if req == nil {
-		req = s.buildRequest(t)
-	}
+	req := s.buildRequest(t)
 	s.emit(Effect{Type: EffectLLMRequest, ID: t.reqID, Agent: t.role, Kind: t.kind, Rule: t.rule, Request: req})
 	s.addTimer(timer{at: s.now + s.p.LLM.Timeout.MS, kind: tLLMTimeout, key: t.reqID})
 	s.cover.arm(s, t)
@@ -444,6 +444,7 @@ func (s *Session) speak(t *turn) {
 		Lateness: lateness(t.due, s.now), Reason: staleReason(t.stale),
 	})
 	s.lines.spoken(t.text)
+	s.prep.expire(s, t.rule) // its source has spoken: what else was prepared for it is moot
 	s.floor.lastRole = t.role
 	s.floor.turns++
 	s.handoff.said(t.role)

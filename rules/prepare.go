@@ -53,8 +53,11 @@ type Prepare struct {
 func (p *Prepare) decodeNode(d *decoder, n *yaml.Node) {
 	p.Pos = d.pos(n)
 	if n.Kind == yaml.ScalarNode {
-		if on, ok := scalarBool(n); ok && !on {
-			p.Off = true
+		if on, ok := scalarBool(n); ok {
+			if on {
+				d.errorf(n, "prepare takes a lead time (prepare: 3s) or off, not %q", n.Value)
+			}
+			p.Off = !on
 			return
 		}
 		p.Lead.decodeNode(d, n)
@@ -96,6 +99,10 @@ func (c *compiler) prepare(t *TurnSpec, what string, scheduled, byDefault bool) 
 	own := t.Prepare
 	if own != nil && !scheduled {
 		c.errorf(own.Pos, "%s: prepare only applies to scheduled turns (anchors, windows, silence steps, a say in a rule with at: or every:); remove it", what)
+		return
+	}
+	if own != nil && !own.Off && t.Line != "" {
+		c.errorf(own.Pos, "%s: a turn with a fixed line is said at once and needs no preparation; remove prepare", what)
 		return
 	}
 	if !scheduled || t.Line != "" || (own == nil && !byDefault) || (own != nil && own.Off) {

@@ -164,6 +164,7 @@ type host struct {
 	// it asked, to be given before the clock starts.
 	early     []earlyAnswer
 	preparing bool
+	now, wait int64 // while preparing: ms since the prepare input, and how long the host waits
 	s         *engine.Session
 	llm       llm.Answerer
 	voice     *sim.Voice
@@ -175,32 +176,44 @@ type host struct {
 
 type earlyAnswer struct {
 	res   engine.LLMResult
-	after int64 // when the model answered, after the request
-	lead  int64 // how long the host waits before it starts the clock
+	at    int64 // when it comes, in ms after the prepare input
+	never bool
 }
 
-// prepare runs the prepare input and hands its answers to the session
-// before its clock starts, in the order they came; an answer slower than
-// its lead comes too late, as it would live: the host starts the clock
-// then, and the preparation fails.
+// prepare runs the prepare input and hands the answers to the session
+// before its clock starts, in the order they come, as baton serve does:
+// the host waits at most the longest lead asked with, less when every
+// answer is in (an answer may ask again: a line the guardrails refused).
+// What is still out then is failed (engine.NotReady) and the clock starts.
 func (h *host) prepare() error {
 	h.preparing = true
-	err := h.step(engine.Input{T: 0, Type: engine.InputPrepare})
-	h.preparing = false
-	if err != nil {
+	defer func() { h.preparing, h.early = false, nil }()
+	if err := h.step(engine.Input{T: 0, Type: engine.InputPrepare}); err != nil {
 		return err
 	}
-	slices.SortStableFunc(h.early, func(a, b earlyAnswer) int { return cmp.Compare(a.after, b.after) })
-	for _, a := range h.early {
-		res := a.res
-		if a.after > a.lead {
-			res = engine.NotReady(res.ID)
+	for len(h.early) > 0 {
+		next := 0
+		for i := range h.early {
+			if h.early[i].at < h.early[next].at {
+				next = i
+			}
 		}
-		if err := h.step(engine.Input{T: 0, Type: engine.InputLLMResult, LLM: &res}); err != nil {
+		a := h.early[next]
+		h.early = slices.Delete(h.early, next, next+1)
+		if a.never || a.at > h.wait {
+			for _, out := range append(h.early, a) {
+				res := engine.NotReady(out.res.ID)
+				if err := h.step(engine.Input{T: 0, Type: engine.InputLLMResult, LLM: &res}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		h.now = a.at
+		if err := h.step(engine.Input{T: 0, Type: engine.InputLLMResult, LLM: &a.res}); err != nil {
 			return err
 		}
 	}
-	h.early = nil
 	return nil
 }
 
@@ -235,10 +248,10 @@ func (h *host) step(in engine.Input) error {
 		case engine.EffectLLMRequest:
 			a := h.llm.Answer(h.ctx, e.ID, e.Request)
 			if h.preparing {
-				ea := earlyAnswer{res: a.Result, after: a.After.Milliseconds(), lead: e.Request.Prepare.LeadMS}
-				if a.Never {
-					ea.after = ea.lead + 1
+				if p := e.Request.Prepare; p != nil {
+					h.wait = max(h.wait, p.LeadMS)
 				}
+				ea := earlyAnswer{res: a.Result, at: h.now + a.After.Milliseconds(), never: a.Never}
 				ea.res.ID = e.ID
 				h.early = append(h.early, ea)
 				break

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/runtime/internal/wal"
 )
 
 // A session whose pack prepares lines due at second 0 (a window opening
@@ -17,6 +18,15 @@ import (
 // counts session time from it and not from the log's creation. A client
 // input that arrives meanwhile ends the wait: the session has begun, with
 // whatever is prepared by then.
+
+// appendStep logs a step record; the one that places the clock is
+// synced at once, as recovery needs it to know when the session started.
+func (s *session) appendStep(seq uint64, st wal.Step) error {
+	if err := s.wl.AppendStep(seq, st); err != nil || st.StartWall == nil {
+		return err
+	}
+	return s.wl.Flush()
+}
 
 // preparing is the actor's state while it waits for prepared lines.
 type preparing struct {

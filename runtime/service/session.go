@@ -386,7 +386,7 @@ func (s *session) apply(in engine.Input, derivable bool, ack func(seq uint64, t 
 	}
 	st := wal.Digest(s.buf, stepErr)
 	st.StartWall, s.prep.startWall = s.prep.startWall, nil
-	if err := s.wl.AppendStep(seq, st); err != nil {
+	if err := s.appendStep(seq, st); err != nil {
 		// The input is safe; only its verification digest is lost.
 		s.log.Warn("could not log step digests", "seq", seq, "err", err)
 	}

@@ -440,6 +440,21 @@ func (l *Log) AppendStep(seq uint64, st Step) error {
 	return nil
 }
 
+// Flush writes the held step record, if any, and syncs it: for the one
+// step record recovery cannot do without (the one that places a
+// session's clock on the wall after it waited for prepared lines).
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if len(l.held) == 0 || l.ended {
+		return nil
+	}
+	return l.writeLocked(nil, true)
+}
+
 // Finish writes the end record, syncs, closes the log and renames it to
 // ID.done, read-only. The log cannot be written afterwards. A log
 // recovered with its end record already written (a crash before the
