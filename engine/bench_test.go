@@ -1,9 +1,12 @@
 package engine_test
 
 import (
+	"bytes"
 	"fmt"
+	"io/fs"
 	"os"
 	"testing"
+	"testing/fstest"
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
@@ -11,18 +14,53 @@ import (
 )
 
 // BenchmarkDayOneSession plays the full ten-minute DayOne interview with the
-// built-in candidate, scripted LLM and simulated voice.
+// built-in candidate, scripted LLM and simulated voice: as shipped, with
+// its scheduled lines prepared 3 s ahead, and with preparation off, to
+// price it.
 func BenchmarkDayOneSession(b *testing.B) {
-	p := loadDayOne(b)
 	evs := dayOneCandidate(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := dryrun.Run(p, dryrun.Options{Events: evs}); err != nil {
-			b.Fatal(err)
-		}
+	for _, c := range []struct {
+		name string
+		pack *rules.Pack
+	}{{"prepared", loadDayOne(b)}, {"unprepared", loadDayOneUnprepared(b)}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := dryrun.Run(c.pack, dryrun.Options{Events: evs}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			perSession := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			b.ReportMetric(600e9/perSession, "x_realtime")
+		})
 	}
-	perSession := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-	b.ReportMetric(600e9/perSession, "x_realtime")
+}
+
+// loadDayOneUnprepared is DayOne without llm.prepare.
+func loadDayOneUnprepared(b *testing.B) *rules.Pack {
+	fsys := fstest.MapFS{}
+	err := fs.WalkDir(os.DirFS("../scenarios/dayone"), ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(os.DirFS("../scenarios/dayone"), path)
+		if path == "pack.yaml" {
+			data = bytes.Replace(data, []byte("\n  prepare: 3s\n"), []byte("\n"), 1)
+		}
+		fsys[path] = &fstest.MapFile{Data: data}
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := rules.Load(fsys, ".")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if plan, ok := p.Timeline.Windows[0].Turn.Preparation(); ok {
+		b.Fatalf("still prepared: %+v", plan)
+	}
+	return p
 }
 
 // BenchmarkCandidateEvent measures one confident candidate message through

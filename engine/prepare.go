@@ -27,6 +27,7 @@ import (
 // starts (Step).
 type prepare struct {
 	entries []*prepEntry
+	standIn turn // provisional's
 	// acted is set when a pack action ran since the last refresh: it may
 	// have changed what a request carries (a memory, a slot, a variable)
 	// without an effect to show it.
@@ -73,7 +74,6 @@ type prepEntry struct {
 	reqID   string
 	askedAt int64
 	sent    *LLMRequest
-	sentKey []byte
 	asks    int
 	// unanswered counts requests sent since the last answer.
 	unanswered int
@@ -93,11 +93,7 @@ func (e *prepEntry) matches(rule string, step int, kind, goal string) bool {
 // if any.
 func (s *Session) leadFor(t *timer) (int64, bool) {
 	var lead int64
-	for _, src := range s.preparedBy(t) {
-		if lead == 0 || src.plan.LeadMS > lead {
-			lead = src.plan.LeadMS
-		}
-	}
+	s.preparedBy(t, func(src prepSource) { lead = max(lead, src.plan.LeadMS) })
 	return lead, lead > 0
 }
 
@@ -110,13 +106,13 @@ type prepSource struct {
 	hard bool
 }
 
-// preparedBy lists the prepared turns timer t makes when it fires: the
-// one place that knows which timers make turns.
-func (s *Session) preparedBy(t *timer) []prepSource {
-	var out []prepSource
+// preparedBy calls yield with each prepared turn timer t makes when it
+// fires: the one place that knows which timers make turns. (A callback,
+// not a slice: every timer added asks.)
+func (s *Session) preparedBy(t *timer, yield func(prepSource)) {
 	add := func(spec *rules.TurnSpec, rule string, step int, hard bool) {
 		if plan, ok := spec.Preparation(); ok {
-			out = append(out, prepSource{spec, plan, rule, step, hard})
+			yield(prepSource{spec, plan, rule, step, hard})
 		}
 	}
 	p := s.p
@@ -140,7 +136,6 @@ func (s *Session) preparedBy(t *timer) []prepSource {
 			}
 		}
 	}
-	return out
 }
 
 // shadow adds the preparation of what t will make, if it is prepared.
@@ -166,14 +161,14 @@ func (pr *prepare) fire(s *Session, tm timer) {
 		}
 		same = s.silence.await.role
 	}
-	for _, src := range s.preparedBy(&due) {
+	s.preparedBy(&due, func(src prepSource) {
 		if pr.find(src.rule, src.step, src.spec.Kind, src.spec.Goal) != nil {
-			continue // asked already; refresh keeps it current
+			return // asked already; refresh keeps it current
 		}
 		e := &prepEntry{spec: src.spec, plan: src.plan, rule: src.rule, step: src.step, hard: src.hard, same: same, due: due.at}
 		pr.entries = append(pr.entries, e)
 		pr.ask(s, e, s.provisional(e))
-	}
+	})
 }
 
 func (pr *prepare) find(rule string, step int, kind, goal string) *prepEntry {
@@ -191,7 +186,9 @@ func (s *Session) provisional(e *prepEntry) *turn {
 	if e.claimed != nil {
 		return e.claimed
 	}
-	t := s.makeTurn(e.spec, e.rule, e.hard, e.same)
+	// One stand-in, reused: it never outlives the call that builds it.
+	t := &s.prep.standIn
+	*t = s.makeTurn(e.spec, e.rule, e.hard, e.same)
 	t.silence = e.step
 	if e.step >= 0 && e.spec.Who.Kind == rules.RoleRefLast {
 		t.role = e.same
@@ -214,17 +211,24 @@ func (pr *prepare) send(s *Session, e *prepEntry, t *turn, req *LLMRequest, c *C
 	if c == nil {
 		e.asks++
 		e.guard = guard{}
-		e.sent, e.sentKey = req, requestKey(req)
+		e.sent = req
 	}
 	e.state = prepAsked
 	e.result = LLMResult{}
 	e.role = t.role
 	e.reqID = s.nextID('r')
 	e.askedAt = s.now
-	sent := *req
-	sent.Correction = c
+	// The request sent is the one kept (sameRequest does not look at
+	// Prepare); a correction goes on a copy, as the line is still the
+	// one for the request without it.
+	sent := req
+	if c != nil {
+		cp := *req
+		cp.Correction = c
+		sent = &cp
+	}
 	sent.Prepare = &Preparation{DueMS: e.due, LeadMS: e.plan.LeadMS}
-	s.emit(Effect{Type: EffectLLMRequest, ID: e.reqID, Agent: t.role, Kind: t.kind, Rule: t.rule, Request: &sent})
+	s.emit(Effect{Type: EffectLLMRequest, ID: e.reqID, Agent: t.role, Kind: t.kind, Rule: t.rule, Request: sent})
 	s.addTimer(timer{at: s.now + s.p.LLM.Timeout.MS, kind: tLLMTimeout, key: e.reqID})
 }
 
@@ -368,7 +372,7 @@ func (pr *prepare) release(s *Session, t *turn) bool {
 	// Peeked, not built: instructions queued for the role go with the
 	// request that carries them, and a line dropped or said stale did not.
 	cur := s.peekRequest(t)
-	if !bytes.Equal(requestKey(cur), e.sentKey) {
+	if !sameRequest(e.sent, cur) {
 		stale := changed(e.sent, cur)
 		s.emit(Effect{Type: EffectStale, ID: e.reqID, Agent: t.role, Kind: e.plan.OnStale.String(), Rule: t.rule,
 			Reason: stale + " changed since " + rules.FormatClock(e.askedAt)})
@@ -420,7 +424,7 @@ func (pr *prepare) refresh(s *Session, from int, in InputType) {
 		}
 		t := s.provisional(e)
 		req := s.peekRequest(t)
-		if bytes.Equal(requestKey(req), e.sentKey) {
+		if sameRequest(e.sent, req) {
 			continue
 		}
 		s.emit(Effect{Type: EffectStale, ID: e.reqID, Agent: t.role, Kind: "asked_again", Rule: t.rule,
@@ -447,12 +451,40 @@ func (pr *prepare) changedBy(effects []Effect, in InputType) bool {
 	return false
 }
 
-// requestKey is what a request is compared by: its JSON, which is
-// deterministic.
-func requestKey(req *LLMRequest) []byte {
-	b, _ := json.Marshal(req)
-	return b
+// sameRequest reports whether a line written for request a is the line
+// for b. A turn's request is compared field by field, without encoding
+// anything (this runs on every check); one that carries tool rounds, a
+// job, attachments or a correction is rare here and is compared as JSON.
+// keyFields lists the fields each way; a test holds it to LLMRequest's.
+func sameRequest(a, b *LLMRequest) bool {
+	if rare(a) || rare(b) {
+		return bytes.Equal(jsonOf(a), jsonOf(b))
+	}
+	return a.Role == b.Role && a.Kind == b.Kind && a.TurnGoal == b.TurnGoal && a.Model == b.Model &&
+		a.System == b.System && a.CandidateLastMessage == b.CandidateLastMessage &&
+		slices.Equal(a.TranscriptTail, b.TranscriptTail) && slices.Equal(a.ScenarioContext, b.ScenarioContext) &&
+		a.Constraints == b.Constraints && a.TimeoutMS == b.TimeoutMS && slices.Equal(a.Assembly, b.Assembly) &&
+		slices.EqualFunc(a.Tools, b.Tools, func(x, y ToolDecl) bool {
+			return x.Name == y.Name && x.Description == y.Description && bytes.Equal(x.Parameters, y.Parameters)
+		})
 }
+
+func rare(r *LLMRequest) bool {
+	return len(r.ToolRounds) > 0 || r.Job != "" || r.Prompt != "" || len(r.Schema) > 0 || r.Background ||
+		len(r.Attachments) > 0 || r.Correction != nil
+}
+
+// keyFields are LLMRequest's fields as sameRequest treats them: compared,
+// compared as JSON when set, or left out (Prepare marks the request, it is
+// not what the line is written from).
+var keyFields = map[string]string{
+	"Role": "compared", "Kind": "compared", "TurnGoal": "compared", "Model": "compared", "System": "compared",
+	"CandidateLastMessage": "compared", "TranscriptTail": "compared", "ScenarioContext": "compared",
+	"Constraints": "compared", "TimeoutMS": "compared", "Assembly": "compared", "Tools": "compared",
+	"ToolRounds": "json", "Job": "json", "Prompt": "json", "Schema": "json", "Background": "json",
+	"Attachments": "json", "Correction": "json", "Prepare": "left out",
+}
+
 
 // changed names the parts of a request that differ, for reports.
 func changed(a, b *LLMRequest) string {

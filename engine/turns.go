@@ -100,17 +100,17 @@ func (s *Session) newTurn(spec *rules.TurnSpec, rule string, hard bool) *turn {
 func (s *Session) newTurnFor(spec *rules.TurnSpec, rule string, hard bool, same string) *turn {
 	t := s.makeTurn(spec, rule, hard, same)
 	t.id = s.nextID('t')
-	return t
+	return &t
 }
 
 // makeTurn builds a turn without an id: newTurnFor's, or a preparation's
 // stand-in for the turn its source will make.
-func (s *Session) makeTurn(spec *rules.TurnSpec, rule string, hard bool, same string) *turn {
+func (s *Session) makeTurn(spec *rules.TurnSpec, rule string, hard bool, same string) turn {
 	tag := spec.IntentTag
 	if tag == "" {
 		tag = spec.Goal
 	}
-	return &turn{
+	return turn{
 		due:        s.now,
 		role:       s.resolveRole(spec.Who, same),
 		kind:       spec.Kind,

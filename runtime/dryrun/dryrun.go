@@ -219,10 +219,10 @@ func (h *host) prepare() error {
 
 func (h *host) push(in engine.Input) {
 	h.seq++
-	h.queue = append(h.queue, pending{in: in, seq: h.seq})
-	slices.SortStableFunc(h.queue, func(a, b pending) int {
-		return cmp.Or(cmp.Compare(a.in.T, b.in.T), cmp.Compare(a.seq, b.seq))
-	})
+	// After every input due at the same time or earlier: arrival order
+	// among equal times.
+	i, _ := slices.BinarySearchFunc(h.queue, in.T+1, func(p pending, t int64) int { return cmp.Compare(p.in.T, t) })
+	h.queue = slices.Insert(h.queue, i, pending{in: in, seq: h.seq})
 }
 
 func (h *host) pop() engine.Input {
