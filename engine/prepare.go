@@ -485,7 +485,6 @@ var keyFields = map[string]string{
 	"Attachments": "json", "Correction": "json", "Prepare": "left out",
 }
 
-
 // changed names the parts of a request that differ, for reports.
 func changed(a, b *LLMRequest) string {
 	var out []string

@@ -29,14 +29,16 @@ func TestSameRequestCoversRequest(t *testing.T) {
 		"Model":                func(r *LLMRequest) { r.Model = "m" },
 		"System":               func(r *LLMRequest) { r.System = "s2" },
 		"CandidateLastMessage": func(r *LLMRequest) { r.CandidateLastMessage = "x" },
-		"TranscriptTail":       func(r *LLMRequest) { r.TranscriptTail = []TranscriptLine{{T: 1, Speaker: "qa", Text: "hi", Unclear: true}} },
-		"ScenarioContext":      func(r *LLMRequest) { r.ScenarioContext = []KV{{"k", "w"}} },
-		"Constraints":          func(r *LLMRequest) { r.Constraints.MaxQuestionCount = 1 },
-		"TimeoutMS":            func(r *LLMRequest) { r.TimeoutMS = 5 },
-		"Assembly":             func(r *LLMRequest) { r.Assembly = nil },
-		"Tools":                func(r *LLMRequest) { r.Tools[0].Parameters = []byte(`{"type":"object"}`) },
-		"Job":                  func(r *LLMRequest) { r.Job = "j" },
-		"Correction":           func(r *LLMRequest) { r.Correction = &Correction{Rejected: "x"} },
+		"TranscriptTail": func(r *LLMRequest) {
+			r.TranscriptTail = []TranscriptLine{{T: 1, Speaker: "qa", Text: "hi", Unclear: true}}
+		},
+		"ScenarioContext": func(r *LLMRequest) { r.ScenarioContext = []KV{{"k", "w"}} },
+		"Constraints":     func(r *LLMRequest) { r.Constraints.MaxQuestionCount = 1 },
+		"TimeoutMS":       func(r *LLMRequest) { r.TimeoutMS = 5 },
+		"Assembly":        func(r *LLMRequest) { r.Assembly = nil },
+		"Tools":           func(r *LLMRequest) { r.Tools[0].Parameters = []byte(`{"type":"object"}`) },
+		"Job":             func(r *LLMRequest) { r.Job = "j" },
+		"Correction":      func(r *LLMRequest) { r.Correction = &Correction{Rejected: "x"} },
 	} {
 		r := base
 		r.Tools = append([]ToolDecl(nil), base.Tools...)
