@@ -241,3 +241,25 @@ var promptPartWords = []string{"persona", "role", "goal", "context", "constraint
 func (p PromptPart) String() string                       { return word(promptPartWords, uint8(p)) }
 func (PromptPart) enumWords() []string                    { return promptPartWords }
 func (p *PromptPart) decodeNode(d *decoder, n *yaml.Node) { decodeEnum(d, n, p, promptPartWords) }
+
+// StalePolicy is what happens to a prepared line whose request has
+// changed by the time it is due (a new candidate message, another role
+// speaking, a memory written).
+type StalePolicy uint8
+
+// Stale policies.
+const (
+	// StaleRegenerate asks again, at once when the change happens before
+	// the due time, else at the due time.
+	StaleRegenerate StalePolicy = iota
+	// StaleSpeak says the held line anyway, reported as stale.
+	StaleSpeak
+	// StaleDrop says nothing for the turn.
+	StaleDrop
+)
+
+var stalePolicyWords = []string{"regenerate", "speak", "drop"}
+
+func (s StalePolicy) String() string                       { return word(stalePolicyWords, uint8(s)) }
+func (StalePolicy) enumWords() []string                    { return stalePolicyWords }
+func (s *StalePolicy) decodeNode(d *decoder, n *yaml.Node) { decodeEnum(d, n, s, stalePolicyWords) }

@@ -17,28 +17,6 @@ import (
 // still the request it would send then; otherwise OnStale decides. Cover
 // lines fill the wait when a turn's model is slow.
 
-// StalePolicy is what happens to a prepared line whose request has
-// changed by the time it is due (a new candidate message, another role
-// speaking, a memory written).
-type StalePolicy uint8
-
-// Stale policies.
-const (
-	// StaleRegenerate asks again, at once when the change happens before
-	// the due time, else at the due time.
-	StaleRegenerate StalePolicy = iota
-	// StaleSpeak says the held line anyway, reported as stale.
-	StaleSpeak
-	// StaleDrop says nothing for the turn.
-	StaleDrop
-)
-
-var stalePolicyWords = []string{"regenerate", "speak", "drop"}
-
-func (s StalePolicy) String() string                       { return word(stalePolicyWords, uint8(s)) }
-func (StalePolicy) enumWords() []string                    { return stalePolicyWords }
-func (s *StalePolicy) decodeNode(d *decoder, n *yaml.Node) { decodeEnum(d, n, s, stalePolicyWords) }
-
 // Prepare is a turn's own preparation setting: `prepare: 3s`,
 // `prepare: off`, or `prepare: {lead: 3s, on_stale: drop}`. What it
 // leaves out comes from the pack's llm section.

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/runtime/dryrun"
-	"github.com/batonhq/baton/runtime/events"
 
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/rules/script"
@@ -77,19 +76,7 @@ func BenchmarkExprCondition(b *testing.B) {
 // five questions, four background supervisions, the verdict; the jurors
 // and the Brain are played by the pack's dry-run model script.
 func BenchmarkHotSeatPanel(b *testing.B) {
-	p, err := rules.Load(os.DirFS("hotseat"), ".")
-	if err != nil {
-		b.Fatal(err)
-	}
-	f, err := p.FS.Open(p.DryRun.Candidate)
-	if err != nil {
-		b.Fatal(err)
-	}
-	evs, err := events.ReadAll(f)
-	f.Close()
-	if err != nil {
-		b.Fatal(err)
-	}
+	p, evs := loadBundled(b, "hotseat")
 	b.ReportAllocs()
 	for b.Loop() {
 		res, err := dryrun.Run(p, dryrun.Options{Events: evs})

@@ -3,7 +3,6 @@ package scenarios_test
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/batonhq/baton/engine"
@@ -12,23 +11,7 @@ import (
 	"github.com/batonhq/baton/runtime/events"
 )
 
-func loadHotSeat(t *testing.T) (*rules.Pack, []events.Timed) {
-	t.Helper()
-	p, err := rules.Load(os.DirFS("hotseat"), ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := p.FS.Open(p.DryRun.Candidate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	evs, err := events.ReadAll(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, evs
-}
+func loadHotSeat(t *testing.T) (*rules.Pack, []events.Timed) { return loadBundled(t, "hotseat") }
 
 func ticketsOf(t *testing.T, res *dryrun.Result) map[string]int {
 	t.Helper()

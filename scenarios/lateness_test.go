@@ -3,7 +3,6 @@ package scenarios_test
 import (
 	"flag"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"testing"
 
@@ -20,23 +19,7 @@ var scheduled = []string{"window", "anchor", "nudge"}
 
 func slowModel(ms int64) []dryrun.Reply { return []dryrun.Reply{{Repeat: true, DelayMS: &ms}} }
 
-func dayone(t testing.TB) (*rules.Pack, []events.Timed) {
-	t.Helper()
-	p, err := rules.Load(os.DirFS("dayone"), ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open("dayone/candidate.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	evs, err := events.ReadAll(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, evs
-}
+func dayone(t testing.TB) (*rules.Pack, []events.Timed) { return loadBundled(t, "dayone") }
 
 // vary moves each burst of the candidate's events (events within 1.5 s of
 // each other: a mic, its speech end and its message) by the same seeded

@@ -100,7 +100,7 @@ func TestEveryPackReachesItsOutcome(t *testing.T) {
 }
 
 // loadBundled loads a bundled pack and its built-in candidate.
-func loadBundled(t *testing.T, name string) (*rules.Pack, []events.Timed) {
+func loadBundled(t testing.TB, name string) (*rules.Pack, []events.Timed) {
 	t.Helper()
 	p, err := rules.Load(os.DirFS(name), ".")
 	if err != nil {
