@@ -60,11 +60,17 @@ func (c *cover) holds(s *Session, t *turn) bool {
 	return false
 }
 
-// done ends the cover line id; it reports whether id was one.
-func (c *cover) done(id string) bool {
+// done ends the cover line id; it reports whether id was one. A turn
+// whose wait passed while another turn's cover line played (a reply that
+// took over from one that gave way) gets its own now.
+func (c *cover) done(s *Session, id string) bool {
 	if id == "" || id != c.playingID {
 		return false
 	}
-	c.playingID = ""
+	owner := c.ownerID
+	c.playingID, c.ownerID = "", ""
+	if a := s.floor.active; a != nil && a.id != owner && s.p.LLM.Cover != nil && s.now >= a.due+s.p.LLM.Cover.After.MS {
+		c.fire(s, a.id)
+	}
 	return true
 }

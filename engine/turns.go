@@ -456,7 +456,7 @@ func (s *Session) speak(t *turn) {
 func (d *SpeechDone) apply(s *Session) { s.onSpeechDone(d) }
 
 func (s *Session) onSpeechDone(d *SpeechDone) {
-	if s.cover.done(d.ID) {
+	if s.cover.done(s, d.ID) {
 		return
 	}
 	a := s.floor.active

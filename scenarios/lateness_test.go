@@ -219,3 +219,70 @@ func TestCoverLines(t *testing.T) {
 		t.Fatalf("%d covers, %d replies", covers, replies)
 	}
 }
+
+// TestFirstAudioAfterSpeech: with a 3 s model, after the candidate stops
+// speaking the first agent audio (a cover line or the reply) comes no
+// later than speech end + the resume buffer + llm.cover.after + a tick,
+// in the built-in run and in seeded variations, unless the turn itself
+// was held (the defer rule while the candidate types or talks on, another
+// agent holding the floor), the candidate was typing when the cover was
+// due, or another turn's cover line was still playing (its end is then
+// the first silence, and the turn's own cover follows it).
+func TestFirstAudioAfterSpeech(t *testing.T) {
+	p, evs := dayone(t)
+	resume, after, tick := p.TurnTaking.SpeechResume.MS, p.LLM.Cover.After.MS, p.Tick.MS
+	var replies, held, typing, coverPlaying int
+	var worstFree int64
+	for v := 0; v <= *variations; v++ {
+		run := evs
+		if v > 0 {
+			run = vary(evs, uint64(v), p.Duration.MS)
+		}
+		res, err := dryrun.Run(p, dryrun.Options{Events: run, Replies: slowModel(3000), Seed: uint64(v)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		speechEnd, typedAt, doneAt := int64(-1), int64(-1), int64(-1)
+		for i, in := range res.Inputs {
+			switch {
+			case in.Type == engine.InputCandidate && in.Candidate.Type == engine.EventSpeechEnd:
+				speechEnd = in.T
+			case in.Type == engine.InputCandidate && in.Candidate.Typing != nil && *in.Candidate.Typing:
+				typedAt = in.T
+			case in.Type == engine.InputSpeechDone:
+				doneAt = in.T / tick * tick
+			}
+			for _, e := range res.Steps[i].Effects {
+				if e.Type != engine.EffectAgentMessage || speechEnd < 0 {
+					continue
+				}
+				first := e
+				end := speechEnd
+				speechEnd = -1
+				if first.Kind != rules.KindCover && first.Kind != "reply" {
+					continue
+				}
+				replies++
+				due := first.Lateness.DueMS
+				switch {
+				case due > end+resume+tick:
+					held++
+				case first.T-due <= after+tick:
+					worstFree = max(worstFree, first.T-(end+resume+after))
+				case typedAt >= due:
+					typing++
+				case first.Kind == rules.KindCover && first.T == doneAt:
+					coverPlaying++
+				default:
+					t.Errorf("variation %d: after speech ending %s, first audio %s %s at %s (due %s)", v,
+						rules.FormatClock(end), first.Kind, first.Rule, rules.FormatClock(first.T), rules.FormatClock(due))
+				}
+			}
+		}
+	}
+	if worstFree > tick {
+		t.Errorf("first audio up to %dms past speech end + resume + cover", worstFree)
+	}
+	t.Logf("%d replies: %d first heard within speech end + %dms + %dms + a tick (worst %+dms), %d held by the turn-taking rules, %d while the candidate typed, %d behind another turn's cover line",
+		replies, replies-held-typing-coverPlaying, resume, after, worstFree, held, typing, coverPlaying)
+}
