@@ -59,8 +59,8 @@ func (s *Session) deferCap(id string) {
 		// The follow-up is a turn of another kind: the preparation waits
 		// for the window's next turn, if the follow-up gives way and the
 		// window waits again.
-		if repl.window >= 0 {
-			s.prep.unclaim(t)
+		if repl.window >= 0 && s.now < s.p.Timeline.Windows[repl.window].Close.MS {
+			s.prep.unclaim(s, t)
 		} else {
 			s.prep.drop(s, t)
 		}

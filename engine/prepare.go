@@ -198,7 +198,11 @@ func (s *Session) provisional(e *prepEntry) *turn {
 
 // ask sends e's request, built for t, replacing any earlier one.
 func (pr *prepare) ask(s *Session, e *prepEntry, t *turn) {
-	pr.send(s, e, t, s.peekRequest(t), nil)
+	req := s.peekRequest(t)
+	if s.ended {
+		return // a script building it ended the session
+	}
+	pr.send(s, e, t, req, nil)
 }
 
 // send sends req for e; with a correction it asks again for a line the
@@ -254,7 +258,7 @@ func (pr *prepare) drop(s *Session, t *turn) {
 
 // unclaim puts a turn's preparation back for the next turn of its source
 // (a window turn that gave way to a reply and waits again).
-func (pr *prepare) unclaim(t *turn) {
+func (pr *prepare) unclaim(s *Session, t *turn) {
 	e := t.prep
 	if e == nil {
 		return
@@ -263,8 +267,12 @@ func (pr *prepare) unclaim(t *turn) {
 	t.prep = nil
 	if !slices.Contains(pr.entries, e) {
 		// The turn had started on it: the request it adopted is the
-		// preparation's again, and refresh brings it up to date.
+		// preparation's again (with the timeout the turn's preemption
+		// cancelled), and refresh brings it up to date.
 		pr.entries = append(pr.entries, e)
+		if e.state == prepAsked {
+			s.addTimer(timer{at: max(s.now, e.askedAt+s.p.LLM.Timeout.MS), kind: tLLMTimeout, key: e.reqID})
+		}
 	}
 }
 
@@ -372,6 +380,9 @@ func (pr *prepare) release(s *Session, t *turn) bool {
 	// Peeked, not built: instructions queued for the role go with the
 	// request that carries them, and a line dropped or said stale did not.
 	cur := s.peekRequest(t)
+	if s.ended {
+		return true
+	}
 	if !sameRequest(e.sent, cur) {
 		stale := changed(e.sent, cur)
 		s.emit(Effect{Type: EffectStale, ID: e.reqID, Agent: t.role, Kind: e.plan.OnStale.String(), Rule: t.rule,
@@ -424,6 +435,9 @@ func (pr *prepare) refresh(s *Session, from int, in InputType) {
 		}
 		t := s.provisional(e)
 		req := s.peekRequest(t)
+		if s.ended {
+			return
+		}
 		if sameRequest(e.sent, req) {
 			continue
 		}
@@ -458,7 +472,9 @@ func (pr *prepare) changedBy(effects []Effect, in InputType) bool {
 // keyFields lists the fields each way; a test holds it to LLMRequest's.
 func sameRequest(a, b *LLMRequest) bool {
 	if rare(a) || rare(b) {
-		return bytes.Equal(jsonOf(a), jsonOf(b))
+		x, y := *a, *b
+		x.Prepare, y.Prepare = nil, nil
+		return bytes.Equal(jsonOf(&x), jsonOf(&y))
 	}
 	return a.Role == b.Role && a.Kind == b.Kind && a.TurnGoal == b.TurnGoal && a.Model == b.Model &&
 		a.System == b.System && a.CandidateLastMessage == b.CandidateLastMessage &&

@@ -18,11 +18,11 @@ func TestSameRequestCoversRequest(t *testing.T) {
 	if len(keyFields) != typ.NumField() {
 		t.Errorf("keyFields lists %d fields, LLMRequest has %d", len(keyFields), typ.NumField())
 	}
-	// Each encoded field changes the key.
+	// Each compared field, and a field compared as JSON, matters.
 	base := LLMRequest{Role: "qa", Kind: "window", TurnGoal: "g", System: "s",
 		TranscriptTail: []TranscriptLine{{T: 1, Speaker: "qa", Text: "hi"}}, ScenarioContext: []KV{{"k", "v"}},
 		Assembly: []string{"persona"}, Tools: []ToolDecl{{Name: "t", Parameters: []byte(`{}`)}}}
-	for name, change := range map[string]func(r *LLMRequest){
+	changes := map[string]func(r *LLMRequest){
 		"Role":                 func(r *LLMRequest) { r.Role = "ba" },
 		"Kind":                 func(r *LLMRequest) { r.Kind = "anchor" },
 		"TurnGoal":             func(r *LLMRequest) { r.TurnGoal = "h" },
@@ -39,7 +39,13 @@ func TestSameRequestCoversRequest(t *testing.T) {
 		"Tools":           func(r *LLMRequest) { r.Tools[0].Parameters = []byte(`{"type":"object"}`) },
 		"Job":             func(r *LLMRequest) { r.Job = "j" },
 		"Correction":      func(r *LLMRequest) { r.Correction = &Correction{Rejected: "x"} },
-	} {
+	}
+	for name, how := range keyFields {
+		if _, ok := changes[name]; how == "compared" && !ok {
+			t.Errorf("LLMRequest.%s is compared but this test does not change it", name)
+		}
+	}
+	for name, change := range changes {
 		r := base
 		r.Tools = append([]ToolDecl(nil), base.Tools...)
 		change(&r)
@@ -49,5 +55,13 @@ func TestSameRequestCoversRequest(t *testing.T) {
 	}
 	if r := base; !sameRequest(&base, &r) {
 		t.Error("a request differs from its copy")
+	}
+	// Prepare marks a request; it is not what the line is written from,
+	// on the JSON path too.
+	a, b := base, base
+	a.Job, b.Job = "j", "j"
+	a.Prepare = &Preparation{DueMS: 1}
+	if !sameRequest(&a, &b) {
+		t.Error("Prepare makes a request with a job differ")
 	}
 }

@@ -182,6 +182,7 @@ func (s *Session) Step(in Input, out []Effect) ([]Effect, error) {
 	t := s.quantDown(in.T)
 	if !s.started {
 		s.started = true
+		mark := len(s.out)
 		s.tickets.distribute(s)
 		s.jobs.start(s)
 		s.fireRules(rules.EngineTrigger(rules.TriggerSessionStart))
@@ -189,6 +190,7 @@ func (s *Session) Step(in Input, out []Effect) ([]Effect, error) {
 			s.fireRules(rules.EngineTrigger(rules.TriggerLiveStart))
 		}
 		s.settle()
+		s.prep.refresh(s, mark, InputAdvance)
 	}
 	s.advanceTo(t)
 	if s.ended {

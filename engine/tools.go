@@ -218,6 +218,7 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 	if spoke {
 		s.deliverChecked(a, r.Text, false, true)
 	}
+	a.stale = "" // what follows is asked for now
 	round := ToolRound{Text: r.Text}
 	refused := -1 // the last refused call of the round
 	for i, c := range r.ToolCalls {

@@ -158,9 +158,15 @@ func (s *Session) preempt(t *turn, by string) {
 	s.emit(Effect{Type: EffectPreempted, Agent: t.role, Kind: t.kind, Rule: t.rule, Reason: "preempted by " + by})
 	// A window that waits again keeps the turn's preparation for its next
 	// turn; any other source will not make this turn again.
-	if t.window >= 0 && s.timeline.reopen(s, t.window) {
-		s.prep.unclaim(t)
-	} else {
+	switch {
+	case t.window >= 0 && s.timeline.reopen(s, t.window):
+		s.prep.unclaim(s, t)
+	case t.window >= 0:
+		// A defer-cap follow-up left the window's preparation for a
+		// next turn that will not come.
+		s.prep.drop(s, t)
+		s.prep.expire(s, t.rule)
+	default:
 		s.prep.drop(s, t)
 	}
 }
@@ -410,6 +416,7 @@ func (s *Session) deliverChecked(t *turn, text string, fallback, withCalls bool)
 	switch {
 	case fallback:
 		outcome = OutcomeFallback
+		t.stale = "" // the role's own line, not the held one
 	case t.line == "":
 		out, oc, ok := s.guardLine(t, text, withCalls)
 		if !ok {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"github.com/batonhq/baton/engine"
@@ -175,9 +176,8 @@ type host struct {
 }
 
 type earlyAnswer struct {
-	res   engine.LLMResult
-	at    int64 // when it comes, in ms after the prepare input
-	never bool
+	res engine.LLMResult
+	at  int64 // when it comes, in ms after the prepare input
 }
 
 // prepare runs the prepare input and hands the answers to the session
@@ -200,7 +200,7 @@ func (h *host) prepare() error {
 		}
 		a := h.early[next]
 		h.early = slices.Delete(h.early, next, next+1)
-		if a.never || a.at > h.wait {
+		if a.at > h.wait {
 			for _, out := range append(h.early, a) {
 				res := engine.NotReady(out.res.ID)
 				if err := h.step(engine.Input{T: 0, Type: engine.InputLLMResult, LLM: &res}); err != nil {
@@ -251,7 +251,10 @@ func (h *host) step(in engine.Input) error {
 				if p := e.Request.Prepare; p != nil {
 					h.wait = max(h.wait, p.LeadMS)
 				}
-				ea := earlyAnswer{res: a.Result, at: h.now + a.After.Milliseconds(), never: a.Never}
+				ea := earlyAnswer{res: a.Result, at: h.now + a.After.Milliseconds()}
+				if a.Never {
+					ea.at = math.MaxInt64 // after every answer that comes
+				}
 				ea.res.ID = e.ID
 				h.early = append(h.early, ea)
 				break
