@@ -104,6 +104,10 @@ func (s *Session) do(a rules.Action, rule string) {
 			role, _ = s.evalString(&a.Role, rule)
 		}
 		s.setSlot(role, a.Name, s.render(&a.Value, role))
+	case *rules.WriteAction:
+		s.files.write(s, rule, a, rules.OpWrite)
+	case *rules.AppendAction:
+		s.files.write(s, rule, (*rules.WriteAction)(a), rules.OpAppend)
 	case *rules.RecordAction:
 		if v, err := s.env.Eval(&a.Value.Expr); err == nil {
 			s.record(a.Name, v)

@@ -542,6 +542,16 @@ func writeEffect(b interface{ WriteString(string) (int, error) }, e *engine.Effe
 	if r.CandidateLastMessage != "" {
 		b.WriteString("  candidate_last_message: " + strconv.Quote(r.CandidateLastMessage) + "\n")
 	}
+	if len(r.Assembly) > 0 {
+		b.WriteString("  assembly: " + strings.Join(r.Assembly, " ") + "\n")
+	}
+	for _, fp := range r.Files {
+		trimmed := ""
+		if fp.Trimmed > 0 {
+			trimmed = fmt.Sprintf(" trimmed=%d", fp.Trimmed)
+		}
+		b.WriteString("  file " + fp.Path + trimmed + ": " + strconv.Quote(fp.Text) + "\n")
+	}
 	if len(r.ScenarioContext) > 0 {
 		kv := make([]string, len(r.ScenarioContext))
 		for i, c := range r.ScenarioContext {

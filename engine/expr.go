@@ -76,6 +76,9 @@ func (h envHost) FinishedRoles() []string       { return h.s.tickets.holders(h.s
 func (h envHost) Active() string                { return h.s.handoff.holder }
 func (h envHost) Slot(role, name string) string { return h.s.slot(role, name) }
 func (h envHost) Records(name string) []any     { return h.s.memory.records[name] }
+func (h envHost) File(path string) (rules.FileView, error) {
+	return h.s.files.view(h.s.p, path)
+}
 func (h envHost) Memory(role string) []string {
 	if i := h.s.roleIdx(role); i >= 0 {
 		return h.s.memory.notes[i]

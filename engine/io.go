@@ -319,6 +319,14 @@ const (
 	// asked_again (before its due time), or the turn's on_stale
 	// (regenerate, speak, drop) at its due time.
 	EffectStale EffectType = "stale"
+	// EffectContext reports a write to a context file: Text is its path,
+	// Agent the role whose copy it is, Kind write or append, Data what
+	// was written and the file's size and write count after it.
+	EffectContext EffectType = "context"
+	// EffectContextViolation reports a write the file's class (Kind)
+	// refused: Text is the path, Rule who tried, Reason why. The session
+	// goes on without the write.
+	EffectContextViolation EffectType = "context_violation"
 	// EffectEngineError reports that the engine stopped doing something
 	// it should not need to stop (a pack whose rules keep making progress
 	// forever); tests and dry runs treat it as a failure.
@@ -417,6 +425,18 @@ type LLMRequest struct {
 	Correction *Correction `json:"correction,omitempty"`
 	// Prepare is set on a request made ahead of its turn's due time.
 	Prepare *Preparation `json:"prepare,omitempty"`
+	// Files are the role's context files its assembly names, in that
+	// order, cut to the pack's budgets; empty ones are left out.
+	Files []FilePart `json:"files,omitempty"`
+}
+
+// FilePart is a context file as a request carries it: its path
+// (shared/ID or ROLE/ID), the text sent and how many characters of the
+// file were left out to fit the budget (the text marks where).
+type FilePart struct {
+	Path    string `json:"path"`
+	Text    string `json:"text"`
+	Trimmed int    `json:"trimmed,omitempty"`
 }
 
 // Correction asks the model again for a line it got wrong.

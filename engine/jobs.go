@@ -2,6 +2,8 @@ package engine
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/batonhq/baton/rules"
@@ -13,7 +15,10 @@ import (
 // on_result actions with `result` and `args` in scope.
 type jobs struct {
 	running []jobEntry
-	phases  []phaseItem
+	// reruns are starts of overlap: rerun jobs held until the run in
+	// flight for the same role lands.
+	reruns []jobEntry
+	phases []phaseItem
 	// live is set once the setup phases are done.
 	live bool
 }
@@ -21,6 +26,7 @@ type jobs struct {
 type jobEntry struct {
 	id    string
 	job   *rules.Job
+	role  string
 	args  map[string]any
 	phase bool
 }
@@ -75,19 +81,43 @@ func (j *jobs) next(s *Session) {
 	j.run(s, item.job, item.args, true)
 }
 
-// run asks the model for a job.
+// run asks the model for a job, as its role allows and its overlap
+// policy says.
 func (j *jobs) run(s *Session, job *rules.Job, args map[string]any, phase bool) {
+	role := job.Role
+	if name := job.RoleArg(); name != "" {
+		r, _ := args[name].(string)
+		if s.roleIdx(r) < 0 {
+			s.emit(Effect{Type: EffectJobError, Rule: job.ID, Reason: fmt.Sprintf("role: args.%s is %s, not a role (%s)", name, rules.Describe(args[name]), strings.Join(s.p.RoleIDs(), ", "))})
+			if phase && !s.ended {
+				j.next(s)
+			}
+			return
+		}
+		role = r
+	}
+	if job.Overlap != rules.OverlapAllow && j.inFlight(job, role) {
+		why := "not started again"
+		if job.Overlap == rules.OverlapRerun {
+			why = "it runs again when that one lands"
+			j.reruns = slices.DeleteFunc(j.reruns, func(e jobEntry) bool { return e.job == job && e.role == role })
+			j.reruns = append(j.reruns, jobEntry{job: job, role: role, args: args})
+		}
+		s.emit(Effect{Type: EffectNote, Agent: role, Rule: job.ID, Kind: "overlap", Reason: "job " + job.ID + " for " + role + " is still running; " + why})
+		return
+	}
 	s.env.SetArgs(args, nil)
-	prompt := s.render(&job.Prompt, job.Role)
+	prompt := s.render(&job.Prompt, role)
 	s.env.SetArgs(nil, nil)
 	id := s.nextID('j')
 	req := &LLMRequest{
-		Role: job.Role, Kind: "job", TurnGoal: job.ID, Job: job.ID, Model: s.p.LLM.Model,
-		System: s.persona(job.Role), Prompt: prompt, Background: !phase,
+		Role: role, Kind: "job", TurnGoal: job.ID, Job: job.ID, Model: s.p.LLM.Model,
+		System: s.persona(role), Prompt: prompt, Background: !phase,
 		TranscriptTail:  append([]TranscriptLine(nil), s.transcript.tail(s.p.LLM.TranscriptTail)...),
 		ScenarioContext: s.transcript.context, TimeoutMS: job.Timeout.MS,
 	}
-	if pr, _ := s.p.Role(job.Role); pr.Model != "" {
+	req.Assembly, req.Files = s.files.assemble(s, role)
+	if pr, _ := s.p.Role(role); pr.Model != "" {
 		req.Model = pr.Model
 	}
 	if sc := job.OutputSchema(); sc != nil {
@@ -98,9 +128,24 @@ func (j *jobs) run(s *Session, job *rules.Job, args map[string]any, phase bool) 
 			req.Attachments = append(req.Attachments, Attachment{Name: a.ID, MIME: a.MIME, Data: a.Data})
 		}
 	}
-	j.running = append(j.running, jobEntry{id: id, job: job, args: args, phase: phase})
-	s.emit(Effect{Type: EffectLLMRequest, ID: id, Agent: job.Role, Kind: "job", Rule: job.ID, Request: req})
+	j.running = append(j.running, jobEntry{id: id, job: job, role: role, args: args, phase: phase})
+	s.emit(Effect{Type: EffectLLMRequest, ID: id, Agent: role, Kind: "job", Rule: job.ID, Request: req})
 	s.addTimer(timer{at: s.now + job.Timeout.MS, kind: tLLMTimeout, key: id})
+}
+
+func (j *jobs) inFlight(job *rules.Job, role string) bool {
+	return slices.ContainsFunc(j.running, func(e jobEntry) bool { return e.job == job && e.role == role })
+}
+
+// rerun starts the run held for job and role, if any.
+func (j *jobs) rerun(s *Session, job *rules.Job, role string) {
+	i := slices.IndexFunc(j.reruns, func(e jobEntry) bool { return e.job == job && e.role == role })
+	if i < 0 || s.ended {
+		return
+	}
+	e := j.reruns[i]
+	j.reruns = slices.Delete(j.reruns, i, i+1)
+	j.run(s, e.job, e.args, false)
 }
 
 func (j *jobs) take(id string) (jobEntry, bool) {
@@ -122,7 +167,7 @@ func (j *jobs) result(s *Session, r *LLMResult, timedOut bool) bool {
 	s.timers.cancel(tLLMTimeout, 0, r.ID)
 	job := run.job
 	failed := func(reason string) {
-		s.emit(Effect{Type: EffectJobError, ID: r.ID, Agent: job.Role, Rule: job.ID, Reason: reason})
+		s.emit(Effect{Type: EffectJobError, ID: r.ID, Agent: run.role, Rule: job.ID, Reason: reason})
 		s.runHandler(job.OnError, job.ID, run.args, nil)
 	}
 	switch {
@@ -137,12 +182,13 @@ func (j *jobs) result(s *Session, r *LLMResult, timedOut bool) bool {
 			break
 		}
 		raw, _ := json.Marshal(result)
-		s.emit(Effect{Type: EffectJobResult, ID: r.ID, Agent: job.Role, Rule: job.ID, Data: raw})
+		s.emit(Effect{Type: EffectJobResult, ID: r.ID, Agent: run.role, Rule: job.ID, Data: raw})
 		s.runHandler(job.OnResult, job.ID, run.args, result)
 	}
 	if run.phase && !s.ended {
 		j.next(s)
 	}
+	j.rerun(s, job, run.role)
 	return true
 }
 

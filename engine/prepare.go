@@ -479,7 +479,7 @@ func sameRequest(a, b *LLMRequest) bool {
 	return a.Role == b.Role && a.Kind == b.Kind && a.TurnGoal == b.TurnGoal && a.Model == b.Model &&
 		a.System == b.System && a.CandidateLastMessage == b.CandidateLastMessage &&
 		slices.Equal(a.TranscriptTail, b.TranscriptTail) && slices.Equal(a.ScenarioContext, b.ScenarioContext) &&
-		a.Constraints == b.Constraints && a.TimeoutMS == b.TimeoutMS && slices.Equal(a.Assembly, b.Assembly) &&
+		a.Constraints == b.Constraints && a.TimeoutMS == b.TimeoutMS && slices.Equal(a.Assembly, b.Assembly) && slices.Equal(a.Files, b.Files) &&
 		slices.EqualFunc(a.Tools, b.Tools, func(x, y ToolDecl) bool {
 			return x.Name == y.Name && x.Description == y.Description && bytes.Equal(x.Parameters, y.Parameters)
 		})
@@ -496,7 +496,7 @@ func rare(r *LLMRequest) bool {
 var keyFields = map[string]string{
 	"Role": "compared", "Kind": "compared", "TurnGoal": "compared", "Model": "compared", "System": "compared",
 	"CandidateLastMessage": "compared", "TranscriptTail": "compared", "ScenarioContext": "compared",
-	"Constraints": "compared", "TimeoutMS": "compared", "Assembly": "compared", "Tools": "compared",
+	"Constraints": "compared", "TimeoutMS": "compared", "Assembly": "compared", "Files": "compared", "Tools": "compared",
 	"ToolRounds": "json", "Job": "json", "Prompt": "json", "Schema": "json", "Background": "json",
 	"Attachments": "json", "Correction": "json", "Prepare": "left out",
 }

@@ -36,6 +36,7 @@ func TestSameRequestCoversRequest(t *testing.T) {
 		"Constraints":     func(r *LLMRequest) { r.Constraints.MaxQuestionCount = 1 },
 		"TimeoutMS":       func(r *LLMRequest) { r.TimeoutMS = 5 },
 		"Assembly":        func(r *LLMRequest) { r.Assembly = nil },
+		"Files":           func(r *LLMRequest) { r.Files = []FilePart{{Path: "shared/a.md", Text: "x"}} },
 		"Tools":           func(r *LLMRequest) { r.Tools[0].Parameters = []byte(`{"type":"object"}`) },
 		"Job":             func(r *LLMRequest) { r.Job = "j" },
 		"Correction":      func(r *LLMRequest) { r.Correction = &Correction{Rejected: "x"} },

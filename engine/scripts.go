@@ -226,6 +226,15 @@ var facadeFields = map[string]func(f *facade) (any, bool){
 		}
 		return consts, true
 	},
+	// The context files by path (shared/ID, ROLE/ID).
+	"files": func(f *facade) (any, bool) {
+		all := f.s.ContextFiles()
+		out := make(map[string]any, len(all))
+		for _, c := range all {
+			out[c.Path] = map[string]any{"text": c.Text, "writes": c.Writes, "updated_ms": c.UpdatedMS, "class": c.Class}
+		}
+		return out, true
+	},
 	"role_info": func(f *facade) (any, bool) {
 		if r, ok := f.s.p.Role(f.role); ok {
 			return roleInfo(r), true

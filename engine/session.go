@@ -76,6 +76,7 @@ type Session struct {
 	input      inputGuard // inputguard.go
 	prep       prepare    // prepare.go
 	cover      cover      // cover.go
+	files      files      // files.go
 }
 
 // New starts a session of pack p at time 0. The first Step runs the
@@ -93,6 +94,7 @@ func New(p *rules.Pack, opts Options) *Session {
 	s.transcript.init(p)
 	s.liveness.init()
 	s.lines.init(opts.Seed)
+	s.files.init(p)
 	return s
 }
 
@@ -326,6 +328,7 @@ func (s *Session) end(reason, rule string) {
 	}
 	s.emit(Effect{Type: EffectSessionEnd, Reason: reason, Rule: rule})
 	s.ended = true
+	s.files.freeze()
 	s.timers.ts = s.timers.ts[:0]
 	s.floor = floor{lastRole: s.floor.lastRole, turns: s.floor.turns}
 	s.silence.await = nil

@@ -290,7 +290,6 @@ func (s *Session) request(t *turn, take bool) *LLMRequest {
 		Model:                p.LLM.Model,
 		System:               s.injected(t.role, s.persona(t.role), take),
 		Tools:                s.offeredTools(t.role),
-		Assembly:             p.LLM.AssemblyWords(),
 		ToolRounds:           t.toolRounds,
 		CandidateLastMessage: s.cand.lastMsg,
 		Constraints: Constraints{
@@ -304,6 +303,7 @@ func (s *Session) request(t *turn, take bool) *LLMRequest {
 	}
 	req.TranscriptTail = append([]TranscriptLine(nil), s.transcript.tail(p.LLM.TranscriptTail)...)
 	req.ScenarioContext = s.transcript.context
+	req.Assembly, req.Files = s.files.assemble(s, t.role)
 	if h := p.LLM.Shape; h != nil {
 		s.shapeRequest(h, t, req)
 	}

@@ -40,6 +40,8 @@ var actionKinds = [...]struct {
 	{"job", func() Action { return new(JobAction) }, "start a background job"},
 	{"memory", func() Action { return new(MemoryAction) }, "append to a role's memory"},
 	{"slot", func() Action { return new(SlotAction) }, "set a template slot of a role or the session"},
+	{"write", func() Action { return new(WriteAction) }, "replace a context file's content (as its class allows)"},
+	{"append", func() Action { return new(AppendAction) }, "add a line to a context file (as its class allows)"},
 	{"record", func() Action { return new(RecordAction) }, "append a value to a session record"},
 	{"report", func() Action { return new(ReportAction) }, "report a result such as a verdict"},
 	{"flag", func() Action { return new(FlagAction) }, "report a flag effect operators alert on"},
@@ -295,6 +297,8 @@ func (a *ReportAction) Position() Pos     { return a.Pos }
 func (a *FlagAction) Position() Pos       { return a.Pos }
 func (a *RefuseAction) Position() Pos     { return a.Pos }
 func (a *RedactAction) Position() Pos     { return a.Pos }
+func (a *WriteAction) Position() Pos      { return a.Pos }
+func (a *AppendAction) Position() Pos     { return a.Pos }
 
 func (a *FlagAction) check(c *compiler, where string) {
 	if len(a.Reason) > MaxActionText {
@@ -476,7 +480,7 @@ func (p *Pack) scriptAction(i int, item any) (sa ScriptAction) {
 		if say, ok := a.(*SayAction); ok && say.Turn.Kind == "" {
 			say.Turn.Kind = "script"
 		}
-		c := &compiler{p: p, errs: &errs, ids: map[string]Pos{}}
+		c := &compiler{p: p, errs: &errs, ids: map[string]Pos{}, script: true}
 		a.check(c, fmt.Sprintf("action %d", i))
 	}
 	if len(errs) > 0 {

@@ -23,6 +23,9 @@ func (c *compiler) check() {
 	p.Voice.check(c)
 	c.index()
 	c.roles()
+	c.checkFiles()
+	c.checkAssemblies()
+	p.LLM.ContextBudget.check(c)
 	for i := range p.Templates {
 		p.Templates[i].check(c)
 	}
@@ -90,20 +93,8 @@ func (l *LLMConfig) check(c *compiler) {
 		c.errorf(c.p.Pos, "llm.retries must be between 0 and 10")
 	}
 	c.hook(l.Shape, l.Timeout.Pos, "llm.shape", ErrorSkip, ErrorEnd)
-	var seen []PromptPart
-	for _, part := range l.Assembly {
-		if slices.Contains(seen, part) {
-			c.errorf(l.Timeout.Pos, "llm.assembly: %s is listed twice", part)
-		}
-		seen = append(seen, part)
-		l.assembly = append(l.assembly, part.String())
-	}
 	l.checkPrepare(c)
 }
-
-// AssemblyWords is Assembly as the words a request carries (nil for the
-// default order); shared, do not modify.
-func (l *LLMConfig) AssemblyWords() []string { return l.assembly }
 
 func (v *VoiceConfig) check(c *compiler) {
 	if v.WordsPerMinute < 0 {
@@ -383,7 +374,14 @@ func (t *Tool) check(c *compiler) {
 
 func (j *Job) check(c *compiler) {
 	c.id(j.Pos, "job", "job:"+j.ID)
-	c.roleRef(j.Pos, "job "+j.ID, j.Role)
+	if arg, ok := strings.CutPrefix(j.Role, "args."); ok {
+		if !isIdent(arg) {
+			c.errorf(j.Pos, "job %s: role %q: write args.NAME for the role an argument names", j.ID, j.Role)
+		}
+		j.roleArg = arg
+	} else {
+		c.roleRef(j.Pos, "job "+j.ID, j.Role)
+	}
 	if !j.Prompt.Set() {
 		c.errorf(j.Pos, "job %s needs a prompt", j.ID)
 	}

@@ -54,6 +54,9 @@ type compiler struct {
 	// prepared ahead (prepare.go), and whether llm.prepare applies to them
 	// unasked.
 	sched turnTiming
+	// script is set while a script's answer is checked: what only the
+	// session can judge is left to it (a write a file's class refuses).
+	script bool
 	// exprs and exprText count the expressions compiled so far and their
 	// text, against MaxExprs and MaxExprText.
 	exprs, exprText int

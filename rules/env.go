@@ -104,6 +104,8 @@ type Host interface {
 	Slot(role, name string) string
 	Records(name string) []any
 	TranscriptText(n int) string
+	// File is the context file at path (shared/ID, ROLE/ID).
+	File(path string) (FileView, error)
 }
 
 // envSpec is the typed environment expressions are compiled against.
@@ -112,8 +114,61 @@ type envSpec struct {
 	names map[string]string // name -> "constant" | "variable" | "built-in"
 }
 
-var builtinNames = []string{"candidate", "msg", "session", "floor", "reply", "now", "role", "tool", "args", "result",
-	"scenario", "tickets", "tickets_total", "finished", "available", "finished_roles", "active", "memory", "slot", "records", "transcript_text"}
+// builtinNames are the names expressions see besides the pack's
+// constants and variables: the views, then the host functions.
+var builtinNames = append([]string{"candidate", "msg", "session", "floor", "reply", "now", "role", "tool", "args", "result",
+	"scenario"}, hostFuncNames()...)
+
+// hostFuncs is the one list of functions expressions call into the
+// session. Each binds an Env to a function value; bound to an Env without
+// a host it is the typed stand-in the checker compiles against.
+var hostFuncs = [...]struct {
+	name string
+	bind func(e *Env) any
+}{
+	{"tickets", func(e *Env) any { return func(r string) int { return e.hostOr().Tickets(r) } }},
+	{"tickets_total", func(e *Env) any { return func() int { return e.hostOr().TicketsTotal() } }},
+	{"finished", func(e *Env) any { return func(r string) bool { return e.hostOr().Finished(r) } }},
+	{"available", func(e *Env) any { return func() []string { return e.hostOr().Available() } }},
+	{"finished_roles", func(e *Env) any { return func() []string { return e.hostOr().FinishedRoles() } }},
+	{"active", func(e *Env) any { return func() string { return e.hostOr().Active() } }},
+	{"memory", func(e *Env) any { return func(r string) []string { return e.hostOr().Memory(r) } }},
+	{"slot", func(e *Env) any { return func(r, n string) string { return e.hostOr().Slot(r, n) } }},
+	{"records", func(e *Env) any { return func(n string) []any { return e.hostOr().Records(n) } }},
+	{"transcript_text", func(e *Env) any { return func(n int) string { return e.hostOr().TranscriptText(n) } }},
+	{"file", func(e *Env) any {
+		return func(path string) (string, error) { f, err := e.hostOr().File(path); return f.Text, err }
+	}},
+	{"file_age", func(e *Env) any {
+		return func(path string) (int64, error) {
+			f, err := e.hostOr().File(path)
+			if err != nil || f.UpdatedMS < 0 {
+				return -1, err
+			}
+			return e.Now - f.UpdatedMS, nil
+		}
+	}},
+	{"file_writes", func(e *Env) any {
+		return func(path string) (int, error) { f, err := e.hostOr().File(path); return f.Writes, err }
+	}},
+}
+
+func hostFuncNames() []string {
+	out := make([]string, len(hostFuncs))
+	for i, f := range hostFuncs {
+		out[i] = f.name
+	}
+	return out
+}
+
+// FileView is a context file as expressions and scripts see it.
+type FileView struct {
+	Text   string
+	Writes int
+	// UpdatedMS is when it was last written (-1: never; 0 for starting
+	// content).
+	UpdatedMS int64
+}
 
 func exprFunctions() []expr.Option {
 	return []expr.Option{
@@ -163,16 +218,9 @@ func (p *Pack) NewEnv() *Env {
 	e.m["scenario"] = p.scenarioMap()
 	e.m["args"] = map[string]any{}
 	e.m["result"] = nil
-	e.m["tickets"] = func(r string) int { return e.hostOr().Tickets(r) }
-	e.m["tickets_total"] = func() int { return e.hostOr().TicketsTotal() }
-	e.m["finished"] = func(r string) bool { return e.hostOr().Finished(r) }
-	e.m["available"] = func() []string { return e.hostOr().Available() }
-	e.m["finished_roles"] = func() []string { return e.hostOr().FinishedRoles() }
-	e.m["active"] = func() string { return e.hostOr().Active() }
-	e.m["memory"] = func(r string) []string { return e.hostOr().Memory(r) }
-	e.m["slot"] = func(r, n string) string { return e.hostOr().Slot(r, n) }
-	e.m["records"] = func(n string) []any { return e.hostOr().Records(n) }
-	e.m["transcript_text"] = func(n int) string { return e.hostOr().TranscriptText(n) }
+	for _, f := range hostFuncs {
+		e.m[f.name] = f.bind(e)
+	}
 	e.roleVals = make(map[string]any, len(p.Roles)+1)
 	e.roleVals[""] = ""
 	for _, r := range p.Roles {
@@ -216,6 +264,9 @@ func (noHost) Memory(string) []string     { return nil }
 func (noHost) Slot(string, string) string { return "" }
 func (noHost) Records(string) []any       { return nil }
 func (noHost) TranscriptText(int) string  { return "" }
+func (noHost) File(string) (FileView, error) {
+	return FileView{UpdatedMS: -1}, nil
+}
 
 // SetRole sets `role`, the role a role-scoped expression is evaluated for.
 func (e *Env) SetRole(r string) {
@@ -372,16 +423,9 @@ func (p *Pack) buildEnvSpec() {
 	s.decl["scenario"] = p.scenarioMap()
 	s.decl["args"] = map[string]any{}
 	s.decl["result"] = map[string]any{}
-	s.decl["tickets"] = func(string) int { return 0 }
-	s.decl["tickets_total"] = func() int { return 0 }
-	s.decl["finished"] = func(string) bool { return false }
-	s.decl["available"] = func() []string { return nil }
-	s.decl["finished_roles"] = func() []string { return nil }
-	s.decl["active"] = func() string { return "" }
-	s.decl["memory"] = func(string) []string { return nil }
-	s.decl["slot"] = func(string, string) string { return "" }
-	s.decl["records"] = func(string) []any { return nil }
-	s.decl["transcript_text"] = func(int) string { return "" }
+	for _, f := range hostFuncs {
+		s.decl[f.name] = f.bind(&Env{})
+	}
 	for _, n := range builtinNames {
 		s.names[n] = "built-in"
 	}

@@ -30,6 +30,7 @@ var (
 	triggerType  = reflect.TypeFor[TriggerSpec]()
 	actionsType  = reflect.TypeFor[Actions]()
 	prepareType  = reflect.TypeFor[Prepare]()
+	assemblyType = reflect.TypeFor[AssemblyItem]()
 	enumType     = reflect.TypeFor[enum]()
 	durationRE   = `^(0|[0-9.]+(ms|s|m|h)([0-9.]+(ms|s|m|h))*|[0-9]{1,2}(:[0-9]{1,2}){1,2}(\.[0-9]+)?|[A-Za-z_][A-Za-z0-9_]*)$`
 	identRE      = `^[A-Za-z_][A-Za-z0-9_]*$`
@@ -63,6 +64,8 @@ func (g *schemaGen) of(t reflect.Type) any {
 			"anyOf": []any{g.of(durationType), map[string]any{"const": "off"}, map[string]any{"const": false}, obj}}
 	case actionsType:
 		return g.actions()
+	case assemblyType:
+		return map[string]any{"type": "string", "description": "a prompt part (" + strings.Join(promptPartWords, ", ") + ") or a context file's name"}
 	case triggerType:
 		return map[string]any{"type": "string", "description": "a candidate event type (snake_case) or one of: " + strings.Join(EngineTriggerNames(), ", ")}
 	case strMapType:

@@ -47,6 +47,7 @@ type Pack struct {
 	Templates        []TemplateDef    `yaml:"templates"`
 	Tickets          *Tickets         `yaml:"tickets"`
 	Tools            []Tool           `yaml:"tools"`
+	Files            []ContextFile    `yaml:"files"`
 	Jobs             []Job            `yaml:"jobs"`
 	Phases           []Phase          `yaml:"phases"`
 	Scripting        Scripting        `yaml:"scripting"`
@@ -55,15 +56,21 @@ type Pack struct {
 	DryRun           DryRun           `yaml:"dryrun"`
 
 	// Set by Load.
-	Dir    string `yaml:"-"`
-	FS     fs.FS  `yaml:"-"` // the pack folder, for sibling files
-	Hash   string `yaml:"-"` // sha256 over every file the pack was read from
-	roles  map[string]int
-	tools  map[string]int
-	jobs   map[string]int
-	tpls   map[string]int
-	env    *envSpec
-	ruleOn map[Trigger][]*Rule
+	Dir   string `yaml:"-"`
+	FS    fs.FS  `yaml:"-"` // the pack folder, for sibling files
+	Hash  string `yaml:"-"` // sha256 over every file the pack was read from
+	roles map[string]int
+	// Context files (context.go, assembly.go).
+	fileByID   map[string]int
+	fileByPath map[string]int
+	fileSlots  []FileSlot
+	fileFirst  []int // by file: its first slot
+	assemblies []Assembly
+	tools      map[string]int
+	jobs       map[string]int
+	tpls       map[string]int
+	env        *envSpec
+	ruleOn     map[Trigger][]*Rule
 	// Scripts runs the pack's scripts/*.js; nil when there are none.
 	Scripts     *script.Pool `yaml:"-"`
 	scriptFiles []*script.File
@@ -129,11 +136,13 @@ type LLMConfig struct {
 	Backoff []Duration `yaml:"backoff"`
 	// TranscriptTail is how many transcript lines a request carries.
 	TranscriptTail int `yaml:"transcript_tail"`
-	// Assembly orders the parts of each turn's system prompt: persona,
-	// role, goal, context, constraints (the default, in that order). Parts
-	// left out are not sent.
-	Assembly []PromptPart `yaml:"assembly"`
-	assembly []string
+	// Assembly orders the parts of each model call's system prompt: the
+	// built-in parts persona, role, goal, context, constraints (the
+	// default, in that order) and context files by name. Parts left out
+	// are not sent. A role's own assembly replaces it.
+	Assembly []AssemblyItem `yaml:"assembly"`
+	// ContextBudget bounds the context files a call carries.
+	ContextBudget ContextBudget `yaml:"context_budget"`
 	// Shape, if set, is a script that may reshape each turn's request: it
 	// returns the system instruction as text, or {system, turn_goal,
 	// context: {key: value}} to replace or add parts.
@@ -184,6 +193,8 @@ type Role struct {
 	Cover []LineSet `yaml:"cover"`
 	// Lines by goal or kind feed the scripted LLM in dry runs and tests.
 	Lines []LineSet `yaml:"lines"`
+	// Assembly, if set, replaces llm.assembly for this role's calls.
+	Assembly []AssemblyItem `yaml:"assembly"`
 
 	focus  *text.Keywords
 	limits string

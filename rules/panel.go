@@ -299,7 +299,9 @@ func (t *Tool) Params() *schema.Schema { return t.params }
 type Job struct {
 	Pos
 	ID string `yaml:"id"`
-	// Role whose persona and model the job uses.
+	// Role whose persona, model and context files the job uses: a role
+	// id, or args.NAME for the role an argument names (one job, run for
+	// each board member, say).
 	Role   string   `yaml:"role"`
 	Prompt Template `yaml:"prompt"`
 	// Schema, if set, asks for JSON output and validates it.
@@ -311,9 +313,35 @@ type Job struct {
 	OnResult Actions `yaml:"on_result"`
 	// OnError runs when the call fails or the result is invalid.
 	OnError Actions `yaml:"on_error"`
+	// Overlap is what a start does while a run of the job for the same
+	// role is still waiting for its model: allow (start another), skip
+	// (start nothing) or rerun (start once more when it lands, with the
+	// newest arguments).
+	Overlap JobOverlap `yaml:"overlap"`
 
-	schema *schema.Schema
+	schema  *schema.Schema
+	roleArg string
 }
+
+// RoleArg is the argument naming the job's role (role: args.NAME), or "".
+func (j *Job) RoleArg() string { return j.roleArg }
+
+// JobOverlap is what starting a job does while a run of it for the same
+// role is in flight.
+type JobOverlap uint8
+
+// Overlap policies.
+const (
+	OverlapAllow JobOverlap = iota
+	OverlapSkip
+	OverlapRerun
+)
+
+var jobOverlapWords = []string{"allow", "skip", "rerun"}
+
+func (o JobOverlap) String() string                       { return word(jobOverlapWords, uint8(o)) }
+func (JobOverlap) enumWords() []string                    { return jobOverlapWords }
+func (o *JobOverlap) decodeNode(d *decoder, n *yaml.Node) { decodeEnum(d, n, o, jobOverlapWords) }
 
 // OutputSchema is the compiled result schema, nil for free text.
 func (j *Job) OutputSchema() *schema.Schema { return j.schema }

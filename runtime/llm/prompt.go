@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"path"
 	"strconv"
 	"strings"
 
@@ -176,6 +177,19 @@ func systemPrompt(req *engine.LLMRequest) string {
 				b.WriteString("- Ask at most " + strconv.Itoa(n) + " " + text.Plural(n, "question", "questions") + ".\n")
 			}
 			b.WriteString("- Reply with only the words you say aloud: no speaker label, no stage directions.\n")
+		default:
+			// A context file: what the role knows, laid out where the
+			// pack's assembly puts it, tagged with its path so the model
+			// can tell one document from the next.
+			for _, f := range req.Files {
+				if path.Base(f.Path) != part {
+					continue
+				}
+				open(false)
+				b.WriteString("<file path=\"" + f.Path + "\">\n")
+				b.WriteString(strings.TrimRight(f.Text, "\n"))
+				b.WriteString("\n</file>\n\n")
+			}
 		}
 	}
 	if inBrief {

@@ -244,3 +244,22 @@ func TestFromTurnAssemblyOrder(t *testing.T) {
 		t.Fatalf("parts left out of the assembly were sent:\n%s", got)
 	}
 }
+
+// Context files go where the assembly puts them, each tagged with its
+// path; a file the request does not carry (empty) leaves no trace.
+func TestFromTurnContextFiles(t *testing.T) {
+	req := &engine.LLMRequest{
+		Role: "skeptic", TurnGoal: "ask",
+		Assembly: []string{"persona.md", "deck.md", "goal", "question.md"},
+		Files: []engine.FilePart{
+			{Path: "skeptic/persona.md", Text: "You are Marcus.\n"},
+			{Path: "skeptic/question.md", Text: "Why now?", Trimmed: 3},
+		},
+	}
+	got := FromTurn(req).System
+	want := "<file path=\"skeptic/persona.md\">\nYou are Marcus.\n</file>\n\n" + BriefBegin + "\nTurn goal: ask\n" + BriefEnd +
+		"\n\n<file path=\"skeptic/question.md\">\nWhy now?\n</file>"
+	if got != want {
+		t.Fatalf("system:\n%q\nwant:\n%q", got, want)
+	}
+}

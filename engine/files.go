@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/batonhq/baton/rules"
+)
+
+// files are the session's context files (rules/context.go): one document
+// per declared copy, written only through write and append actions, each
+// write checked against the file's class. They are session state like
+// any other, so a replay or a recovery rebuilds them exactly; when the
+// session ends they are frozen and a host may archive them.
+type files struct {
+	docs   []doc // by pack file slot
+	frozen bool
+}
+
+type doc struct {
+	text   string
+	writes int
+	// at is when it was last written: -1 never, 0 for starting content.
+	at int64
+}
+
+func (f *files) init(p *rules.Pack) {
+	slots := p.FileSlots()
+	f.docs = make([]doc, len(slots))
+	for i := range slots {
+		d := &f.docs[i]
+		d.text, d.at = slots[i].Initial, -1
+		if d.text != "" {
+			// Written when the session was created: it counts.
+			d.writes, d.at = 1, 0
+		}
+	}
+}
+
+// write applies a write or append action for rule.
+func (f *files) write(s *Session, rule string, a *rules.WriteAction, op rules.FileOp) {
+	role := ""
+	if a.Role.Set() {
+		r, ok := s.evalString(&a.Role, rule)
+		if !ok {
+			return
+		}
+		role = r
+	}
+	id := a.File
+	slot, ok := s.p.FileSlot(id, role)
+	if !ok {
+		s.note(rule, fmt.Sprintf("%s %s: no copy for role %q", op, id, role))
+		return
+	}
+	text := s.render(&a.Text, role)
+	fs := &s.p.FileSlots()[slot]
+	d := &f.docs[slot]
+	refuse := func(why string) {
+		data, _ := json.Marshal(map[string]any{"path": fs.Path, "class": fs.File.Class.String(), "op": op.String()})
+		s.emit(Effect{Type: EffectContextViolation, Agent: role, Kind: fs.File.Class.String(), Rule: rule, Text: fs.Path,
+			Reason: op.String() + " " + fs.Path + " refused: " + why, Data: data})
+	}
+	if f.frozen {
+		refuse("the session has ended and its files are frozen")
+		return
+	}
+	if why := fs.File.Refuses(op, d.writes); why != "" {
+		refuse(why)
+		return
+	}
+	next := text
+	if op == rules.OpAppend && d.text != "" {
+		sep := ""
+		if !strings.HasSuffix(d.text, "\n") {
+			sep = "\n"
+		}
+		next = d.text + sep + text
+	}
+	if len(next) > rules.MaxContextFile {
+		refuse(fmt.Sprintf("it would hold %d bytes, over the %d a context file may hold", len(next), rules.MaxContextFile))
+		return
+	}
+	d.text, d.writes, d.at = next, d.writes+1, s.now
+	data, _ := json.Marshal(fileWritten{Text: text, Chars: len(next), Writes: d.writes})
+	s.emit(Effect{Type: EffectContext, Agent: role, Kind: op.String(), Rule: rule, Text: fs.Path, Data: data})
+}
+
+// fileWritten is a context effect's data: what was written, and the
+// file's size and write count after it.
+type fileWritten struct {
+	Text   string `json:"text"`
+	Chars  int    `json:"chars"`
+	Writes int    `json:"writes"`
+}
+
+// view is the file at path, for expressions and scripts.
+func (f *files) view(p *rules.Pack, path string) (rules.FileView, error) {
+	i, ok := p.FileByPath(path)
+	if !ok {
+		return rules.FileView{UpdatedMS: -1}, fmt.Errorf("no context file %q%s", path, rules.DidYouMean(path, p.FilePaths()))
+	}
+	d := &f.docs[i]
+	return rules.FileView{Text: d.text, Writes: d.writes, UpdatedMS: d.at}, nil
+}
+
+// assemble lays out role's context files for a model call, in its
+// assembly's order: each cut to its max_chars, then, while the call is
+// over llm.context_budget, the files in the budget's trim order cut
+// further. Empty files are left out; the order is kept.
+func (f *files) assemble(s *Session, role string) ([]string, []FilePart) {
+	a := s.p.RoleAssembly(s.roleIdx(role))
+	if !a.HasFiles {
+		return a.Words, nil
+	}
+	slots := s.p.FileSlots()
+	parts := make([]FilePart, 0, len(a.Slots))
+	// keep is, per part, how much of its file is sent; from, its slot.
+	var keepBuf, fromBuf [16]int
+	keep, from := keepBuf[:0], fromBuf[:0]
+	total := 0
+	for _, i := range a.Slots {
+		if i < 0 || f.docs[i].text == "" {
+			continue
+		}
+		fs, text := &slots[i], f.docs[i].text
+		k := len(text)
+		if m := fs.File.MaxChars; m > 0 && k > m {
+			k = max(m-trimMarkLen(len(text)), 0)
+		}
+		parts = append(parts, FilePart{Path: fs.Path, Text: text})
+		keep, from = append(keep, k), append(from, i)
+		total += sentLen(len(text), k)
+	}
+	b := &s.p.LLM.ContextBudget
+	for _, id := range b.Trim {
+		if b.MaxChars == 0 || total <= b.MaxChars {
+			break
+		}
+		for j := range parts {
+			if base(parts[j].Path) != id {
+				continue
+			}
+			n := len(parts[j].Text)
+			before := sentLen(n, keep[j])
+			if want := before - (total - b.MaxChars); want < n {
+				keep[j] = min(keep[j], max(want-trimMarkLen(n), 0))
+			}
+			total += sentLen(n, keep[j]) - before
+		}
+	}
+	for j := range parts {
+		p := &parts[j]
+		if keep[j] < len(p.Text) {
+			p.Text, p.Trimmed = cut(p.Text, keep[j], slots[from[j]].File.KeepsEnd())
+		}
+	}
+	return a.Words, parts
+}
+
+func base(path string) string { return path[strings.IndexByte(path, '/')+1:] }
+
+// trimMark says where a cut file lost text; its length is part of what a
+// cut file sends.
+func trimMark(n int) string { return "[... " + strconv.Itoa(n) + " characters trimmed ...]" }
+
+func trimMarkLen(n int) int { return len(trimMark(n)) + 1 }
+
+// sentLen is the length of a file of n bytes sent with only keep of them.
+func sentLen(n, keep int) int {
+	if keep >= n {
+		return n
+	}
+	return keep + trimMarkLen(n-keep)
+}
+
+// cut keeps at most keep bytes of text, from its start or its end, never
+// splitting a character, and marks the cut; a line break near the cut is
+// preferred, so an entry is not sent half. It reports how much it left
+// out.
+func cut(text string, keep int, end bool) (string, int) {
+	const snap = 160
+	if end {
+		from := len(text) - keep
+		for from < len(text) && !utf8.RuneStart(text[from]) {
+			from++
+		}
+		if nl := strings.IndexByte(text[from:min(from+snap, len(text))], '\n'); nl >= 0 {
+			from += nl + 1
+		}
+		return trimMark(from) + "\n" + text[from:], from
+	}
+	to := keep
+	for to > 0 && !utf8.RuneStart(text[to]) {
+		to--
+	}
+	if nl := strings.LastIndexByte(text[max(to-snap, 0):to], '\n'); nl >= 0 {
+		to = max(to-snap, 0) + nl
+	}
+	return text[:to] + "\n" + trimMark(len(text)-to), len(text) - to
+}
+
+// freeze ends writing: the session is over.
+func (f *files) freeze() { f.frozen = true }
+
+// ContextFileState is one context file copy as the session holds it.
+type ContextFileState struct {
+	Path      string `json:"path"`
+	Class     string `json:"class"`
+	Writes    int    `json:"writes"`
+	UpdatedMS int64  `json:"updated_ms"`
+	Text      string `json:"text"`
+}
+
+// ContextFiles lists the session's context files in declaration order
+// (immutable ones included): what an archive of the session holds.
+func (s *Session) ContextFiles() []ContextFileState {
+	slots := s.p.FileSlots()
+	out := make([]ContextFileState, len(slots))
+	for i := range slots {
+		d := &s.files.docs[i]
+		out[i] = ContextFileState{Path: slots[i].Path, Class: slots[i].File.Class.String(), Writes: d.writes, UpdatedMS: d.at, Text: d.text}
+	}
+	return out
+}

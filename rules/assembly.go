@@ -1,0 +1,90 @@
+package rules
+
+import (
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// AssemblyItem is one entry of an assembly list (llm.assembly, or a
+// role's assembly): a built-in part of the prompt (persona, role, goal,
+// context, constraints) or a context file by name.
+type AssemblyItem struct {
+	Pos
+	Name string
+}
+
+func (a *AssemblyItem) decodeNode(d *decoder, n *yaml.Node) {
+	a.Pos = d.pos(n)
+	if n.Kind != yaml.ScalarNode || n.Value == "" {
+		d.errorf(n, "expected a prompt part (%s) or a context file's name", strings.Join(promptPartWords, ", "))
+		return
+	}
+	a.Name = n.Value
+}
+
+func promptPart(name string) (PromptPart, bool) {
+	i := slices.Index(promptPartWords, name)
+	return PromptPart(i), i >= 0
+}
+
+// Assembly is the order in which one role's model calls lay out their
+// system prompt, as compiled for that role.
+type Assembly struct {
+	// Words is the order as a request carries it (nil: the default).
+	Words []string
+	// Slots is, per word, the context file copy it names (FileSlots), or
+	// -1 for a built-in part.
+	Slots []int
+	// HasFiles says whether any word names a context file.
+	HasFiles bool
+}
+
+// RoleAssembly is role i's compiled assembly.
+func (p *Pack) RoleAssembly(i int) *Assembly {
+	if i < 0 || i >= len(p.assemblies) {
+		return &Assembly{}
+	}
+	return &p.assemblies[i]
+}
+
+// checkAssemblies compiles each role's assembly: its own list, or
+// llm.assembly. A context file must exist, and a per-role file must have
+// a copy for every role whose list names it.
+func (c *compiler) checkAssemblies() {
+	p := c.p
+	p.assemblies = make([]Assembly, len(p.Roles))
+	for i := range p.Roles {
+		r := &p.Roles[i]
+		list, where := p.LLM.Assembly, "llm.assembly"
+		if len(r.Assembly) > 0 {
+			list, where = r.Assembly, "role "+r.ID+" assembly"
+		}
+		if len(list) == 0 {
+			continue
+		}
+		a := &p.assemblies[i]
+		for _, item := range list {
+			if slices.Contains(a.Words, item.Name) {
+				c.errorf(item.Pos, "%s: %s is listed twice", where, item.Name)
+				continue
+			}
+			if _, ok := promptPart(item.Name); ok {
+				a.Words, a.Slots = append(a.Words, item.Name), append(a.Slots, -1)
+				continue
+			}
+			fi, declared := p.fileByID[item.Name]
+			if !declared {
+				c.errorf(item.Pos, "%s: %q is neither a prompt part (%s) nor a context file%s", where, item.Name, strings.Join(promptPartWords, ", "), c.suggest(item.Name, append(slices.Clone(promptPartWords), p.fileNames()...)))
+				continue
+			}
+			slot, ok := p.FileSlot(item.Name, r.ID)
+			if !ok {
+				c.errorf(item.Pos, "%s: role %s has no copy of %s (it is kept for %s); give %s its own assembly: list", where, r.ID, item.Name, strings.Join(p.Files[fi].Roles, ", "), r.ID)
+				continue
+			}
+			a.Words, a.Slots, a.HasFiles = append(a.Words, item.Name), append(a.Slots, slot), true
+		}
+	}
+}
