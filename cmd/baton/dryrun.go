@@ -7,15 +7,19 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/archive"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
 	"github.com/batonhq/baton/runtime/llm"
 	"github.com/batonhq/baton/runtime/llm/gemini"
 	"github.com/batonhq/baton/runtime/replay"
+	"github.com/batonhq/baton/runtime/service"
 )
 
 func version() string { return engine.Version }
@@ -113,6 +117,15 @@ func cmdDryrun(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("recording: %w", err)
 		}
 		fmt.Fprintf(stderr, "recorded %s\n", path)
+		if len(res.Files) > 0 {
+			id := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+			m := archive.Manifest{Session: id, Pack: p.Name, PackHash: p.Hash, Engine: engine.Version, EndedMS: res.EndMS, Reason: res.EndReason()}
+			dir, err := archive.Write(filepath.Join(*record, service.ArchiveDir), m, res.Files)
+			if err != nil {
+				return fmt.Errorf("archiving: %w", err)
+			}
+			fmt.Fprintf(stderr, "archived %s\n", dir)
+		}
 	}
 	w := bufio.NewWriter(stdout)
 	fo := dryrun.FormatOptions{Verbose: *verbose}

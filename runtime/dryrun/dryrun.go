@@ -67,6 +67,17 @@ type Result struct {
 	// error if it refused the input.
 	Steps []Step
 	EndMS int64
+	// Files are the session's context files as it ended.
+	Files []engine.ContextFileState
+}
+
+// EndReason is why the run's session ended, or "dryrun" for a run that
+// stopped with the session still going.
+func (r *Result) EndReason() string {
+	if n := len(r.Records); n > 0 && r.Records[n-1].Type == engine.EffectSessionEnd {
+		return r.Records[n-1].Reason
+	}
+	return "dryrun"
 }
 
 // Step is what one input produced.
@@ -151,11 +162,11 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error
 				return nil, err
 			}
 		default:
-			h.res.EndMS = h.s.Now()
+			h.res.EndMS, h.res.Files = h.s.Now(), h.s.ContextFiles()
 			return h.res, nil
 		}
 	}
-	h.res.EndMS = h.s.Now()
+	h.res.EndMS, h.res.Files = h.s.Now(), h.s.ContextFiles()
 	return h.res, nil
 }
 

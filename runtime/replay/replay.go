@@ -137,11 +137,7 @@ func SaveDryRun(dir, packRef string, p *rules.Pack, seed uint64, start time.Time
 			return "", err
 		}
 	}
-	reason := "dryrun"
-	if n := len(res.Records); n > 0 && res.Records[n-1].Type == engine.EffectSessionEnd {
-		reason = res.Records[n-1].Reason
-	}
-	if err := l.Finish(wal.End{Reason: reason, T: res.EndMS, Wall: time.Now()}); err != nil {
+	if err := l.Finish(wal.End{Reason: res.EndReason(), T: res.EndMS, Wall: time.Now()}); err != nil {
 		return "", err
 	}
 	return d.DonePath(id), nil

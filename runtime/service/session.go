@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/archive"
 	"github.com/batonhq/baton/runtime/clock"
 	"github.com/batonhq/baton/runtime/internal/sim"
 	"github.com/batonhq/baton/runtime/internal/wal"
@@ -828,6 +830,9 @@ func (s *session) finish() {
 		s.srv.m.adapterInflight.Dec()
 	}
 	s.pending = nil
+	// Archived before the log is finished: a crash in between leaves a
+	// live log, whose recovery ends the session again and archives it.
+	s.archive()
 	if err := s.wl.Finish(wal.End{Reason: s.endReason, T: s.eng.Now(), Wall: s.srv.clock.Now()}); err != nil {
 		s.srv.m.walErrors.Inc()
 		s.log.Error("could not finish the session log", "err", err)
@@ -836,6 +841,27 @@ func (s *session) finish() {
 	s.log.Info("session ended", "reason", s.endReason, "t_ms", s.eng.Now(), "effects", s.seq)
 	s.setExit(CodeSessionEnded, fmt.Sprintf("session %s has ended (%s)", s.id, s.endReason))
 }
+
+// archive exports the ended session's context files under
+// DATA/archive/ID, if its pack declares any.
+func (s *session) archive() {
+	files := s.eng.ContextFiles()
+	if len(files) == 0 {
+		return
+	}
+	m := archive.Manifest{Session: s.id, Pack: s.pack.Name, PackHash: s.pack.Hash, Engine: engine.Version, EndedMS: s.eng.Now(), Reason: s.endReason}
+	dir, err := archive.Write(filepath.Join(s.srv.cfg.DataDir, ArchiveDir), m, files)
+	if err != nil {
+		s.srv.m.walErrors.Inc()
+		s.log.Error("could not archive the session's context files", "err", err)
+		return
+	}
+	s.log.Info("session context archived", "dir", dir, "files", len(files))
+}
+
+// ArchiveDir is the folder under the data directory that holds the
+// archives of ended sessions' context files.
+const ArchiveDir = "archive"
 
 func (s *session) setExit(code, msg string) {
 	if s.exitCode == "" {

@@ -1,0 +1,204 @@
+// Package archive exports an ended session's context files as a folder a
+// reviewer can read: one markdown file per context file, named as the
+// pack names it (shared/ID, ROLE/ID, and the pack's immutable texts under
+// templates/), and a manifest with each file's SHA-256, so anyone can
+// check that nothing was changed after the session ended.
+package archive
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/batonhq/baton/engine"
+)
+
+// ManifestFile is the manifest's name in an archive.
+const ManifestFile = "manifest.json"
+
+// Manifest describes an archive.
+type Manifest struct {
+	Session  string `json:"session"`
+	Pack     string `json:"pack"`
+	PackHash string `json:"pack_hash"`
+	Engine   string `json:"engine"`
+	EndedMS  int64  `json:"ended_ms"`
+	Reason   string `json:"reason"`
+	Files    []File `json:"files"`
+}
+
+// File is one archived file.
+type File struct {
+	Path      string `json:"path"`
+	Class     string `json:"class"`
+	Writes    int    `json:"writes"`
+	UpdatedMS int64  `json:"updated_ms"`
+	Bytes     int    `json:"bytes"`
+	SHA256    string `json:"sha256"`
+}
+
+// Layout maps context files to their archive paths and hashes them: the
+// manifest of an archive of files, without writing anything.
+func Layout(m Manifest, files []engine.ContextFileState) (Manifest, map[string]string) {
+	content := make(map[string]string, len(files))
+	m.Files = make([]File, 0, len(files))
+	for _, f := range files {
+		p := f.Path
+		if f.Class == "immutable" {
+			p = path.Join("templates", p)
+		}
+		sum := sha256.Sum256([]byte(f.Text))
+		m.Files = append(m.Files, File{Path: p, Class: f.Class, Writes: f.Writes, UpdatedMS: f.UpdatedMS, Bytes: len(f.Text), SHA256: hex.EncodeToString(sum[:])})
+		content[p] = f.Text
+	}
+	return m, content
+}
+
+// Write exports files as dir/ID: written in a temporary folder, synced,
+// made read-only and renamed into place, so an archive is whole or
+// absent. An archive already there is left as it is (a session that ends
+// again after a restart has the same files): Write reports its path.
+func Write(dir string, m Manifest, files []engine.ContextFileState) (string, error) {
+	if m.Session == "" || strings.ContainsAny(m.Session, `/\`) || m.Session[0] == '.' {
+		return "", fmt.Errorf("archive: bad session id %q", m.Session)
+	}
+	final := filepath.Join(dir, m.Session)
+	if _, err := os.Stat(filepath.Join(final, ManifestFile)); err == nil {
+		return final, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("archive: %w", err)
+	}
+	tmp, err := os.MkdirTemp(dir, "."+m.Session+".tmp-")
+	if err != nil {
+		return "", fmt.Errorf("archive: %w", err)
+	}
+	defer os.RemoveAll(tmp) // a no-op once renamed
+	man, content := Layout(m, files)
+	for _, f := range man.Files {
+		if err := writeFile(tmp, f.Path, []byte(content[f.Path])); err != nil {
+			return "", err
+		}
+	}
+	raw, err := json.MarshalIndent(man, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("archive: %w", err)
+	}
+	if err := writeFile(tmp, ManifestFile, append(raw, '\n')); err != nil {
+		return "", err
+	}
+	if err := syncDirs(tmp); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		if _, statErr := os.Stat(filepath.Join(final, ManifestFile)); statErr == nil {
+			return final, nil // another writer finished first
+		}
+		return "", fmt.Errorf("archive: %w", err)
+	}
+	return final, syncDir(dir)
+}
+
+// writeFile writes one read-only file and syncs it.
+func writeFile(root, rel string, data []byte) error {
+	name := filepath.Join(root, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
+	_, err = f.Write(data)
+	if serr := f.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("archive: writing %s: %w", rel, err)
+	}
+	return nil
+}
+
+// syncDirs syncs every folder under root, deepest first, so the names
+// of the files are as durable as their bytes.
+func syncDirs(root string) error {
+	var dirs []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := syncDir(dirs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func syncDir(name string) error {
+	d, err := os.Open(name)
+	if err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("archive: syncing %s: %w", name, err)
+	}
+	return nil
+}
+
+// Verify reads an archive and checks every file against its manifest:
+// present, of its size and hash, and nothing more.
+func Verify(dir string) (Manifest, error) {
+	var m Manifest
+	raw, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return m, fmt.Errorf("archive: %w", err)
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return m, fmt.Errorf("archive: %s: %w", ManifestFile, err)
+	}
+	want := map[string]bool{ManifestFile: true}
+	var problems []error
+	for _, f := range m.Files {
+		want[f.Path] = true
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f.Path)))
+		if err != nil {
+			problems = append(problems, err)
+			continue
+		}
+		sum := sha256.Sum256(data)
+		if got := hex.EncodeToString(sum[:]); got != f.SHA256 || len(data) != f.Bytes {
+			problems = append(problems, fmt.Errorf("%s: sha256 %s, manifest says %s", f.Path, got, f.SHA256))
+		}
+	}
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if !want[filepath.ToSlash(rel)] {
+			problems = append(problems, fmt.Errorf("%s is not in the manifest", filepath.ToSlash(rel)))
+		}
+		return nil
+	})
+	if err != nil {
+		problems = append(problems, err)
+	}
+	return m, errors.Join(problems...)
+}
