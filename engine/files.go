@@ -13,11 +13,11 @@ import (
 // files are the session's context files (rules/context.go): one document
 // per declared copy, written only through write and append actions, each
 // write checked against the file's class. They are session state like
-// any other, so a replay or a recovery rebuilds them exactly; when the
-// session ends they are frozen and a host may archive them.
+// any other, so a replay or a recovery rebuilds them exactly. Once the
+// session has ended no action runs (Step refuses every input), so they
+// are frozen as they stand and a host may archive them.
 type files struct {
-	docs   []doc // by pack file slot
-	frozen bool
+	docs []doc // by pack file slot
 }
 
 type doc struct {
@@ -63,10 +63,6 @@ func (f *files) write(s *Session, rule string, a *rules.WriteAction, op rules.Fi
 		data, _ := json.Marshal(map[string]any{"path": fs.Path, "class": fs.File.Class.String(), "op": op.String()})
 		s.emit(Effect{Type: EffectContextViolation, Agent: role, Kind: fs.File.Class.String(), Rule: rule, Text: fs.Path,
 			Reason: op.String() + " " + fs.Path + " refused: " + why, Data: data})
-	}
-	if f.frozen {
-		refuse("the session has ended and its files are frozen")
-		return
 	}
 	if why := fs.File.Refuses(op, d.writes); why != "" {
 		refuse(why)
@@ -202,9 +198,6 @@ func cut(text string, keep int, end bool) (string, int) {
 	}
 	return text[:to] + "\n" + trimMark(len(text)-to), len(text) - to
 }
-
-// freeze ends writing: the session is over.
-func (f *files) freeze() { f.frozen = true }
 
 // ContextFileState is one context file copy as the session holds it.
 type ContextFileState struct {

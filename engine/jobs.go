@@ -78,12 +78,12 @@ func (j *jobs) next(s *Session) {
 	}
 	item := j.phases[0]
 	j.phases = j.phases[1:]
-	j.run(s, item.job, item.args, true)
+	j.run(s, item.job, item.args, item.job.Overlap, true)
 }
 
 // run asks the model for a job, as its role allows and its overlap
 // policy says.
-func (j *jobs) run(s *Session, job *rules.Job, args map[string]any, phase bool) {
+func (j *jobs) run(s *Session, job *rules.Job, args map[string]any, overlap rules.JobOverlap, phase bool) {
 	role := job.Role
 	if name := job.RoleArg(); name != "" {
 		r, _ := args[name].(string)
@@ -96,9 +96,9 @@ func (j *jobs) run(s *Session, job *rules.Job, args map[string]any, phase bool) 
 		}
 		role = r
 	}
-	if job.Overlap != rules.OverlapAllow && j.inFlight(job, role) {
+	if overlap != rules.OverlapAllow && j.inFlight(job, role) {
 		why := "not started again"
-		if job.Overlap == rules.OverlapRerun {
+		if overlap == rules.OverlapRerun {
 			why = "it runs again when that one lands"
 			j.reruns = slices.DeleteFunc(j.reruns, func(e jobEntry) bool { return e.job == job && e.role == role })
 			j.reruns = append(j.reruns, jobEntry{job: job, role: role, args: args})
@@ -145,7 +145,7 @@ func (j *jobs) rerun(s *Session, job *rules.Job, role string) {
 	}
 	e := j.reruns[i]
 	j.reruns = slices.Delete(j.reruns, i, i+1)
-	j.run(s, e.job, e.args, false)
+	j.run(s, e.job, e.args, rules.OverlapAllow, false)
 }
 
 func (j *jobs) take(id string) (jobEntry, bool) {

@@ -226,6 +226,15 @@ var facadeFields = map[string]func(f *facade) (any, bool){
 		}
 		return consts, true
 	},
+	// A job's arguments and result, in its handlers.
+	"args": func(f *facade) (any, bool) {
+		a := f.s.env.Args()
+		return a, len(a) > 0
+	},
+	"result": func(f *facade) (any, bool) {
+		r := f.s.env.Result()
+		return r, r != nil
+	},
 	// The context files by path (shared/ID, ROLE/ID).
 	"files": func(f *facade) (any, bool) {
 		all := f.s.ContextFiles()

@@ -328,7 +328,6 @@ func (s *Session) end(reason, rule string) {
 	}
 	s.emit(Effect{Type: EffectSessionEnd, Reason: reason, Rule: rule})
 	s.ended = true
-	s.files.freeze()
 	s.timers.ts = s.timers.ts[:0]
 	s.floor = floor{lastRole: s.floor.lastRole, turns: s.floor.turns}
 	s.silence.await = nil

@@ -205,12 +205,26 @@ type JobAction struct {
 	Pos
 	ID   string `yaml:"id"`
 	Args []Arg  `yaml:"args"`
+	// Overlap, if set, replaces the job's overlap policy for this start
+	// (a periodic refresh skips, one on a change of subject reruns).
+	Overlap *JobOverlap `yaml:"overlap"`
 
 	job *Job
 }
 
 // Job is the job the action starts.
 func (a *JobAction) Job() *Job { return a.job }
+
+// OverlapPolicy is what this start does while a run is in flight.
+func (a *JobAction) OverlapPolicy() JobOverlap {
+	if a.Overlap != nil {
+		return *a.Overlap
+	}
+	if a.job != nil {
+		return a.job.Overlap
+	}
+	return OverlapAllow
+}
 
 func (a *JobAction) setShorthand(d *decoder, n *yaml.Node) { d.decode(n, refValue(&a.ID)) }
 

@@ -177,6 +177,8 @@ func exprFunctions() []expr.Option {
 		expr.Function("sentences", func(p ...any) (any, error) { return text.CountSentences(p[0].(string)), nil }, new(func(string) int)),
 		expr.Function("words", func(p ...any) (any, error) { return text.CountWords(p[0].(string)), nil }, new(func(string) int)),
 		expr.Function("has_word", func(p ...any) (any, error) { return text.ContainsWord(p[0].(string), p[1].(string)), nil }, new(func(string, string) bool)),
+		// clock(ms) writes a session time as mm:ss.s, as timelines do.
+		expr.Function("clock", func(p ...any) (any, error) { return FormatClock(p[0].(int64)), nil }, new(func(int64) string)),
 	}
 }
 
@@ -234,6 +236,9 @@ func (e *Env) SetHost(h Host) { e.host = h }
 
 // Result is the `result` in scope (a job's, in its handlers).
 func (e *Env) Result() any { return e.m["result"] }
+
+// Args is the `args` in scope (a job's, in its handlers).
+func (e *Env) Args() map[string]any { a, _ := e.m["args"].(map[string]any); return a }
 
 // SetArgs sets `args` and `result` for a job or phase expression.
 func (e *Env) SetArgs(args map[string]any, result any) {

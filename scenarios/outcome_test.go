@@ -19,6 +19,17 @@ var outcomes = map[string]func(recs []dryrun.Record) error{
 	"dayone": func(recs []dryrun.Record) error {
 		return endsWith(recs, "session_complete")
 	},
+	"boardroom": func(recs []dryrun.Record) error {
+		if err := endsWith(recs, "session_complete"); err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if r.Type == engine.EffectAgentMessage && r.Agent == "moderator" && r.Kind == "closing" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no closing debrief")
+	},
 	"hotseat": func(recs []dryrun.Record) error {
 		if err := endsWith(recs, "verdict"); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
@@ -71,6 +72,19 @@ func TextLine(r *Record) string {
 	case engine.EffectLLMRequest:
 		kind = "llm_request"
 		text = r.ID + " goal=" + r.Request.TurnGoal
+	case engine.EffectContext:
+		// One line per write: what, where, and the start of the text.
+		kind = string(r.Type)
+		var w struct {
+			Text   string `json:"text"`
+			Chars  int    `json:"chars"`
+			Writes int    `json:"writes"`
+		}
+		_ = json.Unmarshal(r.Data, &w)
+		text = fmt.Sprintf("%s  %s %s  #%d, %d chars: %s", r.Rule, r.Kind, r.Text, w.Writes, w.Chars, clipLine(w.Text, 72))
+	case engine.EffectContextViolation:
+		kind = string(r.Type)
+		text = r.Rule + "  " + r.Reason
 	default:
 		kind = string(r.Type)
 		parts := []string{}
@@ -283,4 +297,18 @@ func lateness(recs []Record) string {
 		parts[i] = fmt.Sprintf("%s %.1fs/%.1fs", k, float64(late[len(late)-1])/1000, float64(p95)/1000)
 	}
 	return "# lateness max/p95: " + strings.Join(parts, ", ") + "\n"
+}
+
+// clipLine shows text on one line, cut to about n bytes on a character
+// boundary.
+func clipLine(text string, n int) string {
+	s := strings.Join(strings.Fields(strings.ReplaceAll(text, "\n", " / ")), " ")
+	if len(s) <= n {
+		return s
+	}
+	cut := n - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }

@@ -233,8 +233,13 @@ func (f *Model) scripted(id string, req *engine.LLMRequest, res engine.LLMResult
 	for i, l := range req.TranscriptTail {
 		lines[i] = map[string]any{"speaker": l.Speaker, "text": l.Text}
 	}
+	// The context files the call carries, by path, as the model sees them.
+	files := make(map[string]any, len(req.Files))
+	for _, fp := range req.Files {
+		files[fp.Path] = fp.Text
+	}
 	arg := map[string]any{
-		"call": f.calls, "role": req.Role, "kind": req.Kind, "goal": req.TurnGoal, "job": req.Job,
+		"files": files, "call": f.calls, "role": req.Role, "kind": req.Kind, "goal": req.TurnGoal, "job": req.Job,
 		"system": req.System, "prompt": req.Prompt, "tools": tools, "tool_steps": steps,
 		"candidate_last_message": req.CandidateLastMessage, "transcript": lines,
 		"example": nil, "correction": nil,

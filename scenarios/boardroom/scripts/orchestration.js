@@ -1,0 +1,240 @@
+// The moderator's orchestration (templates/moderator/orchestration.md):
+// who gets the floor, from the buffer or behind a stalling phrase, and
+// how an exchange is closed and recorded. Everything it reads comes from
+// the session (vars, context files, the clock); everything it does is a
+// pack action the engine checks, so it cannot write a file its class
+// forbids.
+
+const MEMBERS = ["skeptic", "analyst", "contrarian"];
+const MEMBER_NAMES = { skeptic: "Marcus", analyst: "Priya", contrarian: "James" };
+// The slides each member's lens is drawn to, besides its focus brief's.
+const LENS = { skeptic: [5, 6], analyst: [2, 3], contrarian: [1, 4] };
+
+function opening(arg) {
+  return [
+    { say: { role: "moderator", kind: "opening", line: phrase(arg, "opening", 0) } },
+    state(arg, { stage: "presenting" }),
+  ];
+}
+
+function slideChanged(arg) {
+  const m = /Slide (\d+)/.exec(arg.msg.text);
+  if (!m) return [{ emit: { text: "slide_changed without a slide number: " + arg.msg.text, level: "warning" } }];
+  const slide = Number(m[1]);
+  return [{ set: { var: "slide", value: slide } }, state(arg, { slide: slide })];
+}
+
+// The presenter has finished a slide: the member whose slide it is gets
+// the floor, at once from a warm buffer, or after a stalling phrase while
+// its question is written.
+function giveFloor(arg) {
+  const v = arg.vars;
+  const m = nextMember(arg);
+  if (!m) return [{ set: { var: "asked_slide", value: v.slide } }];
+  const q = buffered(arg, m);
+  if (q) return ask(arg, m, q, "transition");
+  return [
+    { set: { var: "asked_slide", value: v.slide } },
+    { set: { var: "stage", value: "asking" } },
+    { set: { var: "waiting_for", value: m } },
+    { set: { var: "stalls", value: 1 } },
+    { say: { role: "moderator", kind: "stall", line: phrase(arg, "stalling", v.exchanges, m) } },
+    { job: { id: "question", args: { member: m, slide: v.slide }, overlap: "rerun" } },
+    state(arg, { stage: "asking", floor: m }),
+  ];
+}
+
+// A member's question was written: if the moderator is covering for it,
+// it is asked now.
+function questionReady(arg) {
+  const v = arg.vars;
+  const m = arg.args.member;
+  if (v.stage !== "asking" || v.waiting_for !== m) return [];
+  const q = buffered(arg, m);
+  if (!q) return []; // written for an earlier slide; the rerun brings the fresh one
+  return ask(arg, m, q, "handover");
+}
+
+// A question could not be written: cover once more and ask again, up to
+// MAX_STALLS phrases, then move on.
+function questionFailed(arg) {
+  const v = arg.vars;
+  const m = arg.args.member;
+  if (v.stage !== "asking" || v.waiting_for !== m) return [];
+  if (v.stalls < arg.constants.MAX_STALLS) {
+    return [
+      { set: { var: "stalls", value: v.stalls + 1 } },
+      { say: { role: "moderator", kind: "stall", line: phrase(arg, "stalling", v.exchanges + v.stalls, m) } },
+      { job: { id: "question", args: { member: m, slide: v.slide }, overlap: "rerun" } },
+    ];
+  }
+  return moveOn(arg, m);
+}
+
+// Still no question: another phrase, or after MAX_STALLS of them, move
+// on rather than leave the presenter waiting.
+function stillWaiting(arg) {
+  const v = arg.vars;
+  const m = v.waiting_for;
+  if (v.stalls < arg.constants.MAX_STALLS) {
+    return [
+      { set: { var: "stalls", value: v.stalls + 1 } },
+      { say: { role: "moderator", kind: "stall", line: phrase(arg, "stalling", v.exchanges + v.stalls, m) } },
+    ];
+  }
+  return moveOn(arg, m);
+}
+
+function moveOn(arg, m) {
+  const v = arg.vars;
+  return [
+    { set: { var: "stage", value: "presenting" } },
+    { set: { var: "waiting_for", value: "" } },
+    { say: { role: "moderator", kind: "transition", line: "We will come back to that. Please go on with the next slide." } },
+    { append: { file: "debrief-notes.md", role: "moderator", text: "- slide " + v.slide + ": " + MEMBER_NAMES[m] + " had no question ready; we moved on." } },
+    state(arg, { stage: "presenting", floor: "" }),
+  ];
+}
+
+// The presenter answered: the first answer gets the member's follow-up
+// (routing), the second closes the exchange.
+function answered(arg) {
+  const v = arg.vars;
+  const n = v.answers + 1;
+  if (n < 2) return [{ set: { var: "answers", value: n } }];
+  const m = v.asker;
+  const who = MEMBER_NAMES[m];
+  const answer = clip(arg.msg.text, 240);
+  const at = clock(arg.now_ms);
+  return [
+    { set: { var: "answers", value: 0 } },
+    { set: { var: "stage", value: "presenting" } },
+    { set: { var: "asker", value: "" } },
+    { append: { file: "exchange-history.md", text: "- [" + at + "] slide " + v.slide + ", " + who + " (" + m + "): " + v.question + " / presenter: " + answer } },
+    { append: { file: "exchange-notes.md", role: m, text: "- slide " + v.slide + ": asked \"" + v.question + "\"; heard: " + answer } },
+    { append: { file: "debrief-notes.md", role: "moderator", text: "- [" + at + "] slide " + v.slide + ": " + who + " (" + m + "), answered in " + words(arg.msg.text) + " words" } },
+    { job: { id: "observe", args: { member: m, slide: v.slide } } },
+    { say: { role: "moderator", kind: "transition", line: "Thank you, " + who + ". Please go on." } },
+    state(arg, { stage: "presenting", floor: "" }),
+  ];
+}
+
+// ask gives m the floor and says its buffered question: no model call on
+// the live turn. The buffer is emptied (asked is asked) and refilled.
+function ask(arg, m, q, kind) {
+  const v = arg.vars;
+  const out = [];
+  if (kind === "transition") {
+    out.push({ say: { role: "moderator", kind: "transition", line: phrase(arg, "transition", v.exchanges, m) } });
+  }
+  out.push(
+    { floor: m },
+    { say: { role: m, kind: "question", line: q } },
+    { write: { file: "candidate-question.md", role: m, text: "" } },
+    { job: { id: "question", args: { member: m, slide: v.slide }, overlap: "rerun" } },
+    { set: { var: "stage", value: "answering" } },
+    { set: { var: "asker", value: m } },
+    { set: { var: "waiting_for", value: "" } },
+    { set: { var: "answers", value: 0 } },
+    { set: { var: "question", value: q } },
+    { set: { var: "asked_slide", value: v.slide } },
+    { set: { var: "exchanges", value: v.exchanges + 1 } },
+    { set: { var: "asked_" + m, value: v["asked_" + m] + 1 } },
+    state(arg, { stage: "answering", floor: m }),
+  );
+  return out;
+}
+
+// nextMember: under the turn limit, drawn to this slide (its lens or its
+// focus brief), fewest exchanges, then board order.
+function nextMember(arg) {
+  const v = arg.vars;
+  const limit = arg.constants.MAX_EXCHANGES;
+  let best = null;
+  let bestScore = null;
+  MEMBERS.forEach(function (m, i) {
+    const asked = v["asked_" + m];
+    if (asked >= limit) return;
+    const drawn = LENS[m].indexOf(v.slide) >= 0 || focusSlide(arg, m) === v.slide;
+    const score = [drawn ? 0 : 1, asked, i];
+    if (bestScore === null || less(score, bestScore)) {
+      best = m;
+      bestScore = score;
+    }
+  });
+  return best;
+}
+
+function less(a, b) {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] < b[i];
+  return false;
+}
+
+function focusSlide(arg, m) {
+  const f = arg.files[m + "/focus-brief.md"];
+  const s = f && /Slide I care most about: (\d+)/.exec(f.text);
+  return s ? Number(s[1]) : 0;
+}
+
+// buffered is m's ready question: written for the current slide and
+// younger than BUFFER_MAX_AGE, else null.
+function buffered(arg, m) {
+  const f = arg.files[m + "/candidate-question.md"];
+  if (!f || f.text === "" || f.updated_ms < 0) return null;
+  if (arg.now_ms - f.updated_ms > arg.constants.BUFFER_MAX_AGE) return null;
+  const s = /^<!-- slide (\d+) -->\n([\s\S]*)$/.exec(f.text);
+  if (!s || Number(s[1]) !== arg.vars.slide) return null;
+  const q = s[2].trim();
+  return q === "" ? null : q;
+}
+
+// phrase is the n-th phrase of a section of the phrase library, in
+// rotation, with {member} filled in.
+function phrase(arg, section, n, member) {
+  const lib = arg.files["moderator/phrase-library.md"].text;
+  const list = [];
+  let inSection = false;
+  lib.split("\n").forEach(function (line) {
+    if (line.indexOf("## ") === 0) inSection = line.slice(3).trim() === section;
+    else if (inSection && line.indexOf("- ") === 0) list.push(line.slice(2).trim());
+  });
+  if (list.length === 0) return "Let us continue.";
+  return list[n % list.length].split("{member}").join(member ? MEMBER_NAMES[member] : "");
+}
+
+// state overwrites the moderator's live tracking file.
+function state(arg, change) {
+  const v = arg.vars;
+  const s = {
+    stage: change.stage !== undefined ? change.stage : v.stage,
+    slide: change.slide !== undefined ? change.slide : v.slide,
+    floor: change.floor !== undefined ? change.floor : v.asker,
+  };
+  const counts = MEMBERS.map(function (m) {
+    const extra = change.floor === m && s.stage === "answering" ? 1 : 0;
+    return m + " " + (v["asked_" + m] + extra);
+  });
+  const text =
+    "# Session state\n" +
+    "- at: " + clock(arg.now_ms) + "\n" +
+    "- stage: " + s.stage + "\n" +
+    "- slide: " + s.slide + "\n" +
+    "- floor: " + (s.floor || "moderator") + "\n" +
+    "- exchanges: " + counts.join(", ");
+  return { write: { file: "session-state.md", role: "moderator", text: text } };
+}
+
+function clock(ms) {
+  const s = Math.floor(ms / 1000);
+  const mm = Math.floor(s / 60);
+  const ss = s % 60;
+  return (mm < 10 ? "0" : "") + mm + ":" + (ss < 10 ? "0" : "") + ss;
+}
+
+function clip(s, n) {
+  return s.length > n ? s.slice(0, n - 3) + "..." : s;
+}
+
+function words(s) {
+  return s.split(/\s+/).filter(function (w) { return w !== ""; }).length;
+}
