@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -140,7 +141,9 @@ func (j *jobs) inFlight(job *rules.Job, role string) bool {
 // rerun starts the run held for job and role, if any.
 func (j *jobs) rerun(s *Session, job *rules.Job, role string) {
 	i := slices.IndexFunc(j.reruns, func(e jobEntry) bool { return e.job == job && e.role == role })
-	if i < 0 || s.ended {
+	if i < 0 || s.ended || j.inFlight(job, role) {
+		// A handler of the run that landed may have started the next one
+		// itself: the held start waits for that one.
 		return
 	}
 	e := j.reruns[i]
@@ -216,21 +219,31 @@ func parseJobResult(job *rules.Job, text string) (any, string) {
 	return v, ""
 }
 
+// evalArgs works out the arguments of a job being started. Its
+// expressions see as args what is in scope where the job is started (a
+// handler's args, which it may pass on), overlaid with base and the
+// arguments worked out before them.
 func (s *Session) evalArgs(defs []rules.Arg, base map[string]any) map[string]any {
+	outer, result := s.env.Args(), s.env.Result() // a handler's, passed on
 	args := map[string]any{}
 	for k, v := range base {
 		args[k] = v
 	}
-	result := s.env.Result() // a job started from a handler may pass on its result
+	scope := maps.Clone(outer)
+	if scope == nil {
+		scope = map[string]any{}
+	}
+	maps.Copy(scope, args)
 	for i := range defs {
-		s.env.SetArgs(args, result)
+		s.env.SetArgs(scope, result)
 		v, err := s.env.Eval(&defs[i].Value.Expr)
 		if err != nil {
 			s.note("", "args "+defs[i].ID+": "+err.Error())
 			continue
 		}
-		args[defs[i].ID] = v
+		args[defs[i].ID], scope[defs[i].ID] = v, v
 	}
+	s.env.SetArgs(outer, result)
 	return args
 }
 
