@@ -362,6 +362,17 @@ func TestBoardroomRecoveryRestoresContextFiles(t *testing.T) {
 			t.Fatalf("archived %s (%d bytes) differs from the replay's %s (%d bytes):\n got %q\nwant %q",
 				ap, len(raw), f.Path, len(f.Text), raw, f.Text)
 		}
+		// An immutable file is the pack's own text, kept where the pack
+		// keeps it.
+		if f.Class == "immutable" {
+			src, err := os.ReadFile(filepath.Join(pack, filepath.FromSlash(ap)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(src) != string(raw) {
+				t.Fatalf("archived %s differs from the pack's", ap)
+			}
+		}
 	}
 	t.Logf("%d effects (%d seen before the kill, %d of them context), %d context files archived, transcript %d bytes",
 		len(want), len(before), len(beforeContext), len(files), len(tr))
