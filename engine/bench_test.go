@@ -11,6 +11,7 @@ import (
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
+	"github.com/batonhq/baton/runtime/events"
 )
 
 // BenchmarkDayOneSession plays the full ten-minute DayOne interview with the
@@ -144,5 +145,91 @@ func BenchmarkLoadDayOne(b *testing.B) {
 		if _, err := rules.Load(fsys, "."); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkBoardroomSession plays the whole Boardroom session with its
+// built-in presenter, dry-run model and simulated voice: phases, some 150
+// buffer refreshes, six exchanges and the debrief, every model call
+// assembled from up to eleven context files. "dryrun" is baton dryrun's
+// work (the dry-run model script answering every call included);
+// "engine" replays the same recorded inputs through the engine alone.
+func BenchmarkBoardroomSession(b *testing.B) {
+	p, evs := loadBoardroom(b)
+	rec, err := dryrun.Run(p, dryrun.Options{Events: evs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	realtime := func(b *testing.B) {
+		perSession := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+		b.ReportMetric(float64(rec.EndMS)*1e6/perSession, "x_realtime")
+	}
+	b.Run("dryrun", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := dryrun.Run(p, dryrun.Options{Events: evs}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		realtime(b)
+	})
+	b.Run("engine", func(b *testing.B) {
+		b.ReportAllocs()
+		var out []engine.Effect
+		for b.Loop() {
+			s := engine.New(p, engine.Options{})
+			for _, in := range rec.Inputs {
+				out, _ = s.Step(in, out[:0])
+			}
+			if !s.Ended() {
+				b.Fatal("the replayed session did not end")
+			}
+		}
+		realtime(b)
+	})
+}
+
+func loadBoardroom(b *testing.B) (*rules.Pack, []events.Timed) {
+	fsys := os.DirFS("../scenarios/boardroom")
+	p, err := rules.Load(fsys, ".")
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := fsys.Open("candidate.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	evs, err := events.ReadAll(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p, evs
+}
+
+// BenchmarkAssembleMemberRequest builds a board member's request from
+// its eleven context files, as they stand late in a Boardroom session.
+func BenchmarkAssembleMemberRequest(b *testing.B) {
+	p, evs := loadBoardroom(b)
+	res, err := dryrun.Run(p, dryrun.Options{Events: evs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The session as it stood at 09:00, just before a buffer refresh.
+	s := engine.New(p, engine.Options{})
+	var out []engine.Effect
+	for _, in := range res.Inputs {
+		if in.T > 9*60_000 {
+			break
+		}
+		out, _ = s.Step(in, out[:0])
+	}
+	b.ReportAllocs()
+	var req *engine.LLMRequest
+	for b.Loop() {
+		req = engine.AssembleForBench(s, "skeptic")
+	}
+	if len(req.Files) != 11 {
+		b.Fatalf("%d files: %v", len(req.Files), req.Files)
 	}
 }

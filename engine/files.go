@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -197,6 +198,24 @@ func cut(text string, keep int, end bool) (string, int) {
 		to = max(to-snap, 0) + nl
 	}
 	return text[:to] + "\n" + trimMark(len(text)-to), len(text) - to
+}
+
+// filesFacade is the context files as a script sees them (arg.files).
+type filesFacade struct{ s *Session }
+
+func (f filesFacade) Keys() []string {
+	keys := f.s.p.FilePaths()
+	slices.Sort(keys)
+	return keys
+}
+
+func (f filesFacade) Field(path string) (any, bool) {
+	i, ok := f.s.p.FileByPath(path)
+	if !ok {
+		return nil, false
+	}
+	d, slot := &f.s.files.docs[i], &f.s.p.FileSlots()[i]
+	return map[string]any{"text": d.text, "writes": d.writes, "updated_ms": d.at, "class": slot.File.Class.String()}, true
 }
 
 // ContextFileState is one context file copy as the session holds it.

@@ -187,6 +187,11 @@ func (j *jobs) result(s *Session, r *LLMResult, timedOut bool) bool {
 		raw, _ := json.Marshal(result)
 		s.emit(Effect{Type: EffectJobResult, ID: r.ID, Agent: run.role, Rule: job.ID, Data: raw})
 		s.runHandler(job.OnResult, job.ID, run.args, result)
+		if !s.ended {
+			s.env.SetArgs(run.args, result)
+			s.fireRules(rules.JobTrigger(job.ID))
+			s.env.SetArgs(nil, nil)
+		}
 	}
 	if run.phase && !s.ended {
 		j.next(s)

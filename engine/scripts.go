@@ -164,7 +164,13 @@ func (f *facade) Field(k string) (any, bool) {
 		return v, true
 	}
 	if build, ok := facadeFields[k]; ok {
-		return build(f)
+		// Built once per call: nothing changes while a script runs, and
+		// a script that reads arg.files in a loop should not rebuild it.
+		v, ok := build(f)
+		if ok {
+			f.set(k, v)
+		}
+		return v, ok
 	}
 	return nil, false
 }
@@ -235,15 +241,9 @@ var facadeFields = map[string]func(f *facade) (any, bool){
 		r := f.s.env.Result()
 		return r, r != nil
 	},
-	// The context files by path (shared/ID, ROLE/ID).
-	"files": func(f *facade) (any, bool) {
-		all := f.s.ContextFiles()
-		out := make(map[string]any, len(all))
-		for _, c := range all {
-			out[c.Path] = map[string]any{"text": c.Text, "writes": c.Writes, "updated_ms": c.UpdatedMS, "class": c.Class}
-		}
-		return out, true
-	},
+	// The context files by path (shared/ID, ROLE/ID), each built when
+	// read: a script reads two or three of thirty.
+	"files": func(f *facade) (any, bool) { return filesFacade{f.s}, true },
 	"role_info": func(f *facade) (any, bool) {
 		if r, ok := f.s.p.Role(f.role); ok {
 			return roleInfo(r), true

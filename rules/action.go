@@ -2,7 +2,11 @@ package rules
 
 import (
 	"fmt"
+	"maps"
+	"math"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -480,13 +484,10 @@ func (p *Pack) scriptAction(i int, item any) (sa ScriptAction) {
 	if err := plainData(item, 0); err != nil {
 		return fail("%v", err)
 	}
-	var n yaml.Node
-	if err := n.Encode(item); err != nil {
-		return fail("%v", err)
-	}
+	n := dataNode(item)
 	var errs ErrorList
 	d := &decoder{file: "script", errs: &errs, literal: true}
-	a := decodeAction(d, &n)
+	a := decodeAction(d, n)
 	if a != nil {
 		if _, isRun := a.(*RunAction); isRun {
 			return fail("a script cannot return run (call the other function from this one)")
@@ -505,6 +506,47 @@ func (p *Pack) scriptAction(i int, item any) (sa ScriptAction) {
 		return fail("%s", strings.Join(msgs, "; "))
 	}
 	return ScriptAction{Action: a}
+}
+
+// dataNode builds the YAML node of plain data (plainData's kinds)
+// directly: a script's answer is decoded as the same action written in
+// YAML would be, without printing and parsing it. Keys are sorted so the
+// node does not depend on map order.
+func dataNode(v any) *yaml.Node {
+	switch x := v.(type) {
+	case nil:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
+	case bool:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(x)}
+	case string:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: x}
+	case int64:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(x, 10)}
+	case float64:
+		s := strconv.FormatFloat(x, 'g', -1, 64)
+		switch {
+		case math.IsNaN(x):
+			s = ".nan"
+		case math.IsInf(x, 1):
+			s = ".inf"
+		case math.IsInf(x, -1):
+			s = "-.inf"
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!float", Value: s}
+	case []any:
+		n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: make([]*yaml.Node, len(x))}
+		for i, e := range x {
+			n.Content[i] = dataNode(e)
+		}
+		return n
+	case map[string]any:
+		n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: make([]*yaml.Node, 0, 2*len(x))}
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, dataNode(x[k]))
+		}
+		return n
+	}
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"} // plainData refused it already
 }
 
 // plainData accepts only what a script can mean: text, numbers, booleans,

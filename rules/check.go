@@ -423,6 +423,11 @@ func (r *Rule) check(c *compiler) {
 			c.errorf(r.On.Pos, "rule %s: on: %s names no tool of this pack%s", r.ID, r.On.Trigger, c.suggest(r.On.Name, c.p.toolNames()))
 		}
 	}
+	if r.On.Set() && r.On.Kind == TriggerJob {
+		if _, ok := c.p.Job(r.On.Name); !ok {
+			c.errorf(r.On.Pos, "rule %s: on: %s names no job of this pack%s", r.ID, r.On.Trigger, c.suggest(r.On.Name, c.p.jobNames()))
+		}
+	}
 	if len(r.Do) == 0 {
 		c.errorf(r.Pos, "rule %s does nothing (add do:)", r.ID)
 	}

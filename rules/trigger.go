@@ -13,7 +13,8 @@ import (
 // a client sends can never fire an engine trigger, whatever it is called.
 type Trigger struct {
 	Kind TriggerKind
-	// Name is the event type (TriggerEvent) or the tool (TriggerTool).
+	// Name is the event type (TriggerEvent), or what a named engine
+	// trigger names (the tool of TriggerTool, the job of TriggerJob).
 	Name string
 }
 
@@ -33,10 +34,12 @@ const (
 	TriggerSpeechDone
 	TriggerStalled
 	TriggerTool
+	TriggerJob
 )
 
 // engineTriggers is the one list of the engine's own trigger names, as a
-// rule's on: spells them. TriggerTool is written "tool:NAME".
+// rule's on: spells them. A name ending in ':' is written with what it
+// names after it: "tool:NAME", "job:NAME".
 var engineTriggers = [...]struct {
 	kind TriggerKind
 	name string
@@ -50,7 +53,10 @@ var engineTriggers = [...]struct {
 	{TriggerSpeechDone, "speech_done", "an agent line finished playing"},
 	{TriggerStalled, "stalled", "nothing was pending for liveness.stall_after"},
 	{TriggerTool, "tool:", "an agent called the named tool"},
+	{TriggerJob, "job:", "the named job's result landed, after its on_result (args and result in scope)"},
 }
+
+func named(name string) bool { return strings.HasSuffix(name, ":") }
 
 // EventTrigger is the trigger of candidate events of type typ.
 func EventTrigger(typ string) Trigger { return Trigger{Kind: TriggerEvent, Name: typ} }
@@ -61,15 +67,18 @@ func EngineTrigger(k TriggerKind) Trigger { return Trigger{Kind: k} }
 // ToolTrigger fires when an agent calls tool name.
 func ToolTrigger(name string) Trigger { return Trigger{Kind: TriggerTool, Name: name} }
 
+// JobTrigger fires when a result of job name lands.
+func JobTrigger(name string) Trigger { return Trigger{Kind: TriggerJob, Name: name} }
+
 func (t Trigger) String() string {
-	switch t.Kind {
-	case TriggerEvent:
+	if t.Kind == TriggerEvent {
 		return t.Name
-	case TriggerTool:
-		return "tool:" + t.Name
 	}
 	for _, e := range engineTriggers {
 		if e.kind == t.Kind {
+			if named(e.name) {
+				return e.name + t.Name
+			}
 			return e.name
 		}
 	}
@@ -78,15 +87,18 @@ func (t Trigger) String() string {
 
 // ParseTrigger reads a rule's on: value.
 func ParseTrigger(s string) (Trigger, error) {
-	if name, ok := strings.CutPrefix(s, "tool:"); ok {
-		if !isIdent(name) {
-			return Trigger{}, fmt.Errorf("tool:%s: a tool trigger names a tool, as in tool:transfer", name)
-		}
-		return ToolTrigger(name), nil
-	}
 	for _, e := range engineTriggers {
-		if e.kind != TriggerTool && e.name == s {
-			return EngineTrigger(e.kind), nil
+		if !named(e.name) {
+			if e.name == s {
+				return EngineTrigger(e.kind), nil
+			}
+			continue
+		}
+		if name, ok := strings.CutPrefix(s, e.name); ok {
+			if !isIdent(name) {
+				return Trigger{}, fmt.Errorf("%s: write %sNAME, naming a %s of this pack", s, e.name, strings.TrimSuffix(e.name, ":"))
+			}
+			return Trigger{Kind: e.kind, Name: name}, nil
 		}
 	}
 	if err := CheckEventType(s); err != nil {
@@ -120,11 +132,8 @@ func CheckEventType(typ string) error {
 
 // ReservedEventType reports whether typ is spelled like an engine trigger.
 func ReservedEventType(typ string) bool {
-	if strings.HasPrefix(typ, "tool:") {
-		return true
-	}
 	for _, e := range engineTriggers {
-		if e.name == typ {
+		if e.name == typ || named(e.name) && strings.HasPrefix(typ, e.name) {
 			return true
 		}
 	}
@@ -137,8 +146,8 @@ func EngineTriggerNames() []string {
 	out := make([]string, 0, len(engineTriggers))
 	for _, e := range engineTriggers {
 		name := e.name
-		if e.kind == TriggerTool {
-			name = "tool:NAME"
+		if named(name) {
+			name += "NAME"
 		}
 		out = append(out, name)
 	}

@@ -59,6 +59,8 @@ const FOLLOW_UPS = {
   contrarian: "Suppose the opposite holds: what would you do then?",
 };
 
+const ON_SLIDE = /on slide (\d+)/;
+
 function model(req) {
   if (req.job === "dossier") {
     return {
@@ -71,7 +73,7 @@ function model(req) {
   }
   if (req.job === "focus") return { json: FOCUS[req.role] };
   if (req.job === "question") {
-    const m = /on slide (\d+)/.exec(req.prompt);
+    const m = ON_SLIDE.exec(req.prompt);
     const slide = m ? Number(m[1]) : 1;
     return { text: QUESTIONS[req.role][slide] || FOCUS[req.role].first_question };
   }

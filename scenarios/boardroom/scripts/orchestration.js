@@ -170,9 +170,12 @@ function less(a, b) {
   return false;
 }
 
+const FOCUS_SLIDE = /Slide I care most about: (\d+)/;
+const BUFFER = /^<!-- slide (\d+) -->\n([\s\S]*)$/;
+
 function focusSlide(arg, m) {
   const f = arg.files[m + "/focus-brief.md"];
-  const s = f && /Slide I care most about: (\d+)/.exec(f.text);
+  const s = f && FOCUS_SLIDE.exec(f.text);
   return s ? Number(s[1]) : 0;
 }
 
@@ -182,7 +185,7 @@ function buffered(arg, m) {
   const f = arg.files[m + "/candidate-question.md"];
   if (!f || f.text === "" || f.updated_ms < 0) return null;
   if (arg.now_ms - f.updated_ms > arg.constants.BUFFER_MAX_AGE) return null;
-  const s = /^<!-- slide (\d+) -->\n([\s\S]*)$/.exec(f.text);
+  const s = BUFFER.exec(f.text);
   if (!s || Number(s[1]) !== arg.vars.slide) return null;
   const q = s[2].trim();
   return q === "" ? null : q;
@@ -191,15 +194,22 @@ function buffered(arg, m) {
 // phrase is the n-th phrase of a section of the phrase library, in
 // rotation, with {member} filled in.
 function phrase(arg, section, n, member) {
-  const lib = arg.files["moderator/phrase-library.md"].text;
-  const list = [];
-  let inSection = false;
-  lib.split("\n").forEach(function (line) {
-    if (line.indexOf("## ") === 0) inSection = line.slice(3).trim() === section;
-    else if (inSection && line.indexOf("- ") === 0) list.push(line.slice(2).trim());
-  });
+  const list = phrases(arg.files["moderator/phrase-library.md"].text)[section] || [];
   if (list.length === 0) return "Let us continue.";
   return list[n % list.length].split("{member}").join(member ? MEMBER_NAMES[member] : "");
+}
+
+// phrases parses the library by section.
+function phrases(text) {
+  const out = {};
+  let list = null;
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    if (line.indexOf("## ") === 0) list = out[line.slice(3).trim()] = [];
+    else if (list && line.indexOf("- ") === 0) list.push(line.slice(2).trim());
+  }
+  return out;
 }
 
 // state overwrites the moderator's live tracking file.
