@@ -186,6 +186,15 @@ func BenchmarkBoardroomSession(b *testing.B) {
 			}
 		}
 		realtime(b)
+		// What a session holds in its context files at its end, beyond
+		// the pack's texts every session shares.
+		owned := 0
+		for _, f := range rec.Files {
+			if f.Class != "immutable" && !(f.Writes == 1 && f.UpdatedMS == 0) {
+				owned += len(f.Text)
+			}
+		}
+		b.ReportMetric(float64(owned), "context_B/session")
 	})
 }
 

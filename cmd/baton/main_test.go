@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/batonhq/baton/runtime/archive"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -333,9 +335,10 @@ func TestHotSeatWithGeminiEndpoint(t *testing.T) {
 }
 
 // A dry run recorded to a session log replays offline with every step
-// verified; the seed travels in the log.
+// verified; the seed travels in the log. A pack with context files gets
+// its archive beside the log, and only such a pack.
 func TestRecordThenReplay(t *testing.T) {
-	for _, pack := range []string{"dayone", "hotseat"} {
+	for _, pack := range []string{"dayone", "hotseat", "boardroom"} {
 		dir := t.TempDir()
 		code, _, errs := runCLI(t, "dryrun", "-seed", "7", "-record", dir, pack)
 		if code != 0 || !strings.Contains(errs, "recorded ") {
@@ -348,6 +351,20 @@ func TestRecordThenReplay(t *testing.T) {
 		code, out, errs := runCLI(t, "replay", logs[0])
 		if code != 0 || !strings.Contains(out, " 0 differ") || !strings.Contains(out, "seed 7") {
 			t.Fatalf("%s: replay exit %d\n%s\n%s", pack, code, out, errs)
+		}
+		archives, _ := filepath.Glob(filepath.Join(dir, "archive", "*"))
+		if pack != "boardroom" {
+			if len(archives) != 0 {
+				t.Fatalf("%s has no context files, yet archived %v", pack, archives)
+			}
+			continue
+		}
+		if len(archives) != 1 || filepath.Base(archives[0]) != strings.TrimSuffix(filepath.Base(logs[0]), ".done") {
+			t.Fatalf("archives %v for log %s", archives, logs[0])
+		}
+		m, err := archive.Verify(archives[0])
+		if err != nil || m.Reason != "session_complete" || len(m.Files) < 20 {
+			t.Fatalf("archive: %v, %+v", err, m)
 		}
 	}
 }
