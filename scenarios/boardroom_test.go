@@ -57,6 +57,7 @@ func TestBoardroomAssemblyOrder(t *testing.T) {
 	p, evs := loadBundled(t, "boardroom")
 	res := runBoardroom(t, p, evs, nil)
 	calls := map[string]int{}
+	trimmed := 0
 	for _, r := range res.Records {
 		if r.Type != engine.EffectLLMRequest {
 			continue
@@ -70,7 +71,16 @@ func TestBoardroomAssemblyOrder(t *testing.T) {
 			t.Fatalf("%s %s at %s: assembly %v, want %v", req.Role, r.ID, rules.FormatClock(r.T), req.Assembly, want)
 		}
 		at := -1
+		total := 0
 		for _, f := range req.Files {
+			total += len(f.Text)
+			if f.Path == "shared/presenter-transcript.md" && f.Trimmed > 0 {
+				// The newest lines are kept, within the file's 3,000.
+				trimmed++
+				if len(f.Text) > 3000 || !strings.HasPrefix(f.Text, "[... ") {
+					t.Fatalf("%s's call %s: transcript cut to %d bytes: %.80q", req.Role, r.ID, len(f.Text), f.Text)
+				}
+			}
 			scope, name, _ := strings.Cut(f.Path, "/")
 			if scope != "shared" && scope != req.Role {
 				t.Fatalf("%s's call %s carries %s, another role's file", req.Role, r.ID, f.Path)
@@ -81,6 +91,9 @@ func TestBoardroomAssemblyOrder(t *testing.T) {
 			}
 			at = i
 		}
+		if total > p.LLM.ContextBudget.MaxChars {
+			t.Fatalf("%s's call %s carries %d bytes of files, over the budget", req.Role, r.ID, total)
+		}
 		calls[req.Role]++
 		// Once the session is under way every file a member reads is
 		// written, except what it has not yet earned: exchange notes,
@@ -88,6 +101,9 @@ func TestBoardroomAssemblyOrder(t *testing.T) {
 		if req.Role != "moderator" && r.T > 60_000 && len(req.Files) < 8 {
 			t.Fatalf("%s's call %s at %s carries only %v", req.Role, r.ID, rules.FormatClock(r.T), paths(req.Files))
 		}
+	}
+	if trimmed == 0 {
+		t.Fatal("no call carried a cut transcript; the session's transcript outgrows max_chars")
 	}
 	for _, m := range append([]string{"moderator"}, boardMembers...) {
 		if calls[m] == 0 {

@@ -72,6 +72,12 @@ func TextLine(r *Record) string {
 	case engine.EffectLLMRequest:
 		kind = "llm_request"
 		text = r.ID + " goal=" + r.Request.TurnGoal
+		// What the budgets cut, so a designer sees what the model missed.
+		for _, f := range r.Request.Files {
+			if f.Trimmed > 0 {
+				text += fmt.Sprintf("  %s -%d", f.Path, f.Trimmed)
+			}
+		}
 	case engine.EffectContext:
 		// One line per write: what, where, and the start of the text.
 		kind = string(r.Type)
