@@ -194,20 +194,24 @@ function buffered(arg, m) {
 // phrase is the n-th phrase of a section of the phrase library, in
 // rotation, with {member} filled in.
 function phrase(arg, section, n, member) {
-  const list = phrases(arg.files["moderator/phrase-library.md"].text)[section] || [];
+  const list = phrases(arg.files["moderator/phrase-library.md"].text, section);
   if (list.length === 0) return "Let us continue.";
   return list[n % list.length].split("{member}").join(member ? MEMBER_NAMES[member] : "");
 }
 
-// phrases parses the library by section.
-function phrases(text) {
-  const out = {};
-  let list = null;
-  const lines = text.split("\n");
+// phrases lists one section's phrases. Only that section is split: the
+// library is read on every handover.
+function phrases(text, section) {
+  const head = "## " + section + "\n";
+  let from = text.indexOf(head);
+  if (from < 0) return [];
+  from += head.length;
+  let to = text.indexOf("\n## ", from);
+  if (to < 0) to = text.length;
+  const out = [];
+  const lines = text.slice(from, to).split("\n");
   for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    if (line.indexOf("## ") === 0) list = out[line.slice(3).trim()] = [];
-    else if (list && line.indexOf("- ") === 0) list.push(line.slice(2).trim());
+    if (lines[i].indexOf("- ") === 0) out.push(lines[i].slice(2).trim());
   }
   return out;
 }
