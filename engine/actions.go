@@ -93,7 +93,7 @@ func (s *Session) do(a rules.Action, rule string) {
 			s.queueInstruction(role, s.render(&a.Text, role))
 		}
 	case *rules.JobAction:
-		s.jobs.run(s, a.Job(), s.evalArgs(a.Args, nil), a.OverlapPolicy(), false)
+		s.jobs.run(s, a.Job(), s.evalArgs(a.Args, nil), a.OverlapPolicy(), false, rule)
 	case *rules.MemoryAction:
 		if role, ok := s.evalString(&a.Role, rule); ok && s.roleIdx(role) >= 0 {
 			s.remember(role, s.render(&a.Text, role))

@@ -77,7 +77,7 @@ func (h envHost) Active() string                { return h.s.handoff.holder }
 func (h envHost) Slot(role, name string) string { return h.s.slot(role, name) }
 func (h envHost) Records(name string) []any     { return h.s.memory.records[name] }
 func (h envHost) File(path string) (rules.FileView, error) {
-	return h.s.files.view(h.s.p, path)
+	return h.s.fileView(path)
 }
 func (h envHost) Memory(role string) []string {
 	if i := h.s.roleIdx(role); i >= 0 {

@@ -69,6 +69,12 @@ func (f *files) write(s *Session, rule string, a *rules.WriteAction, op rules.Fi
 		refuse(why)
 		return
 	}
+	if text == "" && (op == rules.OpAppend || fs.File.Class != rules.ClassOverwrite) {
+		// Most likely a template whose value was missing: it would add
+		// nothing, or use up one of the file's writes on nothing.
+		refuse("the text is empty; only an overwrite file may be cleared")
+		return
+	}
 	next := text
 	if op == rules.OpAppend && d.text != "" {
 		sep := ""
@@ -94,14 +100,14 @@ type fileWritten struct {
 	Writes int    `json:"writes"`
 }
 
-// view is the file at path, for expressions and scripts.
-func (f *files) view(p *rules.Pack, path string) (rules.FileView, error) {
-	i, ok := p.FileByPath(path)
+// view is the file at path, for expressions.
+func (s *Session) fileView(path string) (rules.FileView, error) {
+	i, ok := s.p.FileByPath(path)
 	if !ok {
-		return rules.FileView{UpdatedMS: -1}, fmt.Errorf("no context file %q%s", path, rules.DidYouMean(path, p.FilePaths()))
+		return rules.FileView{UpdatedMS: -1}, fmt.Errorf("no context file %q%s", path, rules.DidYouMean(path, s.p.FilePaths()))
 	}
-	d := &f.docs[i]
-	return rules.FileView{Text: d.text, Writes: d.writes, UpdatedMS: d.at}, nil
+	st := s.fileState(i)
+	return rules.FileView{Text: st.Text, Writes: st.Writes, UpdatedMS: st.UpdatedMS}, nil
 }
 
 // assemble lays out role's context files for a model call, in its
@@ -138,7 +144,7 @@ func (f *files) assemble(s *Session, role string) ([]string, []FilePart) {
 			break
 		}
 		for j := range parts {
-			if base(parts[j].Path) != id {
+			if slots[from[j]].File.ID != id {
 				continue
 			}
 			n := len(parts[j].Text)
@@ -158,35 +164,45 @@ func (f *files) assemble(s *Session, role string) ([]string, []FilePart) {
 	return a.Words, parts
 }
 
-func base(path string) string { return path[strings.IndexByte(path, '/')+1:] }
-
 // trimMark says where a cut file lost text; its length is part of what a
 // cut file sends.
-func trimMark(n int) string { return "[... " + strconv.Itoa(n) + " characters trimmed ...]" }
+func trimMark(n int) string { return "[... " + strconv.Itoa(n) + " bytes trimmed ...]" }
 
 func trimMarkLen(n int) int { return len(trimMark(n)) + 1 }
 
-// sentLen is the length of a file of n bytes sent with only keep of them.
+// sentLen is the length of a file of n bytes sent with only keep of them:
+// nothing at all when none is kept (the request still reports the cut).
 func sentLen(n, keep int) int {
-	if keep >= n {
+	switch {
+	case keep >= n:
 		return n
+	case keep <= 0:
+		return 0
 	}
 	return keep + trimMarkLen(n-keep)
 }
 
 // cut keeps at most keep bytes of text, from its start or its end, never
-// splitting a character, and marks the cut; a line break near the cut is
-// preferred, so an entry is not sent half. It reports how much it left
-// out.
+// splitting a character, and marks the cut. It prefers to cut at a line
+// break near the cut, so an entry is not sent half, but never gives up
+// more than half of what it may keep for that. It reports how much it
+// left out.
 func cut(text string, keep int, end bool) (string, int) {
-	const snap = 160
+	if keep <= 0 {
+		return "", len(text)
+	}
+	snap := min(160, keep/2)
 	if end {
 		from := len(text) - keep
 		for from < len(text) && !utf8.RuneStart(text[from]) {
 			from++
 		}
-		if nl := strings.IndexByte(text[from:min(from+snap, len(text))], '\n'); nl >= 0 {
-			from += nl + 1
+		// Already at a line's start, or find the next one (not the very
+		// end: a trailing line break would leave nothing).
+		if from > 0 && text[from-1] != '\n' {
+			if nl := strings.IndexByte(text[from:min(from+snap, len(text)-1)], '\n'); nl >= 0 {
+				from += nl + 1
+			}
 		}
 		return trimMark(from) + "\n" + text[from:], from
 	}
@@ -194,28 +210,42 @@ func cut(text string, keep int, end bool) (string, int) {
 	for to > 0 && !utf8.RuneStart(text[to]) {
 		to--
 	}
-	if nl := strings.LastIndexByte(text[max(to-snap, 0):to], '\n'); nl >= 0 {
-		to = max(to-snap, 0) + nl
+	// text[to] is the first byte left out: a line break there means the
+	// kept part ends a line already.
+	if text[to] != '\n' {
+		if lo := max(to-snap, 1); lo < to {
+			if nl := strings.LastIndexByte(text[lo:to], '\n'); nl >= 0 {
+				to = lo + nl
+			}
+		}
 	}
 	return text[:to] + "\n" + trimMark(len(text)-to), len(text) - to
 }
 
-// filesFacade is the context files as a script sees them (arg.files).
-type filesFacade struct{ s *Session }
+// filesFacade is the context files as a script sees them (arg.files),
+// through the call's facade: empty once the call is over.
+type filesFacade struct{ f *facade }
 
-func (f filesFacade) Keys() []string {
-	keys := f.s.p.FilePaths()
+func (ff filesFacade) Keys() []string {
+	if ff.f.s == nil {
+		return nil
+	}
+	keys := ff.f.s.p.FilePaths()
 	slices.Sort(keys)
 	return keys
 }
 
-func (f filesFacade) Field(path string) (any, bool) {
-	i, ok := f.s.p.FileByPath(path)
+func (ff filesFacade) Field(path string) (any, bool) {
+	s := ff.f.s
+	if s == nil {
+		return nil, false
+	}
+	i, ok := s.p.FileByPath(path)
 	if !ok {
 		return nil, false
 	}
-	d, slot := &f.s.files.docs[i], &f.s.p.FileSlots()[i]
-	return map[string]any{"text": d.text, "writes": d.writes, "updated_ms": d.at, "class": slot.File.Class.String()}, true
+	st := s.fileState(i)
+	return map[string]any{"text": st.Text, "writes": st.Writes, "updated_ms": st.UpdatedMS, "class": st.Class}, true
 }
 
 // ContextFileState is one context file copy as the session holds it.
@@ -230,11 +260,16 @@ type ContextFileState struct {
 // ContextFiles lists the session's context files in declaration order
 // (immutable ones included): what an archive of the session holds.
 func (s *Session) ContextFiles() []ContextFileState {
-	slots := s.p.FileSlots()
-	out := make([]ContextFileState, len(slots))
-	for i := range slots {
-		d := &s.files.docs[i]
-		out[i] = ContextFileState{Path: slots[i].Path, Class: slots[i].File.Class.String(), Writes: d.writes, UpdatedMS: d.at, Text: d.text}
+	out := make([]ContextFileState, len(s.files.docs))
+	for i := range out {
+		out[i] = s.fileState(i)
 	}
 	return out
+}
+
+// fileState is file copy i as the session holds it: the one view
+// expressions, scripts and archives are made from.
+func (s *Session) fileState(i int) ContextFileState {
+	d, slot := &s.files.docs[i], &s.p.FileSlots()[i]
+	return ContextFileState{Path: slot.Path, Class: slot.File.Class.String(), Writes: d.writes, UpdatedMS: d.at, Text: d.text}
 }

@@ -405,8 +405,9 @@ type LLMRequest struct {
 	ScenarioContext      []KV             `json:"scenario_context"`
 	Constraints          Constraints      `json:"constraints"`
 	TimeoutMS            int64            `json:"timeout_ms"`
-	// Assembly is the pack's order of the system prompt's parts (persona,
-	// role, goal, context, constraints); empty means the default.
+	// Assembly is the role's order of the system prompt's parts: the
+	// built-in persona, role, goal, context and constraints, and context
+	// files by name (carried in Files); empty means the default.
 	Assembly []string `json:"assembly,omitempty"`
 	// Tools offered for this turn, and the rounds of calls made so far in it.
 	Tools      []ToolDecl  `json:"tools,omitempty"`

@@ -79,12 +79,14 @@ func (j *jobs) next(s *Session) {
 	}
 	item := j.phases[0]
 	j.phases = j.phases[1:]
-	j.run(s, item.job, item.args, item.job.Overlap, true)
+	// A setup phase always runs: skipping or holding it would stop the
+	// chain of phases, and the session would never go live.
+	j.run(s, item.job, item.args, rules.OverlapAllow, true, "phase")
 }
 
 // run asks the model for a job, as its role allows and its overlap
-// policy says.
-func (j *jobs) run(s *Session, job *rules.Job, args map[string]any, overlap rules.JobOverlap, phase bool) {
+// policy says; rule is who started it.
+func (j *jobs) run(s *Session, job *rules.Job, args map[string]any, overlap rules.JobOverlap, phase bool, rule string) {
 	role := job.Role
 	if name := job.RoleArg(); name != "" {
 		r, _ := args[name].(string)
@@ -104,12 +106,15 @@ func (j *jobs) run(s *Session, job *rules.Job, args map[string]any, overlap rule
 			j.reruns = slices.DeleteFunc(j.reruns, func(e jobEntry) bool { return e.job == job && e.role == role })
 			j.reruns = append(j.reruns, jobEntry{job: job, role: role, args: args})
 		}
-		s.emit(Effect{Type: EffectNote, Agent: role, Rule: job.ID, Kind: "overlap", Reason: "job " + job.ID + " for " + role + " is still running; " + why})
+		s.emit(Effect{Type: EffectNote, Agent: role, Rule: rule, Kind: "overlap", Reason: "job " + job.ID + " for " + role + " is still running; " + why})
 		return
 	}
+	// The prompt sees the job's own args; the scope it was started from
+	// (a rule on job:NAME, a handler) gets its own back.
+	outer, result := s.env.Args(), s.env.Result()
 	s.env.SetArgs(args, nil)
 	prompt := s.render(&job.Prompt, role)
-	s.env.SetArgs(nil, nil)
+	s.env.SetArgs(outer, result)
 	id := s.nextID('j')
 	req := &LLMRequest{
 		Role: role, Kind: "job", TurnGoal: job.ID, Job: job.ID, Model: s.p.LLM.Model,
@@ -148,7 +153,7 @@ func (j *jobs) rerun(s *Session, job *rules.Job, role string) {
 	}
 	e := j.reruns[i]
 	j.reruns = slices.Delete(j.reruns, i, i+1)
-	j.run(s, e.job, e.args, rules.OverlapAllow, false)
+	j.run(s, e.job, e.args, rules.OverlapAllow, false, e.job.ID)
 }
 
 func (j *jobs) take(id string) (jobEntry, bool) {

@@ -232,18 +232,19 @@ var facadeFields = map[string]func(f *facade) (any, bool){
 		}
 		return consts, true
 	},
-	// A job's arguments and result, in its handlers.
+	// A job's arguments and result, in its handlers: copies, so a
+	// script that changes them changes nothing the session holds.
 	"args": func(f *facade) (any, bool) {
 		a := f.s.env.Args()
-		return a, len(a) > 0
+		return cloneData(a), len(a) > 0
 	},
 	"result": func(f *facade) (any, bool) {
 		r := f.s.env.Result()
-		return r, r != nil
+		return cloneData(r), r != nil
 	},
 	// The context files by path (shared/ID, ROLE/ID), each built when
 	// read: a script reads two or three of thirty.
-	"files": func(f *facade) (any, bool) { return filesFacade{f.s}, true },
+	"files": func(f *facade) (any, bool) { return filesFacade{f}, true },
 	"role_info": func(f *facade) (any, bool) {
 		if r, ok := f.s.p.Role(f.role); ok {
 			return roleInfo(r), true
@@ -265,6 +266,25 @@ var facadeFields = map[string]func(f *facade) (any, bool){
 }
 
 var facadeKeys = slices.Sorted(maps.Keys(facadeFields))
+
+// cloneData copies plain data (JSON-like maps and lists) deeply.
+func cloneData(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = cloneData(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = cloneData(e)
+		}
+		return out
+	}
+	return v
+}
 
 func roleInfo(r *rules.Role) map[string]any {
 	focus := make([]any, len(r.Focus))

@@ -412,6 +412,10 @@ func (a *JobAction) check(c *compiler, where string) {
 	var ok bool
 	if a.job, ok = c.p.Job(a.ID); !ok {
 		c.errorf(a.Pos, "%s: unknown job %q%s", where, a.ID, c.suggest(a.ID, c.p.jobNames()))
+		return
+	}
+	if name := a.job.RoleArg(); name != "" && !slices.ContainsFunc(a.Args, func(x Arg) bool { return x.ID == name }) {
+		c.errorf(a.Pos, "%s: job %s runs as the role in args.%s; pass it: args: {%s: ...}", where, a.ID, name, name)
 	}
 }
 

@@ -55,6 +55,15 @@ func (p *Pack) RoleAssembly(i int) *Assembly {
 func (c *compiler) checkAssemblies() {
 	p := c.p
 	p.assemblies = make([]Assembly, len(p.Roles))
+	// Every name in llm.assembly must mean something, whichever roles use it.
+	for _, item := range p.LLM.Assembly {
+		if _, ok := promptPart(item.Name); ok {
+			continue
+		}
+		if _, ok := p.fileByID[item.Name]; !ok {
+			c.errorf(item.Pos, "llm.assembly: %q is neither a prompt part (%s) nor a context file%s", item.Name, strings.Join(promptPartWords, ", "), c.suggest(item.Name, append(slices.Clone(promptPartWords), p.fileNames()...)))
+		}
+	}
 	for i := range p.Roles {
 		r := &p.Roles[i]
 		list, where := p.LLM.Assembly, "llm.assembly"
@@ -76,7 +85,9 @@ func (c *compiler) checkAssemblies() {
 			}
 			fi, declared := p.fileByID[item.Name]
 			if !declared {
-				c.errorf(item.Pos, "%s: %q is neither a prompt part (%s) nor a context file%s", where, item.Name, strings.Join(promptPartWords, ", "), c.suggest(item.Name, append(slices.Clone(promptPartWords), p.fileNames()...)))
+				if len(r.Assembly) > 0 { // llm.assembly's are reported once, above
+					c.errorf(item.Pos, "%s: %q is neither a prompt part (%s) nor a context file%s", where, item.Name, strings.Join(promptPartWords, ", "), c.suggest(item.Name, append(slices.Clone(promptPartWords), p.fileNames()...)))
+				}
 				continue
 			}
 			slot, ok := p.FileSlot(item.Name, r.ID)

@@ -378,7 +378,6 @@ func (j *Job) check(c *compiler) {
 		if !isIdent(arg) {
 			c.errorf(j.Pos, "job %s: role %q: write args.NAME for the role an argument names", j.ID, j.Role)
 		}
-		j.roleArg = arg
 	} else {
 		c.roleRef(j.Pos, "job "+j.ID, j.Role)
 	}
@@ -400,6 +399,12 @@ func (ph *Phase) check(c *compiler, i int) {
 	var ok bool
 	if ph.job, ok = c.p.Job(ph.Job); !ok {
 		c.errorf(ph.Pos, "phase %d: unknown job %q%s", i+1, ph.Job, c.suggest(ph.Job, c.p.jobNames()))
+		return
+	}
+	name := ph.job.RoleArg()
+	given := slices.ContainsFunc(ph.Args, func(x Arg) bool { return x.ID == name }) || name == "item" && ph.ForEach.Set()
+	if name != "" && !given {
+		c.errorf(ph.Pos, "phase %d: job %s runs as the role in args.%s; pass it (args: {%s: ...}, or for_each with role: args.item)", i+1, ph.Job, name, name)
 	}
 }
 

@@ -126,6 +126,10 @@ func (f *ContextFile) Refuses(op FileOp, writes int) string {
 	return ""
 }
 
+// MinFileChars is the smallest max_chars: room for the cut's mark and a
+// line of text.
+const MinFileChars = 64
+
 // MaxContextFile bounds one context file during a session; a write past
 // it is refused, so no rule can grow a session without limit.
 const MaxContextFile = 512 << 10
@@ -234,8 +238,8 @@ func (f *ContextFile) check(c *compiler, i int) {
 	if f.Class == ClassImmutable && f.From == "" && f.Text == "" {
 		c.errorf(f.Pos, "file %s is immutable and so needs its content: from (a file in the pack) or text", f.ID)
 	}
-	if f.MaxChars < 0 {
-		c.errorf(f.Pos, "file %s: max_chars must be positive", f.ID)
+	if f.MaxChars < 0 || f.MaxChars > 0 && f.MaxChars < MinFileChars {
+		c.errorf(f.Pos, "file %s: max_chars must be at least %d (a cut file carries a mark saying what was cut), or left out", f.ID, MinFileChars)
 	}
 	seen := map[string]bool{}
 	for _, r := range f.Roles {
@@ -312,9 +316,6 @@ type WriteAction struct {
 // fields of a write.
 type AppendAction WriteAction
 
-// Target is the declared file written.
-func (w *WriteAction) Target() *ContextFile { return w.file }
-
 func (w *WriteAction) check(c *compiler, where string) { w.checkOp(c, where, OpWrite) }
 func (a *AppendAction) check(c *compiler, where string) {
 	(*WriteAction)(a).checkOp(c, where, OpAppend)
@@ -333,8 +334,13 @@ func (w *WriteAction) checkOp(c *compiler, where string, op FileOp) {
 	case !perRole && w.Role.Set():
 		c.errorf(w.Pos, "%s: %s: %s is shared; it takes no role", where, op, w.File)
 	}
-	if !w.Text.Set() && op == OpAppend {
+	switch {
+	case !w.Text.Set() && op == OpAppend:
 		c.errorf(w.Pos, "%s: append needs the text to add", where)
+	case !w.Text.Set() && w.file.Class != ClassOverwrite && !c.script:
+		// Clearing an overwrite file (a question asked, say) is a write;
+		// an empty write would only use up any other file's writes.
+		c.errorf(w.Pos, "%s: write to %s needs its text (only an overwrite file may be cleared)", where, w.File)
 	}
 	// A write a script returns is refused at runtime, with a
 	// context_violation the session goes on from; one written in the
@@ -360,18 +366,20 @@ type ContextBudget struct {
 
 func (b *ContextBudget) check(c *compiler) {
 	if b.MaxChars < 0 {
-		c.errorf(b.Pos, "llm.context_budget.max_chars must be positive")
+		c.errorf(b.Pos, "llm.context_budget.max_chars must not be negative")
 	}
-	for _, id := range b.Trim {
+	for i, id := range b.Trim {
 		if _, ok := c.p.fileByID[id]; !ok {
 			c.errorf(b.Pos, "llm.context_budget.trim: unknown context file %q%s", id, c.suggest(id, c.p.fileNames()))
 		}
+		if slices.Contains(b.Trim[:i], id) {
+			c.errorf(b.Pos, "llm.context_budget.trim: %s is listed twice", id)
+		}
 	}
-	if len(b.Trim) > 0 && b.MaxChars == 0 {
+	switch {
+	case len(b.Trim) > 0 && b.MaxChars == 0:
 		c.errorf(b.Pos, "llm.context_budget.trim needs max_chars, the total it trims to")
+	case b.MaxChars > 0 && len(b.Trim) == 0:
+		c.errorf(b.Pos, "llm.context_budget.max_chars needs trim, the files cut (in order) to keep within it")
 	}
 }
-
-// TrimRank is where file id stands in the budget's trim order (-1: never
-// cut for the total).
-func (b *ContextBudget) TrimRank(id string) int { return slices.Index(b.Trim, id) }

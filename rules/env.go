@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 
 	"github.com/batonhq/baton/rules/text"
 
@@ -116,8 +117,8 @@ type envSpec struct {
 
 // builtinNames are the names expressions see besides the pack's
 // constants and variables: the views, then the host functions.
-var builtinNames = append([]string{"candidate", "msg", "session", "floor", "reply", "now", "role", "tool", "args", "result",
-	"scenario"}, hostFuncNames()...)
+var builtinNames = slices.Concat([]string{"candidate", "msg", "session", "floor", "reply", "now", "role", "tool", "args", "result",
+	"scenario"}, hostFuncNames(), pureFuncNames())
 
 // hostFuncs is the one list of functions expressions call into the
 // session. Each binds an Env to a function value; bound to an Env without
@@ -153,6 +154,14 @@ var hostFuncs = [...]struct {
 	}},
 }
 
+func pureFuncNames() []string {
+	out := make([]string, len(pureFuncs))
+	for i, f := range pureFuncs {
+		out[i] = f.name
+	}
+	return out
+}
+
 func hostFuncNames() []string {
 	out := make([]string, len(hostFuncs))
 	for i, f := range hostFuncs {
@@ -170,16 +179,37 @@ type FileView struct {
 	UpdatedMS int64
 }
 
+// pureFuncs is the one list of the functions expressions call that need
+// no session: the guardrails' own measures and a clock.
+var pureFuncs = [...]struct {
+	name  string
+	fn    func(p ...any) (any, error)
+	types []any
+}{
+	{"questions", func(p ...any) (any, error) { return text.CountQuestions(p[0].(string)), nil }, []any{new(func(string) int)}},
+	{"sentences", func(p ...any) (any, error) { return text.CountSentences(p[0].(string)), nil }, []any{new(func(string) int)}},
+	{"words", func(p ...any) (any, error) { return text.CountWords(p[0].(string)), nil }, []any{new(func(string) int)}},
+	{"has_word", func(p ...any) (any, error) { return text.ContainsWord(p[0].(string), p[1].(string)), nil }, []any{new(func(string, string) bool)}},
+	// clock(ms) writes a session time as mm:ss.s, as timelines do.
+	{"clock", func(p ...any) (any, error) {
+		switch ms := p[0].(type) {
+		case int:
+			return FormatClock(int64(ms)), nil
+		case int64:
+			return FormatClock(ms), nil
+		case float64:
+			return FormatClock(int64(ms)), nil
+		}
+		return nil, fmt.Errorf("clock: want milliseconds, got %T", p[0])
+	}, []any{new(func(int64) string), new(func(int) string), new(func(float64) string)}},
+}
+
 func exprFunctions() []expr.Option {
-	return []expr.Option{
-		expr.DisableBuiltin("now"),
-		expr.Function("questions", func(p ...any) (any, error) { return text.CountQuestions(p[0].(string)), nil }, new(func(string) int)),
-		expr.Function("sentences", func(p ...any) (any, error) { return text.CountSentences(p[0].(string)), nil }, new(func(string) int)),
-		expr.Function("words", func(p ...any) (any, error) { return text.CountWords(p[0].(string)), nil }, new(func(string) int)),
-		expr.Function("has_word", func(p ...any) (any, error) { return text.ContainsWord(p[0].(string), p[1].(string)), nil }, new(func(string, string) bool)),
-		// clock(ms) writes a session time as mm:ss.s, as timelines do.
-		expr.Function("clock", func(p ...any) (any, error) { return FormatClock(p[0].(int64)), nil }, new(func(int64) string)),
+	opts := []expr.Option{expr.DisableBuiltin("now")}
+	for _, f := range pureFuncs {
+		opts = append(opts, expr.Function(f.name, f.fn, f.types...))
 	}
+	return opts
 }
 
 // Env is one session's expression environment. It is not safe for

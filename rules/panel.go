@@ -319,12 +319,17 @@ type Job struct {
 	// newest arguments).
 	Overlap JobOverlap `yaml:"overlap"`
 
-	schema  *schema.Schema
-	roleArg string
+	schema *schema.Schema
 }
 
 // RoleArg is the argument naming the job's role (role: args.NAME), or "".
-func (j *Job) RoleArg() string { return j.roleArg }
+func (j *Job) RoleArg() string {
+	name, _ := strings.CutPrefix(j.Role, "args.")
+	if name == j.Role {
+		return ""
+	}
+	return name
+}
 
 // JobOverlap is what starting a job does while a run of it for the same
 // role is in flight.

@@ -237,7 +237,18 @@ func TestBoardroomBufferRefresh(t *testing.T) {
 				return false
 			}
 			closing := int64(9*60+50) * 1000
+			slides := 0
+			for _, r := range res.Records {
+				if r.Type == engine.EffectContext && r.Rule == "slide_changed" && r.Text == "shared/presenter-transcript.md" {
+					slides++
+				}
+			}
 			for _, m := range boardMembers {
+				// Never more than the period, the slide changes, the
+				// questions asked and setup call for.
+				if most := int(closing/15_000) + slides + 3 + 1; len(runs[m]) > most {
+					t.Fatalf("%s: %d questions asked of %s, at most %d expected", tc.name, len(runs[m]), m, most)
+				}
 				for at := int64(15_000); at < closing; at += 15_000 {
 					if !started(m, at) && !busy(m, at) {
 						t.Fatalf("%s: no question for %s on the period at %s", tc.name, m, rules.FormatClock(at))
@@ -282,7 +293,8 @@ func TestBoardroomWarmBufferSpeaksAtOnce(t *testing.T) {
 			continue
 		}
 		questions++
-		if r.LateMS != 0 || r.T-handoverEnd > p.Tick.MS {
+		// The handover's end is reported within the tick it falls in.
+		if r.LateMS != 0 || r.T-handoverEnd > p.Tick.MS || handoverEnd-r.T >= p.Tick.MS {
 			t.Fatalf("%s's question at %s: late %dms, %dms after the handover ended", r.Agent, rules.FormatClock(r.T), r.LateMS, r.T-handoverEnd)
 		}
 	}
@@ -294,6 +306,16 @@ func TestBoardroomWarmBufferSpeaksAtOnce(t *testing.T) {
 // withRule loads the boardroom pack with one more rule and script: a
 // pack built on it that tries to break its files' classes.
 func withRule(t *testing.T, rule, js string) *rules.Pack {
+	t.Helper()
+	return editedBoardroom(t, func(mfs fstest.MapFS) {
+		pack := mfs["pack.yaml"]
+		pack.Data = bytes.Replace(pack.Data, []byte("\nrules:\n"), []byte("\nrules:\n"+rule), 1)
+		mfs["scripts/tamper.js"] = &fstest.MapFile{Data: []byte(js)}
+	})
+}
+
+// editedBoardroom loads the boardroom pack after edit changes its files.
+func editedBoardroom(t *testing.T, edit func(fstest.MapFS)) *rules.Pack {
 	t.Helper()
 	mfs := fstest.MapFS{}
 	err := fs.WalkDir(os.DirFS("boardroom"), ".", func(path string, d fs.DirEntry, err error) error {
@@ -307,14 +329,60 @@ func withRule(t *testing.T, rule, js string) *rules.Pack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pack := mfs["pack.yaml"]
-	pack.Data = bytes.Replace(pack.Data, []byte("\nrules:\n"), []byte("\nrules:\n"+rule), 1)
-	mfs["scripts/tamper.js"] = &fstest.MapFile{Data: []byte(js)}
+	edit(mfs)
 	p, err := rules.Load(mfs, ".")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// Under a tighter budget each member's call stays within it, and the
+// files are cut in the budget's order: the transcript first (after its
+// own max_chars), then the exchange history, then the outside intel;
+// every other file is sent whole.
+func TestBoardroomBudgetTrimOrder(t *testing.T) {
+	const budget = 7000
+	p := editedBoardroom(t, func(mfs fstest.MapFS) {
+		pack := mfs["pack.yaml"]
+		pack.Data = bytes.Replace(pack.Data, []byte("max_chars: 24000"), []byte(fmt.Sprintf("max_chars: %d", budget)), 1)
+	})
+	_, evs := loadBundled(t, "boardroom")
+	res := runBoardroom(t, p, evs, nil)
+	order := []string{"shared/presenter-transcript.md", "shared/exchange-history.md", "shared/external-intel.md"}
+	deep := 0
+	for _, r := range res.Records {
+		if r.Type != engine.EffectLLMRequest || r.Request.Role == "moderator" {
+			continue
+		}
+		total, sent := 0, map[string]engine.FilePart{}
+		for _, f := range r.Request.Files {
+			total += len(f.Text)
+			sent[f.Path] = f
+		}
+		if total > budget {
+			t.Fatalf("%s's call %s carries %d bytes, over %d", r.Request.Role, r.ID, total, budget)
+		}
+		for _, f := range r.Request.Files {
+			i := slices.Index(order, f.Path)
+			switch {
+			case f.Trimmed == 0:
+				continue
+			case i < 0 && !strings.HasSuffix(f.Path, "/exchange-notes.md") && !strings.HasSuffix(f.Path, "/presenter-profile.md"):
+				t.Fatalf("call %s cut %s, which neither the budget nor a max_chars names", r.ID, f.Path)
+			case i > 0:
+				deep++
+				for _, before := range order[:i] {
+					if b, ok := sent[before]; ok && b.Text != "" {
+						t.Fatalf("call %s cut %s while %s still had %d bytes", r.ID, f.Path, before, len(b.Text))
+					}
+				}
+			}
+		}
+	}
+	if deep == 0 {
+		t.Fatal("no call cut past the transcript; the budget's order went untested")
+	}
 }
 
 // A script that tries to rewrite a persona, a focus brief written at

@@ -29,7 +29,7 @@ func quiet(t engine.EffectType) bool {
 // WriteText prints the readable timeline: mm:ss.s  role  kind  text.
 func WriteText(w io.Writer, recs []Record, opt FormatOptions) error {
 	for i := range recs {
-		if !opt.Verbose && quiet(recs[i].Type) {
+		if !opt.Verbose && (quiet(recs[i].Type) || restated(recs, i)) {
 			continue
 		}
 		if _, err := io.WriteString(w, TextLine(&recs[i])+"\n"); err != nil {
@@ -37,6 +37,18 @@ func WriteText(w io.Writer, recs []Record, opt FormatOptions) error {
 		}
 	}
 	return nil
+}
+
+// restated reports a job result whose handler's next effect writes it to
+// a context file: the write's line says it (a question buffer refreshed
+// every 15 s would otherwise take two lines each time).
+func restated(recs []Record, i int) bool {
+	r := &recs[i]
+	if r.Type != engine.EffectJobResult || i+1 >= len(recs) {
+		return false
+	}
+	n := &recs[i+1]
+	return n.Type == engine.EffectContext && n.T == r.T && n.Agent == r.Agent && n.Rule == r.Rule
 }
 
 // TextLine renders one record as a timeline line.

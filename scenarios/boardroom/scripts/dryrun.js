@@ -24,8 +24,8 @@ const FOCUS = {
   },
 };
 
-// Questions by member and slide; a later refresh of the same slide
-// sharpens the question with what the member has heard.
+// Questions by member and slide: a refresh on the same slide writes the
+// same question.
 const QUESTIONS = {
   skeptic: {
     1: "A failure costs $180,000 on average: whose numbers are those, and what is the median?",
@@ -53,10 +53,20 @@ const QUESTIONS = {
   },
 };
 
+// Follow-ups by member and slide, to the presenter's first answer.
 const FOLLOW_UPS = {
-  skeptic: "Then show me the number: what is the payback on a single pump?",
-  analyst: "And how large was the sample behind that?",
-  contrarian: "Suppose the opposite holds: what would you do then?",
+  skeptic: {
+    5: "Then what is the margin in year one, as a number?",
+    6: "And if the sales cycle is sixteen months, not nine, how long does the money last?",
+  },
+  analyst: {
+    2: "And how many of those two hundred were real failures rather than near misses?",
+    3: "Who confirms the damage, and are they independent of you?",
+  },
+  contrarian: {
+    1: "Suppose they never change: who else pays for a failure?",
+    4: "What stops Harborline from doing exactly that next year?",
+  },
 };
 
 const ON_SLIDE = /on slide (\d+)/;
@@ -86,8 +96,18 @@ function model(req) {
     return { text: notes[req.role] };
   }
   if (req.goal === "closing_debrief") return { text: debrief(req) };
-  if (req.role in FOLLOW_UPS) return { text: FOLLOW_UPS[req.role] };
+  if (req.role in FOLLOW_UPS) {
+    return { text: FOLLOW_UPS[req.role][lastSlide(req)] || "Can you give us the number behind that?" };
+  }
   return { text: "Thank you. Let us keep going." };
+}
+
+// lastSlide is the slide the presenter is on, from the transcript a
+// member's call carries ("-- Slide N: Title --"); 0 if none.
+function lastSlide(req) {
+  const t = req.files["shared/presenter-transcript.md"] || "";
+  const i = t.lastIndexOf("-- Slide ");
+  return i < 0 ? 0 : parseInt(t.slice(i + 9), 10);
 }
 
 // The debrief is built from the moderator's own notes, so it tells what
@@ -95,14 +115,16 @@ function model(req) {
 function debrief(req) {
   const notes = req.files["moderator/debrief-notes.md"] || "";
   const heard = [];
+  let n = 0;
   notes.split("\n").forEach(function (line) {
     const m = / (Marcus|Priya|James) \(/.exec(line);
-    if (m && heard.indexOf(m[1]) < 0) heard.push(m[1]);
+    if (!m || line.indexOf("was answered") < 0) return;
+    n++;
+    if (heard.indexOf(m[1]) < 0) heard.push(m[1]);
   });
-  const n = notes.split("\n").filter(function (l) { return l.indexOf("- ") === 0; }).length;
   return (
     "That brings us to time, and thank you for a clear presentation. " +
-    "The board held " + n + " exchanges, with questions from " + (heard.join(", ") || "the members") + ". " +
+    "The board held " + n + (n === 1 ? " exchange" : " exchanges") + ", with questions from " + (heard.join(", ") || "none of the members") + ". " +
     "The strongest answers were on the pilot data; the weakest on first-year unit economics and the sales cycle. " +
     "Before a Series A, show a cohort of paying cities and the cost of a pump in its first year."
   );

@@ -4,11 +4,19 @@
 // the session (vars, context files, the clock); everything it does is a
 // pack action the engine checks, so it cannot write a file its class
 // forbids.
+//
+// Stages: presenting -> asking (a question is being written; the
+// moderator covers) -> questioning (the question is queued) -> answering
+// (it has been said) -> presenting. A slide change, or an exchange that
+// runs past EXCHANGE_LIMIT, ends whatever is open.
 
 const MEMBERS = ["skeptic", "analyst", "contrarian"];
 const MEMBER_NAMES = { skeptic: "Marcus", analyst: "Priya", contrarian: "James" };
 // The slides each member's lens is drawn to, besides its focus brief's.
 const LENS = { skeptic: [5, 6], analyst: [2, 3], contrarian: [1, 4] };
+const SLIDE = /Slide (\d+)/;
+const FOCUS_SLIDE = /Slide I care most about: (\d+)/;
+const BUFFER = /^<!-- slide (\d+) -->\n([\s\S]*)$/;
 
 function opening(arg) {
   return [
@@ -17,11 +25,23 @@ function opening(arg) {
   ];
 }
 
+// A new slide: whatever exchange was open ends (the presenter moved on),
+// and the slide is the one questions are about now.
 function slideChanged(arg) {
-  const m = /Slide (\d+)/.exec(arg.msg.text);
+  const m = SLIDE.exec(arg.msg.text);
   if (!m) return [{ emit: { text: "slide_changed without a slide number: " + arg.msg.text, level: "warning" } }];
   const slide = Number(m[1]);
-  return [{ set: { var: "slide", value: slide } }, state(arg, { slide: slide })];
+  const out = [{ set: { var: "slide", value: slide } }];
+  const v = arg.vars;
+  if (v.stage === "asking" || v.stage === "questioning" || v.stage === "answering") {
+    const who = v.asker || v.waiting_for;
+    out.push(
+      { append: { file: "debrief-notes.md", role: "moderator", text: "- [" + clock(arg.now_ms) + "] slide " + v.asked_slide + ": " + MEMBER_NAMES[who] + "'s exchange was left open when the presenter moved on." } },
+    );
+    out.push.apply(out, reset());
+  }
+  out.push(state(arg, { stage: "presenting", slide: slide, floor: "" }));
+  return out;
 }
 
 // The presenter has finished a slide: the member whose slide it is gets
@@ -44,31 +64,22 @@ function giveFloor(arg) {
   ];
 }
 
-// A member's question was written: if the moderator is covering for it,
-// it is asked now.
+// The question the moderator was covering for has been written (the
+// rule on job:question checked it is for this slide).
 function questionReady(arg) {
-  const v = arg.vars;
   const m = arg.args.member;
-  if (v.stage !== "asking" || v.waiting_for !== m) return [];
   const q = buffered(arg, m);
-  if (!q) return []; // written for an earlier slide; the rerun brings the fresh one
+  if (!q) return [];
   return ask(arg, m, q, "handover");
 }
 
-// A question could not be written: cover once more and ask again, up to
-// MAX_STALLS phrases, then move on.
+// A question could not be written: ask again. The moderator's stalling
+// phrases are paced by keep_covering, not by how fast calls fail.
 function questionFailed(arg) {
   const v = arg.vars;
   const m = arg.args.member;
   if (v.stage !== "asking" || v.waiting_for !== m) return [];
-  if (v.stalls < arg.constants.MAX_STALLS) {
-    return [
-      { set: { var: "stalls", value: v.stalls + 1 } },
-      { say: { role: "moderator", kind: "stall", line: phrase(arg, "stalling", v.exchanges + v.stalls, m) } },
-      { job: { id: "question", args: { member: m, slide: v.slide }, overlap: "rerun" } },
-    ];
-  }
-  return moveOn(arg, m);
+  return [{ job: { id: "question", args: { member: m, slide: v.slide }, overlap: "rerun" } }];
 }
 
 // Still no question: another phrase, or after MAX_STALLS of them, move
@@ -82,17 +93,31 @@ function stillWaiting(arg) {
       { say: { role: "moderator", kind: "stall", line: phrase(arg, "stalling", v.exchanges + v.stalls, m) } },
     ];
   }
-  return moveOn(arg, m);
+  return moveOn(arg, MEMBER_NAMES[m] + " had no question ready; we moved on.");
 }
 
-function moveOn(arg, m) {
+// An exchange that has run too long is closed by the moderator.
+function exchangeTooLong(arg) {
+  return moveOn(arg, MEMBER_NAMES[arg.vars.asker] + "'s exchange ran past its time; the moderator closed it.");
+}
+
+function moveOn(arg, note) {
   const v = arg.vars;
-  return [
-    { set: { var: "stage", value: "presenting" } },
-    { set: { var: "waiting_for", value: "" } },
+  return reset().concat([
     { say: { role: "moderator", kind: "transition", line: "We will come back to that. Please go on with the next slide." } },
-    { append: { file: "debrief-notes.md", role: "moderator", text: "- slide " + v.slide + ": " + MEMBER_NAMES[m] + " had no question ready; we moved on." } },
+    { append: { file: "debrief-notes.md", role: "moderator", text: "- [" + clock(arg.now_ms) + "] slide " + v.asked_slide + ": " + note } },
     state(arg, { stage: "presenting", floor: "" }),
+  ]);
+}
+
+// The member's question has been said: the presenter's answers count
+// from now.
+function questionSaid(arg) {
+  return [
+    { set: { var: "stage", value: "answering" } },
+    { set: { var: "answers", value: 0 } },
+    { set: { var: "exchange_at", value: arg.now_ms } },
+    state(arg, { stage: "answering" }),
   ];
 }
 
@@ -106,21 +131,18 @@ function answered(arg) {
   const who = MEMBER_NAMES[m];
   const answer = clip(arg.msg.text, 240);
   const at = clock(arg.now_ms);
-  return [
-    { set: { var: "answers", value: 0 } },
-    { set: { var: "stage", value: "presenting" } },
-    { set: { var: "asker", value: "" } },
-    { append: { file: "exchange-history.md", text: "- [" + at + "] slide " + v.slide + ", " + who + " (" + m + "): " + v.question + " / presenter: " + answer } },
-    { append: { file: "exchange-notes.md", role: m, text: "- slide " + v.slide + ": asked \"" + v.question + "\"; heard: " + answer } },
-    { append: { file: "debrief-notes.md", role: "moderator", text: "- [" + at + "] slide " + v.slide + ": " + who + " (" + m + "), answered in " + words(arg.msg.text) + " words" } },
-    { job: { id: "observe", args: { member: m, slide: v.slide } } },
+  return reset().concat([
+    { append: { file: "exchange-history.md", text: "- [" + at + "] slide " + v.asked_slide + ", " + who + " (" + m + "): " + v.question + " / presenter: " + answer } },
+    { append: { file: "exchange-notes.md", role: m, text: "- slide " + v.asked_slide + ": asked \"" + v.question + "\"; heard: " + answer } },
+    { append: { file: "debrief-notes.md", role: "moderator", text: "- [" + at + "] slide " + v.asked_slide + ": " + who + " (" + m + ") was answered; last answer " + words(arg.msg.text) + " words" } },
+    { job: { id: "observe", args: { member: m, slide: v.asked_slide } } },
     { say: { role: "moderator", kind: "transition", line: "Thank you, " + who + ". Please go on." } },
     state(arg, { stage: "presenting", floor: "" }),
-  ];
+  ]);
 }
 
-// ask gives m the floor and says its buffered question: no model call on
-// the live turn. The buffer is emptied (asked is asked) and refilled.
+// ask gives m the floor and queues its buffered question: no model call
+// on the live turn. The buffer is emptied (asked is asked) and refilled.
 function ask(arg, m, q, kind) {
   const v = arg.vars;
   const out = [];
@@ -132,7 +154,7 @@ function ask(arg, m, q, kind) {
     { say: { role: m, kind: "question", line: q } },
     { write: { file: "candidate-question.md", role: m, text: "" } },
     { job: { id: "question", args: { member: m, slide: v.slide }, overlap: "rerun" } },
-    { set: { var: "stage", value: "answering" } },
+    { set: { var: "stage", value: "questioning" } },
     { set: { var: "asker", value: m } },
     { set: { var: "waiting_for", value: "" } },
     { set: { var: "answers", value: 0 } },
@@ -140,13 +162,24 @@ function ask(arg, m, q, kind) {
     { set: { var: "asked_slide", value: v.slide } },
     { set: { var: "exchanges", value: v.exchanges + 1 } },
     { set: { var: "asked_" + m, value: v["asked_" + m] + 1 } },
-    state(arg, { stage: "answering", floor: m }),
+    state(arg, { stage: "questioning", floor: m }),
   );
   return out;
 }
 
-// nextMember: under the turn limit, drawn to this slide (its lens or its
-// focus brief), fewest exchanges, then board order.
+// reset leaves no exchange open.
+function reset() {
+  return [
+    { set: { var: "stage", value: "presenting" } },
+    { set: { var: "asker", value: "" } },
+    { set: { var: "waiting_for", value: "" } },
+    { set: { var: "answers", value: 0 } },
+  ];
+}
+
+// nextMember: a member drawn to this slide (its lens or its focus brief)
+// under the turn limit, fewest exchanges first, then board order; none
+// if no member's focus matches (the presenter continues).
 function nextMember(arg) {
   const v = arg.vars;
   const limit = arg.constants.MAX_EXCHANGES;
@@ -154,9 +187,9 @@ function nextMember(arg) {
   let bestScore = null;
   MEMBERS.forEach(function (m, i) {
     const asked = v["asked_" + m];
-    if (asked >= limit) return;
     const drawn = LENS[m].indexOf(v.slide) >= 0 || focusSlide(arg, m) === v.slide;
-    const score = [drawn ? 0 : 1, asked, i];
+    if (asked >= limit || !drawn) return;
+    const score = [asked, i];
     if (bestScore === null || less(score, bestScore)) {
       best = m;
       bestScore = score;
@@ -169,9 +202,6 @@ function less(a, b) {
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] < b[i];
   return false;
 }
-
-const FOCUS_SLIDE = /Slide I care most about: (\d+)/;
-const BUFFER = /^<!-- slide (\d+) -->\n([\s\S]*)$/;
 
 function focusSlide(arg, m) {
   const f = arg.files[m + "/focus-brief.md"];
@@ -225,7 +255,7 @@ function state(arg, change) {
     floor: change.floor !== undefined ? change.floor : v.asker,
   };
   const counts = MEMBERS.map(function (m) {
-    const extra = change.floor === m && s.stage === "answering" ? 1 : 0;
+    const extra = change.floor === m && s.stage === "questioning" ? 1 : 0;
     return m + " " + (v["asked_" + m] + extra);
   });
   const text =
@@ -236,6 +266,11 @@ function state(arg, change) {
     "- floor: " + (s.floor || "moderator") + "\n" +
     "- exchanges: " + counts.join(", ");
   return { write: { file: "session-state.md", role: "moderator", text: text } };
+}
+
+// closing is the last state: no more questions.
+function closing(arg) {
+  return reset().concat([state(arg, { stage: "closing", floor: "" }), { set: { var: "stage", value: "closing" } }]);
 }
 
 function clock(ms) {
