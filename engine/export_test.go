@@ -5,4 +5,3 @@ package engine
 func AssembleForBench(s *Session, role string) *LLMRequest {
 	return s.peekRequest(&turn{role: role, kind: "follow_up", goal: "react_to_the_answer"})
 }
-
