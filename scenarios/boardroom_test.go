@@ -469,6 +469,7 @@ func TestBoardroomArchive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = archive.Unlock(dir) }) // its folders are read-only
 		if _, err := archive.Verify(dir); err != nil {
 			t.Fatal(err)
 		}

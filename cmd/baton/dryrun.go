@@ -65,7 +65,7 @@ func cmdDryrun(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	format := fl.String("format", "text", "output: text (mm:ss.s role kind text) or jsonl")
 	verbose := fl.Bool("v", false, "also show LLM requests, routing and defer decisions")
 	seed := fl.Uint64("seed", 0, "seed for Math.random in pack scripts")
-	record := fl.String("record", "", "also write the run as a session log in this folder (replay it offline with baton replay, e.g. after a run against the real model)")
+	record := fl.String("record", "", "also write the run as a session log in this folder (replay it offline with baton replay, e.g. after a run against the real model), and a pack's context files under FOLDER/archive/")
 	step := fl.Duration("step", 0, "advance the clock in fixed steps (e.g. 100ms) instead of jumping to deadlines")
 	if err := parseFlags(fl, args, 1); err != nil {
 		return err

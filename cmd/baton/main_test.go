@@ -359,12 +359,31 @@ func TestRecordThenReplay(t *testing.T) {
 			}
 			continue
 		}
+		t.Cleanup(func() {
+			for _, a := range archives {
+				_ = archive.Unlock(a) // its folders are read-only
+			}
+		})
 		if len(archives) != 1 || filepath.Base(archives[0]) != strings.TrimSuffix(filepath.Base(logs[0]), ".done") {
 			t.Fatalf("archives %v for log %s", archives, logs[0])
 		}
 		m, err := archive.Verify(archives[0])
 		if err != nil || m.Reason != "session_complete" || len(m.Files) < 20 {
 			t.Fatalf("archive: %v, %+v", err, m)
+		}
+		// The log alone rebuilds the same archive, byte for byte.
+		again := t.TempDir()
+		if code, out, errs := runCLI(t, "replay", "-archive", again, logs[0]); code != 0 || !strings.Contains(out, "# archived ") {
+			t.Fatalf("replay -archive: exit %d\n%s\n%s", code, out, errs)
+		}
+		rebuilt := filepath.Join(again, filepath.Base(archives[0]))
+		t.Cleanup(func() { _ = archive.Unlock(rebuilt) })
+		for _, f := range append(m.Files, archive.File{Path: archive.ManifestFile}) {
+			a, errA := os.ReadFile(filepath.Join(archives[0], f.Path))
+			b, errB := os.ReadFile(filepath.Join(rebuilt, f.Path))
+			if errA != nil || errB != nil || !bytes.Equal(a, b) {
+				t.Fatalf("%s differs when rebuilt from the log (%v, %v)", f.Path, errA, errB)
+			}
 		}
 	}
 }

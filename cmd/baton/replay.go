@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/archive"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/replay"
 )
@@ -17,6 +18,7 @@ func cmdReplay(_ context.Context, args []string, stdout, stderr io.Writer) error
 	packDir := fl.String("pack", "", "pack folder or bundled name to replay with (default: the one the log names)")
 	verbose := fl.Bool("v", false, "print the replayed timeline")
 	format := fl.String("format", "text", "timeline format with -v: text or jsonl")
+	archiveDir := fl.String("archive", "", "write the ended session's context files as an archive in this folder (as baton serve does at the end)")
 	if err := parseFlags(fl, args, 1); err != nil {
 		return err
 	}
@@ -71,6 +73,20 @@ func cmdReplay(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if len(res.Diffs) > 0 {
 		w.Flush()
 		return fmt.Errorf("%d step(s) replay differently: nondeterminism or a changed engine", len(res.Diffs))
+	}
+	if *archiveDir != "" {
+		switch {
+		case !res.Ended:
+			return errors.New("-archive: the session has not ended, so its files are not final")
+		case len(res.Files) == 0:
+			return errors.New("-archive: the session's pack declares no context files")
+		}
+		m := archive.Manifest{Session: s.ID, Pack: s.Pack, PackHash: s.PackHash, Engine: s.Engine, EndedMS: res.T, Reason: s.EndReason}
+		dir, err := archive.Write(*archiveDir, m, res.Files)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "# archived %s\n", dir)
 	}
 	return nil
 }

@@ -15,9 +15,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
 
 	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/runtime/internal/wal"
 )
 
 // ManifestFile is the manifest's name in an archive.
@@ -62,25 +62,41 @@ func Layout(m Manifest, files []engine.ContextFileState) (Manifest, map[string]s
 }
 
 // Write exports files as dir/ID: written in a temporary folder, synced,
-// made read-only and renamed into place, so an archive is whole or
-// absent. An archive already there is left as it is (a session that ends
-// again after a restart has the same files): Write reports its path.
+// made read-only (files 0444, folders 0555) and renamed into place, so an
+// archive is whole or absent. An archive already there is left as it is
+// (a session that ends again after a restart has the same files): Write
+// reports its path. What an earlier, interrupted Write of the same id
+// left behind is removed first.
 func Write(dir string, m Manifest, files []engine.ContextFileState) (string, error) {
-	if m.Session == "" || strings.ContainsAny(m.Session, `/\`) || m.Session[0] == '.' {
-		return "", fmt.Errorf("archive: bad session id %q", m.Session)
+	if err := wal.ValidID(m.Session); err != nil {
+		return "", fmt.Errorf("archive: %w", err)
 	}
 	final := filepath.Join(dir, m.Session)
 	if _, err := os.Stat(filepath.Join(final, ManifestFile)); err == nil {
 		return final, nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("archive: %w", err)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", fmt.Errorf("archive: %w", err)
+		}
+		// The new folder's name must outlive a power cut like its files.
+		if err := syncDir(filepath.Dir(dir)); err != nil {
+			return "", err
+		}
+	}
+	stale, _ := filepath.Glob(filepath.Join(dir, "."+m.Session+".tmp-*"))
+	for _, s := range stale {
+		_ = Unlock(s)
+		_ = os.RemoveAll(s)
 	}
 	tmp, err := os.MkdirTemp(dir, "."+m.Session+".tmp-")
 	if err != nil {
 		return "", fmt.Errorf("archive: %w", err)
 	}
-	defer os.RemoveAll(tmp) // a no-op once renamed
+	defer func() { // a no-op once renamed
+		_ = Unlock(tmp)
+		_ = os.RemoveAll(tmp)
+	}()
 	man, content := Layout(m, files)
 	for _, f := range man.Files {
 		if err := writeFile(tmp, f.Path, []byte(content[f.Path])); err != nil {
@@ -94,7 +110,7 @@ func Write(dir string, m Manifest, files []engine.ContextFileState) (string, err
 	if err := writeFile(tmp, ManifestFile, append(raw, '\n')); err != nil {
 		return "", err
 	}
-	if err := syncDirs(tmp); err != nil {
+	if err := lockDirs(tmp); err != nil {
 		return "", err
 	}
 	if err := os.Rename(tmp, final); err != nil {
@@ -129,25 +145,51 @@ func writeFile(root, rel string, data []byte) error {
 	return nil
 }
 
-// syncDirs syncs every folder under root, deepest first, so the names
-// of the files are as durable as their bytes.
-func syncDirs(root string) error {
-	var dirs []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, p)
-		}
-		return err
-	})
+// lockDirs makes every folder under root read-only and syncs it, deepest
+// first, so the names of the files are as durable as their bytes.
+func lockDirs(root string) error {
+	dirs, err := folders(root)
 	if err != nil {
-		return fmt.Errorf("archive: %w", err)
+		return err
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := os.Chmod(dirs[i], 0o555); err != nil {
+			return fmt.Errorf("archive: %w", err)
+		}
 		if err := syncDir(dirs[i]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Unlock makes an archive's folders writable again, so it can be
+// removed (os.RemoveAll cannot empty a read-only folder).
+func Unlock(root string) error {
+	dirs, err := folders(root)
+	if err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		if err := os.Chmod(d, 0o755); err != nil {
+			return fmt.Errorf("archive: %w", err)
+		}
+	}
+	return nil
+}
+
+func folders(root string) ([]string, error) {
+	var dirs []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p) // a read-only folder can still be listed
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("archive: %w", err)
+	}
+	return dirs, nil
 }
 
 func syncDir(name string) error {

@@ -17,8 +17,21 @@ func sample() []engine.ContextFileState {
 	}
 }
 
-func TestWriteVerify(t *testing.T) {
+// tempDir is a test folder whose archives are unlocked before it is
+// removed, so the cleanup works without root.
+func tempDir(t *testing.T) string {
 	dir := t.TempDir()
+	t.Cleanup(func() {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			_ = Unlock(filepath.Join(dir, e.Name()))
+		}
+	})
+	return dir
+}
+
+func TestWriteVerify(t *testing.T) {
+	dir := tempDir(t)
 	m := Manifest{Session: "s1", Pack: "boardroom", PackHash: "abc", Engine: engine.Version, EndedMS: 5000, Reason: "done"}
 	got, err := Write(dir, m, sample())
 	if err != nil {
@@ -42,9 +55,11 @@ func TestWriteVerify(t *testing.T) {
 	if err != nil || string(data) != "- one\n- two" {
 		t.Fatalf("transcript %q, %v", data, err)
 	}
-	st, err := os.Stat(filepath.Join(got, "templates", "skeptic", "persona.md"))
-	if err != nil || st.Mode().Perm()&0o222 != 0 {
-		t.Fatalf("archived file is writable: %v %v", st.Mode(), err)
+	for _, p := range []string{"templates/skeptic/persona.md", "templates/skeptic", "templates", "shared", "."} {
+		st, err := os.Stat(filepath.Join(got, p))
+		if err != nil || st.Mode().Perm()&0o222 != 0 {
+			t.Fatalf("%s is writable: %v %v", p, st.Mode(), err)
+		}
 	}
 	// No temporary folder is left beside it.
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
@@ -73,8 +88,11 @@ func TestVerifyFindsTampering(t *testing.T) {
 		"extra":   func(root string) error { return os.WriteFile(filepath.Join(root, "shared", "notes.md"), nil, 0o644) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			root, err := Write(t.TempDir(), Manifest{Session: "s"}, sample())
+			root, err := Write(tempDir(t), Manifest{Session: "s"}, sample())
 			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Unlock(root); err != nil {
 				t.Fatal(err)
 			}
 			if err := tamper(root); err != nil {
@@ -89,8 +107,28 @@ func TestVerifyFindsTampering(t *testing.T) {
 
 func TestWriteRefusesBadIDs(t *testing.T) {
 	for _, id := range []string{"", "../x", "a/b", ".hidden"} {
-		if _, err := Write(t.TempDir(), Manifest{Session: id}, sample()); err == nil {
+		if _, err := Write(tempDir(t), Manifest{Session: id}, sample()); err == nil {
 			t.Errorf("id %q accepted", id)
 		}
+	}
+}
+
+// What an interrupted Write left (its temporary folder, read-only) is
+// cleared by the next Write of that session.
+func TestWriteClearsInterruptedWrite(t *testing.T) {
+	dir := tempDir(t)
+	stale := filepath.Join(dir, ".s1.tmp-123")
+	if err := os.MkdirAll(filepath.Join(stale, "shared"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(stale, "shared"), 0o555); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Write(dir, Manifest{Session: "s1"}, sample()); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 || ents[0].Name() != "s1" {
+		t.Fatalf("folder holds %v", ents)
 	}
 }

@@ -182,12 +182,12 @@ func systemPrompt(req *engine.LLMRequest) string {
 			// pack's assembly puts it, tagged with its path so the model
 			// can tell one document from the next.
 			for _, f := range req.Files {
-				if path.Base(f.Path) != part {
+				if path.Base(f.Path) != part || f.Text == "" { // cut to nothing by the budget
 					continue
 				}
 				open(false)
 				b.WriteString("<file path=\"" + f.Path + "\">\n")
-				b.WriteString(strings.TrimRight(f.Text, "\n"))
+				b.WriteString(fileBody.Replace(strings.TrimRight(f.Text, "\n")))
 				b.WriteString("\n</file>\n\n")
 			}
 		}
@@ -197,6 +197,11 @@ func systemPrompt(req *engine.LLMRequest) string {
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
+
+// fileBody keeps a context file's text from closing its tag or passing
+// for the turn brief: a file can hold what the candidate said, word for
+// word.
+var fileBody = strings.NewReplacer("</file", "< /file", BriefBegin, "(turn brief marker)", BriefEnd, "(turn brief marker)")
 
 func field(b *strings.Builder, name, value string) {
 	if value = strings.TrimSpace(value); value == "" {

@@ -55,6 +55,8 @@ type Result struct {
 	// Ended and T are where the replay left the session.
 	Ended bool
 	T     int64
+	// Files are the replayed session's context files as it stands.
+	Files []engine.ContextFileState
 }
 
 // OK reports whether the replay reproduced the log: no step differs, and
@@ -104,6 +106,7 @@ func File(path string, open func(ref string) (*rules.Pack, error)) (*Result, err
 		out.Diffs = append(out.Diffs, res.Mismatches[i].String())
 	}
 	out.Ended, out.T = res.Session.Ended(), res.Session.Now()
+	out.Files = res.Session.ContextFiles()
 	return out, nil
 }
 

@@ -325,6 +325,7 @@ func TestBoardroomRecoveryRestoresContextFiles(t *testing.T) {
 	// The archive the restarted process wrote: whole, hashed, and the
 	// replay's files byte for byte.
 	dir := filepath.Join(data, ArchiveDir, id)
+	t.Cleanup(func() { _ = archive.Unlock(dir) }) // its folders are read-only
 	man, err := archive.Verify(dir)
 	if err != nil {
 		t.Fatalf("archive.Verify: %v", err)

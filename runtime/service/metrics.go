@@ -28,6 +28,7 @@ type metrics struct {
 	adapterInflight  prometheus.Gauge
 	walSyncSeconds   prometheus.Histogram
 	walErrors        prometheus.Counter
+	archiveErrors    prometheus.Counter
 	walTruncations   prometheus.Counter
 	recoveries       *prometheus.CounterVec
 	panics           *prometheus.CounterVec
@@ -65,6 +66,7 @@ func newMetrics() *metrics {
 	m.adapterInflight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "baton_adapter_calls_in_flight", Help: "Adapter calls waiting for an answer."})
 	m.walSyncSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "baton_wal_fsync_seconds", Help: "Write-ahead log fsync latency.", Buckets: latencyBuckets})
 	m.walErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_wal_errors_total", Help: "Write-ahead log writes that failed."})
+	m.archiveErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_archive_errors_total", Help: "Ended sessions whose context files could not be archived."})
 	m.walTruncations = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_wal_tail_truncations_total", Help: "Torn or corrupt log tails cut off during recovery."})
 	m.recoveries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_recoveries_total", Help: "Session recoveries from the write-ahead log, by result."}, []string{"result"})
 	m.panics = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_panics_total", Help: "Recovered panics, by where they happened."}, []string{"where"})
@@ -78,7 +80,7 @@ func newMetrics() *metrics {
 	for _, c := range []prometheus.Collector{
 		m.sessionsActive, m.sessionsStarted, m.sessionsEnded, m.connections, m.events, m.inputs, m.effects,
 		m.clientErrors, m.stepSeconds, m.adapterSeconds, m.adapterErrors, m.adapterInflight,
-		m.walSyncSeconds, m.walErrors, m.walTruncations, m.recoveries, m.panics,
+		m.walSyncSeconds, m.walErrors, m.archiveErrors, m.walTruncations, m.recoveries, m.panics,
 		m.slowConsumers, m.rateLimited, m.resumes, m.eventToEffectSec, m.warnings, m.guardrails, m.flags, m.turnLateness,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

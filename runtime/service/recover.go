@@ -158,7 +158,9 @@ func (srv *Server) recoverOne(id string) (outcome, tail string, err error) {
 		return "", tail, err
 	}
 	if s.ended {
-		// It ended but the crash came before the log was closed.
+		// It ended but the crash came before the log was closed: its
+		// archive may not have been written either.
+		s.archive()
 		s.cancel()
 		if rec.End == nil {
 			err = wl.Finish(wal.End{Reason: s.endReason, T: s.eng.Now(), Wall: srv.clock.Now()})

@@ -852,8 +852,10 @@ func (s *session) archive() {
 	m := archive.Manifest{Session: s.id, Pack: s.pack.Name, PackHash: s.pack.Hash, Engine: engine.Version, EndedMS: s.eng.Now(), Reason: s.endReason}
 	dir, err := archive.Write(filepath.Join(s.srv.cfg.DataDir, ArchiveDir), m, files)
 	if err != nil {
-		s.srv.m.walErrors.Inc()
-		s.log.Error("could not archive the session's context files", "err", err)
+		// The log keeps everything the archive would hold:
+		// `baton replay -archive` writes it from the finished log.
+		s.srv.m.archiveErrors.Inc()
+		s.log.Error("could not archive the session's context files; write it from the log with baton replay -archive", "err", err)
 		return
 	}
 	s.log.Info("session context archived", "dir", dir, "files", len(files))
