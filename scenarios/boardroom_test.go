@@ -112,6 +112,15 @@ func TestBoardroomAssemblyOrder(t *testing.T) {
 	}
 }
 
+func mustSlot(t *testing.T, p *rules.Pack, path string) int {
+	t.Helper()
+	i, ok := p.FileByPath(path)
+	if !ok {
+		t.Fatalf("no file %s", path)
+	}
+	return i
+}
+
 func paths(fs []engine.FilePart) []string {
 	out := make([]string, len(fs))
 	for i, f := range fs {
@@ -163,9 +172,16 @@ func TestBoardroomFileClasses(t *testing.T) {
 			if r.Kind != "append" {
 				t.Fatalf("append_only %s: %s", path, r.Kind)
 			}
+		case rules.ClassWriteFew:
+			if slot := p.FileSlots()[mustSlot(t, p, path)]; w.Writes > slot.File.MaxWrites {
+				t.Fatalf("write_few %s written %d times, over %d", path, w.Writes, slot.File.MaxWrites)
+			}
 		}
 		if r.Kind == "append" && last[path] != "" {
-			last[path] += "\n" + w.Text
+			if !strings.HasSuffix(last[path], "\n") {
+				last[path] += "\n"
+			}
+			last[path] += w.Text
 		} else {
 			last[path] = w.Text
 		}
@@ -176,7 +192,7 @@ func TestBoardroomFileClasses(t *testing.T) {
 			t.Fatalf("%s holds %q, its writes make %q", f.Path, f.Text, last[f.Path])
 		}
 	}
-	for _, path := range []string{"shared/presenter-transcript.md", "shared/exchange-history.md", "moderator/debrief-notes.md", "skeptic/presenter-profile.md"} {
+	for _, path := range []string{"shared/presenter-transcript.md", "shared/exchange-history.md", "moderator/debrief-notes.md", "skeptic/presenter-profile.md", "moderator/generated-phrases.md", "shared/external-intel.md"} {
 		if writes[path] < 2 {
 			t.Fatalf("%s written %d times; the session should grow it", path, writes[path])
 		}

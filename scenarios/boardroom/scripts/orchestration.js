@@ -58,9 +58,18 @@ function giveFloor(arg) {
     { set: { var: "stage", value: "asking" } },
     { set: { var: "waiting_for", value: m } },
     { set: { var: "stalls", value: 1 } },
-    { say: { role: "moderator", kind: "stall", line: phrase(arg, "stalling", v.exchanges, m) } },
+  ].concat(moderatorSays(arg, "stall", phrase(arg, "stalling", v.exchanges, m)), [
     { job: { id: "question", args: { member: m, slide: v.slide }, overlap: "rerun" } },
     state(arg, { stage: "asking", floor: m }),
+  ]);
+}
+
+// moderatorSays queues a phrase and keeps it in the moderator's
+// generated-phrases.md, the record of what the chair said to cover.
+function moderatorSays(arg, kind, line) {
+  return [
+    { say: { role: "moderator", kind: kind, line: line } },
+    { append: { file: "generated-phrases.md", role: "moderator", text: "- [" + clock(arg.now_ms) + "] " + kind + ": " + line } },
   ];
 }
 
@@ -88,10 +97,8 @@ function stillWaiting(arg) {
   const v = arg.vars;
   const m = v.waiting_for;
   if (v.stalls < arg.constants.MAX_STALLS) {
-    return [
-      { set: { var: "stalls", value: v.stalls + 1 } },
-      { say: { role: "moderator", kind: "stall", line: phrase(arg, "stalling", v.exchanges + v.stalls, m) } },
-    ];
+    return [{ set: { var: "stalls", value: v.stalls + 1 } }].concat(
+      moderatorSays(arg, "stall", phrase(arg, "stalling", v.exchanges + v.stalls, m)));
   }
   return moveOn(arg, MEMBER_NAMES[m] + " had no question ready; we moved on.");
 }
@@ -147,7 +154,7 @@ function ask(arg, m, q, kind) {
   const v = arg.vars;
   const out = [];
   if (kind === "transition") {
-    out.push({ say: { role: "moderator", kind: "transition", line: phrase(arg, "transition", v.exchanges, m) } });
+    out.push.apply(out, moderatorSays(arg, "transition", phrase(arg, "transition", v.exchanges, m)));
   }
   out.push(
     { floor: m },
