@@ -186,13 +186,16 @@ func TestBoardroomFileClasses(t *testing.T) {
 			last[path] = w.Text
 		}
 	}
+	if writes["shared/external-intel.md"] != 1 {
+		t.Fatalf("external-intel.md written %d times during the session; the presenter's run sends one update", writes["shared/external-intel.md"])
+	}
 	// What the effects say was written is what the session holds.
 	for _, f := range res.Files {
 		if f.Text != last[f.Path] {
 			t.Fatalf("%s holds %q, its writes make %q", f.Path, f.Text, last[f.Path])
 		}
 	}
-	for _, path := range []string{"shared/presenter-transcript.md", "shared/exchange-history.md", "moderator/debrief-notes.md", "skeptic/presenter-profile.md", "moderator/generated-phrases.md", "shared/external-intel.md"} {
+	for _, path := range []string{"shared/presenter-transcript.md", "shared/exchange-history.md", "moderator/debrief-notes.md", "skeptic/presenter-profile.md", "moderator/generated-phrases.md"} {
 		if writes[path] < 2 {
 			t.Fatalf("%s written %d times; the session should grow it", path, writes[path])
 		}
