@@ -54,7 +54,7 @@ func (f *files) write(s *Session, rule string, a *rules.WriteAction, op rules.Fi
 	id := a.File
 	slot, ok := s.p.FileSlot(id, role)
 	if !ok {
-		s.note(rule, fmt.Sprintf("%s %s: no copy for role %q", op, id, role))
+		s.note(rule, fmt.Sprintf("%s %s at %s: role %q has no copy of it (it is kept for %s); check the role: expression", op, id, a.Pos, role, strings.Join(a.Target().Roles, ", ")))
 		return
 	}
 	text := s.render(&a.Text, role)

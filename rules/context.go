@@ -316,6 +316,9 @@ type WriteAction struct {
 // fields of a write.
 type AppendAction WriteAction
 
+// Target is the declared file written.
+func (w *WriteAction) Target() *ContextFile { return w.file }
+
 func (w *WriteAction) check(c *compiler, where string) { w.checkOp(c, where, OpWrite) }
 func (a *AppendAction) check(c *compiler, where string) {
 	(*WriteAction)(a).checkOp(c, where, OpAppend)
