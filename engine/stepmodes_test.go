@@ -27,13 +27,13 @@ var (
 	bundledErr   error
 )
 
-// bundled loads DayOne and Hot Seat once per process: the fuzz target
+// bundled loads the bundled packs once per process: the fuzz target
 // would otherwise spend most of its time compiling packs.
 func bundled(t testing.TB) map[string]*rules.Pack {
 	t.Helper()
 	bundledOnce.Do(func() {
 		bundledPacks = map[string]*rules.Pack{}
-		for _, name := range []string{"dayone", "hotseat"} {
+		for _, name := range stepPacks {
 			p, err := rules.Load(os.DirFS("../scenarios/"+name), ".")
 			if err != nil {
 				bundledErr = err
@@ -47,6 +47,9 @@ func bundled(t testing.TB) map[string]*rules.Pack {
 	}
 	return bundledPacks
 }
+
+// stepPacks are the packs the step-mode tests play.
+var stepPacks = []string{"dayone", "hotseat", "boardroom"}
 
 func readCandidate(t testing.TB, file string) []events.Timed {
 	t.Helper()
@@ -151,7 +154,8 @@ func TestCatchUpEqualsJump(t *testing.T) {
 	packs := bundled(t)
 	dayone := readCandidate(t, "../scenarios/dayone/candidate.jsonl")
 	hotseat := readCandidate(t, "../scenarios/hotseat/candidate.jsonl")
-	noReply, slow, slower := int64(0), int64(2000), int64(4000)
+	boardroom := readCandidate(t, "../scenarios/boardroom/candidate.jsonl")
+	noReply, slow, slower, slowest := int64(0), int64(2000), int64(4000), int64(20000)
 	cases := []struct {
 		name string
 		pack string
@@ -172,6 +176,10 @@ func TestCatchUpEqualsJump(t *testing.T) {
 		{"dayone/slower_than_lead", "dayone", dryrun.Options{Events: dayone, Replies: []dryrun.Reply{{Repeat: true, DelayMS: &slower}}}},
 		{"hotseat/candidate", "hotseat", dryrun.Options{Events: hotseat, Seed: 7}},
 		{"hotseat/silent", "hotseat", dryrun.Options{Seed: 7}},
+		// Jobs on a period, reruns and context writes; and a model slower
+		// than the period, so starts meet runs in flight.
+		{"boardroom/candidate", "boardroom", dryrun.Options{Events: boardroom}},
+		{"boardroom/slow_jobs", "boardroom", dryrun.Options{Events: boardroom, Replies: []dryrun.Reply{{Job: "question", Repeat: true, DelayMS: &slowest}}}},
 	}
 	caughtUp := 0
 	for _, c := range cases {
@@ -263,14 +271,15 @@ func FuzzStepModes(f *testing.F) {
 	f.Add(byte(0), []byte{})
 	f.Add(byte(1), []byte{0, 100, 0, 0, 100, 1, 0, 100, 7, 0, 100, 2})
 	f.Add(byte(1), []byte{4, 80, 0, 1, 8, 3, 6, 4, 0, 4, 8, 1, 0, 120, 2})
+	f.Add(byte(2), []byte{0, 8, 0, 4, 20, 0, 2, 4, 3, 4, 12, 1, 3, 40, 2})
 	f.Fuzz(func(t *testing.T, which byte, data []byte) {
-		name := []string{"dayone", "hotseat"}[which%2]
+		name := stepPacks[int(which)%len(stepPacks)]
 		p := bundled(t)[name]
 		evs := fuzzEvents(data, p.Duration.MS)
 		opt := dryrun.Options{Events: evs, Seed: uint64(which)}
 		jump, err := dryrun.Run(p, opt)
 		if err != nil {
-			// Every event fuzzEvents makes is valid for both packs.
+			// Every event fuzzEvents makes is valid for every pack.
 			t.Fatalf("%s refused the events: %v", name, err)
 		}
 		want := recordEffects(jump.Records)
