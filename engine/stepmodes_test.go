@@ -155,7 +155,7 @@ func TestCatchUpEqualsJump(t *testing.T) {
 	dayone := readCandidate(t, "../scenarios/dayone/candidate.jsonl")
 	hotseat := readCandidate(t, "../scenarios/hotseat/candidate.jsonl")
 	boardroom := readCandidate(t, "../scenarios/boardroom/candidate.jsonl")
-	noReply, slow, slower, slowest := int64(0), int64(2000), int64(4000), int64(20000)
+	noReply, slow, slower, slowest := int64(0), int64(2000), int64(4000), int64(19000)
 	cases := []struct {
 		name string
 		pack string

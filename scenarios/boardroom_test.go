@@ -32,7 +32,7 @@ var memberAssembly = []string{
 
 var moderatorAssembly = []string{
 	"persona.md", "orchestration.md", "phrase-library.md", "session-config.md", "deck-content.md",
-	"board-dossier.md", "presenter-transcript.md", "exchange-history.md", "session-state.md",
+	"external-intel.md", "board-dossier.md", "presenter-transcript.md", "exchange-history.md", "session-state.md",
 	"debrief-notes.md", "role", "goal", "constraints",
 }
 
@@ -213,8 +213,9 @@ func TestBoardroomBufferRefresh(t *testing.T) {
 		replies []dryrun.Reply
 	}{
 		{"scripted model", nil},
-		// Slower than the period: starts overlap the run in flight.
-		{"20 s model", []dryrun.Reply{{Job: "question", Repeat: true, DelayMS: ptr(int64(20_000))}}},
+		// Slower than the period (and just inside the job timeout):
+		// starts meet the run in flight.
+		{"19 s model", []dryrun.Reply{{Job: "question", Repeat: true, DelayMS: ptr(int64(19_000))}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := runBoardroom(t, p, evs, tc.replies)
@@ -401,6 +402,28 @@ func TestBoardroomBudgetTrimOrder(t *testing.T) {
 	}
 	if deep == 0 {
 		t.Fatal("no call cut past the transcript; the budget's order went untested")
+	}
+}
+
+// The turn limit holds: with MAX_EXCHANGES at 1, no member asks twice,
+// and a slide whose members are all spent gets no question.
+func TestBoardroomTurnLimit(t *testing.T) {
+	p := editedBoardroom(t, func(mfs fstest.MapFS) {
+		pack := mfs["pack.yaml"]
+		pack.Data = bytes.Replace(pack.Data, []byte("MAX_EXCHANGES: 3 "), []byte("MAX_EXCHANGES: 1 "), 1)
+	})
+	_, evs := loadBundled(t, "boardroom")
+	res := runBoardroom(t, p, evs, nil)
+	asked := map[string]int{}
+	for _, r := range res.Records {
+		if r.Type == engine.EffectAgentMessage && r.Kind == "question" {
+			asked[r.Agent]++
+		}
+	}
+	for _, m := range boardMembers {
+		if asked[m] != 1 {
+			t.Fatalf("with one exchange each, %s asked %d questions (%v)", m, asked[m], asked)
+		}
 	}
 }
 

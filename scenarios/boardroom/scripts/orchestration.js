@@ -14,7 +14,7 @@ const MEMBERS = ["skeptic", "analyst", "contrarian"];
 const MEMBER_NAMES = { skeptic: "Marcus", analyst: "Priya", contrarian: "James" };
 // The slides each member's lens is drawn to, besides its focus brief's.
 const LENS = { skeptic: [5, 6], analyst: [2, 3], contrarian: [1, 4] };
-const SLIDE = /Slide (\d+)/;
+const SLIDE = /slide (\d+)/i;
 const FOCUS_SLIDE = /Slide I care most about: (\d+)/;
 const BUFFER = /^<!-- slide (\d+) -->\n([\s\S]*)$/;
 
@@ -25,19 +25,21 @@ function opening(arg) {
   ];
 }
 
-// A new slide: whatever exchange was open ends (the presenter moved on),
-// and the slide is the one questions are about now.
+// A new slide is the one questions are about from now on. An exchange
+// whose question is still to be said stays open (the question is about
+// its own slide); one being answered, or a question still being written,
+// ends: the presenter moved on. The same slide again changes nothing.
 function slideChanged(arg) {
+  const v = arg.vars;
   const m = SLIDE.exec(arg.msg.text);
   if (!m) return [{ emit: { text: "slide_changed without a slide number: " + arg.msg.text, level: "warning" } }];
   const slide = Number(m[1]);
+  if (slide === v.slide || v.stage === "closing") return [{ set: { var: "slide", value: slide } }];
   const out = [{ set: { var: "slide", value: slide } }];
-  const v = arg.vars;
-  if (v.stage === "asking" || v.stage === "questioning" || v.stage === "answering") {
+  if (v.stage === "questioning") return out.concat([state(arg, { slide: slide })]);
+  if (v.stage === "asking" || v.stage === "answering") {
     const who = v.asker || v.waiting_for;
-    out.push(
-      { append: { file: "debrief-notes.md", role: "moderator", text: "- [" + clock(arg.now_ms) + "] slide " + v.asked_slide + ": " + MEMBER_NAMES[who] + "'s exchange was left open when the presenter moved on." } },
-    );
+    out.push(note(arg, MEMBER_NAMES[who] + "'s exchange was left open when the presenter moved on."));
     out.push.apply(out, reset());
   }
   out.push(state(arg, { stage: "presenting", slide: slide, floor: "" }));
@@ -58,6 +60,9 @@ function giveFloor(arg) {
     { set: { var: "stage", value: "asking" } },
     { set: { var: "waiting_for", value: m } },
     { set: { var: "stalls", value: 1 } },
+    { set: { var: "retries", value: 0 } },
+    { set: { var: "asking_at", value: arg.now_ms } },
+    { set: { var: "stalled_at", value: arg.now_ms } },
   ].concat(moderatorSays(arg, "stall", phrase(arg, "stalling", v.exchanges, m)), [
     { job: { id: "question", args: { member: m, slide: v.slide }, overlap: "rerun" } },
     state(arg, { stage: "asking", floor: m }),
@@ -74,31 +79,38 @@ function moderatorSays(arg, kind, line) {
 }
 
 // The question the moderator was covering for has been written (the
-// rule on job:question checked it is for this slide).
+// rule on job:question checked it is for this slide): the moderator
+// names the member, who asks it.
 function questionReady(arg) {
   const m = arg.args.member;
   const q = buffered(arg, m);
   if (!q) return [];
-  return ask(arg, m, q, "handover");
+  return ask(arg, m, q, "transition");
 }
 
-// A question could not be written: ask again. The moderator's stalling
-// phrases are paced by keep_covering, not by how fast calls fail.
+// A question could not be written: ask again, at most MAX_RETRIES times.
+// The moderator's stalling phrases are paced by keep_covering, not by
+// how fast calls fail.
 function questionFailed(arg) {
   const v = arg.vars;
   const m = arg.args.member;
-  if (v.stage !== "asking" || v.waiting_for !== m) return [];
-  return [{ job: { id: "question", args: { member: m, slide: v.slide }, overlap: "rerun" } }];
+  if (v.stage !== "asking" || v.waiting_for !== m || v.retries >= arg.constants.MAX_RETRIES) return [];
+  return [
+    { set: { var: "retries", value: v.retries + 1 } },
+    { job: { id: "question", args: { member: m, slide: v.slide }, overlap: "rerun" } },
+  ];
 }
 
-// Still no question: another phrase, or after MAX_STALLS of them, move
-// on rather than leave the presenter waiting.
+// Still no question: another phrase, or after MAX_STALLS of them or
+// ASK_LIMIT, move on rather than leave the presenter waiting.
 function stillWaiting(arg) {
   const v = arg.vars;
   const m = v.waiting_for;
-  if (v.stalls < arg.constants.MAX_STALLS) {
-    return [{ set: { var: "stalls", value: v.stalls + 1 } }].concat(
-      moderatorSays(arg, "stall", phrase(arg, "stalling", v.exchanges + v.stalls, m)));
+  if (v.stalls < arg.constants.MAX_STALLS && arg.now_ms - v.asking_at < arg.constants.ASK_LIMIT) {
+    return [
+      { set: { var: "stalls", value: v.stalls + 1 } },
+      { set: { var: "stalled_at", value: arg.now_ms } },
+    ].concat(moderatorSays(arg, "stall", phrase(arg, "stalling", v.exchanges + v.stalls, m)));
   }
   return moveOn(arg, MEMBER_NAMES[m] + " had no question ready; we moved on.");
 }
@@ -108,42 +120,60 @@ function exchangeTooLong(arg) {
   return moveOn(arg, MEMBER_NAMES[arg.vars.asker] + "'s exchange ran past its time; the moderator closed it.");
 }
 
-function moveOn(arg, note) {
-  const v = arg.vars;
-  return reset().concat([
-    { say: { role: "moderator", kind: "transition", line: "We will come back to that. Please go on with the next slide." } },
-    { append: { file: "debrief-notes.md", role: "moderator", text: "- [" + clock(arg.now_ms) + "] slide " + v.asked_slide + ": " + note } },
+function moveOn(arg, text) {
+  return reset().concat(moderatorSays(arg, "transition", phrase(arg, "move_on", arg.vars.exchanges)), [
+    note(arg, text),
     state(arg, { stage: "presenting", floor: "" }),
   ]);
 }
 
-// The member's question has been said: the presenter's answers count
-// from now.
-function questionSaid(arg) {
-  return [
-    { set: { var: "stage", value: "answering" } },
-    { set: { var: "answers", value: 0 } },
-    { set: { var: "exchange_at", value: arg.now_ms } },
-    state(arg, { stage: "answering" }),
-  ];
+// note adds a line about the current exchange to the debrief notes.
+function note(arg, text) {
+  return { append: { file: "debrief-notes.md", role: "moderator", text: "- [" + clock(arg.now_ms) + "] slide " + arg.vars.asked_slide + ": " + text } };
 }
 
-// The presenter answered: the first answer gets the member's follow-up
-// (routing), the second closes the exchange.
+// The asker spoke: its first line is its question (answers count from
+// then), its next, once the presenter has answered, its follow-up.
+function askerSpoke(arg) {
+  const v = arg.vars;
+  if (v.stage === "questioning") {
+    return [
+      { set: { var: "stage", value: "answering" } },
+      { set: { var: "answers", value: 0 } },
+      { set: { var: "first_answer", value: "" } },
+      { set: { var: "followed_up", value: false } },
+      { set: { var: "exchange_at", value: arg.now_ms } },
+      state(arg, { stage: "answering" }),
+    ];
+  }
+  if (v.answers > 0 && !v.followed_up) return [{ set: { var: "followed_up", value: true } }];
+  return [];
+}
+
+// The presenter answered. What comes before the member's follow-up is the
+// first answer (however many segments speech-to-text cut it into; the
+// first gets the follow-up, by routing); what comes after it closes the
+// exchange.
 function answered(arg) {
   const v = arg.vars;
-  const n = v.answers + 1;
-  if (n < 2) return [{ set: { var: "answers", value: n } }];
+  if (!v.followed_up) {
+    const first = v.first_answer === "" ? arg.msg.text : v.first_answer + " " + arg.msg.text;
+    return [
+      { set: { var: "answers", value: v.answers + 1 } },
+      { set: { var: "first_answer", value: clip(first, 600) } },
+    ];
+  }
   const m = v.asker;
   const who = MEMBER_NAMES[m];
-  const answer = clip(arg.msg.text, 240);
+  const first = clip(v.first_answer, 240);
+  const last = clip(arg.msg.text, 240);
   const at = clock(arg.now_ms);
   return reset().concat([
-    { append: { file: "exchange-history.md", text: "- [" + at + "] slide " + v.asked_slide + ", " + who + " (" + m + "): " + v.question + " / presenter: " + answer } },
-    { append: { file: "exchange-notes.md", role: m, text: "- slide " + v.asked_slide + ": asked \"" + v.question + "\"; heard: " + answer } },
-    { append: { file: "debrief-notes.md", role: "moderator", text: "- [" + at + "] slide " + v.asked_slide + ": " + who + " (" + m + ") was answered; last answer " + words(arg.msg.text) + " words" } },
+    { append: { file: "exchange-history.md", text: "- [" + at + "] slide " + v.asked_slide + ", " + who + " (" + m + "): " + v.question + " / presenter: " + first + " / after the follow-up: " + last } },
+    { append: { file: "exchange-notes.md", role: m, text: "- slide " + v.asked_slide + ": heard: " + first + " / then: " + last } },
+    note(arg, who + " (" + m + ") was answered in " + (words(v.first_answer) + words(arg.msg.text)) + " words"),
     { job: { id: "observe", args: { member: m, slide: v.asked_slide } } },
-    { say: { role: "moderator", kind: "transition", line: "Thank you, " + who + ". Please go on." } },
+  ], moderatorSays(arg, "transition", phrase(arg, "thanks", v.exchanges, m)), [
     state(arg, { stage: "presenting", floor: "" }),
   ]);
 }
@@ -159,6 +189,7 @@ function ask(arg, m, q, kind) {
   out.push(
     { floor: m },
     { say: { role: m, kind: "question", line: q } },
+    { append: { file: "exchange-notes.md", role: m, text: "- slide " + v.slide + ": asked \"" + q + "\"" } },
     { write: { file: "candidate-question.md", role: m, text: "" } },
     { job: { id: "question", args: { member: m, slide: v.slide }, overlap: "rerun" } },
     { set: { var: "stage", value: "questioning" } },
@@ -181,6 +212,7 @@ function reset() {
     { set: { var: "asker", value: "" } },
     { set: { var: "waiting_for", value: "" } },
     { set: { var: "answers", value: 0 } },
+    { set: { var: "followed_up", value: false } },
   ];
 }
 
@@ -225,7 +257,11 @@ function buffered(arg, m) {
   const s = BUFFER.exec(f.text);
   if (!s || Number(s[1]) !== arg.vars.slide) return null;
   const q = s[2].trim();
-  return q === "" ? null : q;
+  // A question the member has asked already (the slide came round
+  // again) is not asked twice.
+  const notes = arg.files[m + "/exchange-notes.md"];
+  if (q === "" || notes && notes.text.indexOf("asked \"" + q + "\"") >= 0) return null;
+  return q;
 }
 
 // phrase is the n-th phrase of a section of the phrase library, in
@@ -275,9 +311,15 @@ function state(arg, change) {
   return { write: { file: "session-state.md", role: "moderator", text: text } };
 }
 
-// closing is the last state: no more questions.
+// closing is the last state: no more questions. An exchange still open
+// is noted as such.
 function closing(arg) {
-  return reset().concat([state(arg, { stage: "closing", floor: "" }), { set: { var: "stage", value: "closing" } }]);
+  const v = arg.vars;
+  const out = [];
+  if (v.stage === "asking" || v.stage === "questioning" || v.stage === "answering") {
+    out.push(note(arg, MEMBER_NAMES[v.asker || v.waiting_for] + "'s exchange was still open at the close."));
+  }
+  return out.concat(reset(), [state(arg, { stage: "closing", floor: "" }), { set: { var: "stage", value: "closing" } }]);
 }
 
 function clock(ms) {
