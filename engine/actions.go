@@ -33,6 +33,7 @@ func (s *Session) runRule(r *rules.Rule) {
 // runHandler runs a job's handler actions with its args and result in
 // scope.
 func (s *Session) runHandler(list rules.Actions, rule string, args map[string]any, result any) {
+	defer s.env.SetArgs(nil, nil)
 	for _, a := range list {
 		if s.ended {
 			return
@@ -40,7 +41,6 @@ func (s *Session) runHandler(list rules.Actions, rule string, args map[string]an
 		s.env.SetArgs(args, result)
 		s.do(a, rule)
 	}
-	s.env.SetArgs(nil, nil)
 }
 
 // do performs one action on behalf of rule.

@@ -197,9 +197,12 @@ func cut(text string, keep int, end bool) (string, int) {
 		for from < len(text) && !utf8.RuneStart(text[from]) {
 			from++
 		}
+		if from == len(text) { // less than the last character fits
+			return "", len(text)
+		}
 		// Already at a line's start, or find the next one (not the very
 		// end: a trailing line break would leave nothing).
-		if from > 0 && text[from-1] != '\n' {
+		if from > 0 && text[from-1] != '\n' && from < len(text)-1 {
 			if nl := strings.IndexByte(text[from:min(from+snap, len(text)-1)], '\n'); nl >= 0 {
 				from += nl + 1
 			}
@@ -218,6 +221,9 @@ func cut(text string, keep int, end bool) (string, int) {
 				to = lo + nl
 			}
 		}
+	}
+	if to == 0 { // less than the first character fits
+		return "", len(text)
 	}
 	return text[:to] + "\n" + trimMark(len(text)-to), len(text) - to
 }

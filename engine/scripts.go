@@ -282,6 +282,8 @@ func cloneData(v any) any {
 			out[i] = cloneData(e)
 		}
 		return out
+	case []string: // what memory() and available() return
+		return slices.Clone(x)
 	}
 	return v
 }

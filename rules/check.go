@@ -404,7 +404,7 @@ func (ph *Phase) check(c *compiler, i int) {
 	name := ph.job.RoleArg()
 	given := slices.ContainsFunc(ph.Args, func(x Arg) bool { return x.ID == name }) || name == "item" && ph.ForEach.Set()
 	if name != "" && !given {
-		c.errorf(ph.Pos, "phase %d: job %s runs as the role in args.%s; pass it (args: {%s: ...}, or for_each with role: args.item)", i+1, ph.Job, name, name)
+		c.errorf(ph.Pos, "phase %d: job %s runs as the role in args.%s; pass it: args: {%s: ...}", i+1, ph.Job, name, name)
 	}
 }
 

@@ -198,6 +198,9 @@ func (p *Pack) readFileSources(fsys fs.FS, errs *ErrorList, hash func(string, []
 				f.initial[k] = f.Text
 				continue
 			}
+			if role == "" && strings.Contains(f.From, "{role}") {
+				break // the checker says why
+			}
 			name := path.Clean(strings.ReplaceAll(f.From, "{role}", role))
 			if !fs.ValidPath(name) {
 				errs.add(f.Pos, "file %s: from %q must be a path inside the pack folder", f.ID, clip(f.From))
@@ -280,8 +283,10 @@ func (c *compiler) checkFiles() {
 	for i := range p.Files {
 		p.Files[i].check(c, i)
 	}
-	if len(p.Files) > 0 && slices.Contains(p.RoleIDs(), SharedScope) {
-		c.errorf(p.Pos, "a role called %q would share its context folder with the shared files; rename the role", SharedScope)
+	for _, clash := range []string{SharedScope, "templates"} {
+		if len(p.Files) > 0 && slices.Contains(p.RoleIDs(), clash) {
+			c.errorf(p.Pos, "a role called %q would share its context folder (%s/) with the %s files; rename the role", clash, clash, clash)
+		}
 	}
 }
 
@@ -349,8 +354,15 @@ func (w *WriteAction) checkOp(c *compiler, where string, op FileOp) {
 	// context_violation the session goes on from; one written in the
 	// pack can be refused now. Only the class is known here, not how
 	// often the file will have been written.
-	if !c.script {
-		if why := w.file.Refuses(op, 0); why != "" {
+	if !c.script && (w.file.Class != ClassWriteFew || w.file.MaxWrites > 0) {
+		// Starting content is a write already, if every copy has some.
+		writes := 1
+		for _, init := range w.file.initial {
+			if init == "" {
+				writes = 0
+			}
+		}
+		if why := w.file.Refuses(op, writes); why != "" {
 			c.errorf(w.Pos, "%s: %s %s is refused: %s", where, op, w.File, why)
 		}
 	}

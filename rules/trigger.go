@@ -95,7 +95,7 @@ func ParseTrigger(s string) (Trigger, error) {
 			continue
 		}
 		if name, ok := strings.CutPrefix(s, e.name); ok {
-			if !isIdent(name) {
+			if !isName(name) {
 				return Trigger{}, fmt.Errorf("%s: write %sNAME, naming a %s of this pack", s, e.name, strings.TrimSuffix(e.name, ":"))
 			}
 			return Trigger{Kind: e.kind, Name: name}, nil
@@ -105,6 +105,20 @@ func ParseTrigger(s string) (Trigger, error) {
 		return Trigger{}, err
 	}
 	return EventTrigger(s), nil
+}
+
+// isName says whether s can name a tool or a job in a trigger: what
+// their ids may be (letters, digits, '_' and '-').
+func isName(s string) bool {
+	if s == "" || len(s) > MaxEventType {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // MaxEventType bounds the length of a candidate event type.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/archive"
 	"github.com/batonhq/baton/runtime/dryrun"
@@ -81,7 +82,11 @@ func cmdReplay(_ context.Context, args []string, stdout, stderr io.Writer) error
 		case len(res.Files) == 0:
 			return errors.New("-archive: the session's pack declares no context files")
 		}
-		m := archive.Manifest{Session: s.ID, Pack: s.Pack, PackHash: s.PackHash, Engine: s.Engine, EndedMS: res.T, Reason: s.EndReason}
+		reason := s.EndReason
+		if n := len(res.Timeline); n > 0 && res.Timeline[n-1].Type == engine.EffectSessionEnd {
+			reason = res.Timeline[n-1].Reason // the engine's, as the server archives it
+		}
+		m := archive.Manifest{Session: s.ID, Pack: s.Pack, PackHash: s.PackHash, Engine: s.Engine, EndedMS: res.T, Reason: reason}
 		dir, err := archive.Write(*archiveDir, m, res.Files)
 		if err != nil {
 			return err

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"time"
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/runtime/internal/wal"
@@ -61,18 +62,26 @@ func Layout(m Manifest, files []engine.ContextFileState) (Manifest, map[string]s
 	return m, content
 }
 
+// staleAfter is how old a temporary folder must be before a Write takes
+// it for an interrupted one's and removes it; a Write in progress
+// finishes well within it.
+const staleAfter = 10 * time.Minute
+
 // Write exports files as dir/ID: written in a temporary folder, synced,
 // made read-only (files 0444, folders 0555) and renamed into place, so an
-// archive is whole or absent. An archive already there is left as it is
-// (a session that ends again after a restart has the same files): Write
-// reports its path. What an earlier, interrupted Write of the same id
-// left behind is removed first.
+// archive is whole or absent. An archive already there is kept if it is
+// whole (a session that ends again after a restart has the same files):
+// Write reports its path. What an earlier, interrupted Write of the same
+// id left behind is removed first.
 func Write(dir string, m Manifest, files []engine.ContextFileState) (string, error) {
 	if err := wal.ValidID(m.Session); err != nil {
 		return "", fmt.Errorf("archive: %w", err)
 	}
 	final := filepath.Join(dir, m.Session)
-	if _, err := os.Stat(filepath.Join(final, ManifestFile)); err == nil {
+	if _, err := os.Stat(final); err == nil {
+		if _, err := Verify(final); err != nil {
+			return "", fmt.Errorf("archive: %s is there but not whole; move it aside to write it again: %w", final, err)
+		}
 		return final, nil
 	}
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
@@ -86,8 +95,11 @@ func Write(dir string, m Manifest, files []engine.ContextFileState) (string, err
 	}
 	stale, _ := filepath.Glob(filepath.Join(dir, "."+m.Session+".tmp-*"))
 	for _, s := range stale {
-		_ = Unlock(s)
-		_ = os.RemoveAll(s)
+		// Another Write of this id may be filling a young one.
+		if st, err := os.Stat(s); err == nil && time.Since(st.ModTime()) > staleAfter {
+			_ = Unlock(s)
+			_ = os.RemoveAll(s)
+		}
 	}
 	tmp, err := os.MkdirTemp(dir, "."+m.Session+".tmp-")
 	if err != nil {
@@ -114,12 +126,15 @@ func Write(dir string, m Manifest, files []engine.ContextFileState) (string, err
 		return "", err
 	}
 	if err := os.Rename(tmp, final); err != nil {
-		if _, statErr := os.Stat(filepath.Join(final, ManifestFile)); statErr == nil {
+		if _, verr := Verify(final); verr == nil {
 			return final, nil // another writer finished first
 		}
 		return "", fmt.Errorf("archive: %w", err)
 	}
-	return final, syncDir(dir)
+	if err := syncDir(dir); err != nil {
+		return final, fmt.Errorf("archive: %s is written, but the folder holding it could not be synced: %w", final, err)
+	}
+	return final, nil
 }
 
 // writeFile writes one read-only file and syncs it.
@@ -218,6 +233,10 @@ func Verify(dir string) (Manifest, error) {
 	want := map[string]bool{ManifestFile: true}
 	var problems []error
 	for _, f := range m.Files {
+		if !fs.ValidPath(f.Path) {
+			problems = append(problems, fmt.Errorf("manifest path %q leaves the archive", f.Path))
+			continue
+		}
 		want[f.Path] = true
 		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f.Path)))
 		if err != nil {

@@ -2,6 +2,7 @@ package archive
 
 import (
 	"os"
+	"time"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -124,11 +125,52 @@ func TestWriteClearsInterruptedWrite(t *testing.T) {
 	if err := os.Chmod(filepath.Join(stale, "shared"), 0o555); err != nil {
 		t.Fatal(err)
 	}
+	// A young one may be another Write's, filling: it is left alone.
+	young := filepath.Join(dir, ".s1.tmp-456")
+	if err := os.Mkdir(young, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Write(dir, Manifest{Session: "s1"}, sample()); err != nil {
 		t.Fatal(err)
 	}
 	ents, _ := os.ReadDir(dir)
-	if len(ents) != 1 || ents[0].Name() != "s1" {
+	if len(ents) != 2 || ents[0].Name() != ".s1.tmp-456" || ents[1].Name() != "s1" {
 		t.Fatalf("folder holds %v", ents)
+	}
+}
+
+// Writers racing on one id all end with the one whole archive.
+func TestConcurrentWrites(t *testing.T) {
+	dir := tempDir(t)
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			_, err := Write(dir, Manifest{Session: "s1"}, sample())
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Verify(filepath.Join(dir, "s1")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A folder where the archive should be that is not whole is reported,
+// never passed off as the archive.
+func TestWriteRefusesBrokenArchive(t *testing.T) {
+	dir := tempDir(t)
+	if err := os.MkdirAll(filepath.Join(dir, "s1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Write(dir, Manifest{Session: "s1"}, sample()); err == nil {
+		t.Fatal("an empty folder passed for an archive")
 	}
 }

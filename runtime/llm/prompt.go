@@ -201,7 +201,7 @@ func systemPrompt(req *engine.LLMRequest) string {
 // fileBody keeps a context file's text from closing its tag or passing
 // for the turn brief: a file can hold what the candidate said, word for
 // word.
-var fileBody = strings.NewReplacer("</file", "< /file", BriefBegin, "(turn brief marker)", BriefEnd, "(turn brief marker)")
+var fileBody = strings.NewReplacer("</file", "< /file", "</FILE", "< /FILE", "</File", "< /File", BriefBegin, "(turn brief marker)", BriefEnd, "(turn brief marker)")
 
 func field(b *strings.Builder, name, value string) {
 	if value = strings.TrimSpace(value); value == "" {
