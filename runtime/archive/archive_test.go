@@ -2,10 +2,10 @@ package archive
 
 import (
 	"os"
-	"time"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/batonhq/baton/engine"
 )
