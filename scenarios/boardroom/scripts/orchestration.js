@@ -3,7 +3,8 @@
 // how an exchange is closed and recorded. Everything it reads comes from
 // the session (vars, context files, the clock); everything it does is a
 // pack action the engine checks, so it cannot write a file its class
-// forbids.
+// forbids. The rules that call it write the moderator's session-state.md
+// after it, from the variables it sets.
 //
 // Stages: presenting -> asking (a question is being written; the
 // moderator covers) -> questioning (the question is queued) -> answering
@@ -21,7 +22,6 @@ const BUFFER = /^<!-- slide (\d+) -->\n([\s\S]*)$/;
 function opening(arg) {
   return [
     { say: { role: "moderator", kind: "opening", line: phrase(arg, "opening", 0) } },
-    state(arg, { stage: "presenting" }),
   ];
 }
 
@@ -36,13 +36,12 @@ function slideChanged(arg) {
   const slide = Number(m[1]);
   if (slide === v.slide || v.stage === "closing") return [{ set: { var: "slide", value: slide } }];
   const out = [{ set: { var: "slide", value: slide } }];
-  if (v.stage === "questioning") return out.concat([state(arg, { slide: slide })]);
+  if (v.stage === "questioning") return out;
   if (v.stage === "asking" || v.stage === "answering") {
     const who = v.asker || v.waiting_for;
     out.push(note(arg, MEMBER_NAMES[who] + "'s exchange was left open when the presenter moved on."));
     out.push.apply(out, reset());
   }
-  out.push(state(arg, { stage: "presenting", slide: slide, floor: "" }));
   return out;
 }
 
@@ -65,7 +64,6 @@ function giveFloor(arg) {
     { set: { var: "stalled_at", value: arg.now_ms } },
   ].concat(moderatorSays(arg, "stall", phrase(arg, "stalling", v.exchanges, m)), [
     { job: { id: "question", args: { member: m, slide: v.slide }, overlap: "rerun" } },
-    state(arg, { stage: "asking", floor: m }),
   ]);
 }
 
@@ -101,6 +99,12 @@ function questionFailed(arg) {
   ];
 }
 
+// pace is the pacing rule's: covering for a question, or closing an
+// exchange that ran too long.
+function pace(arg) {
+  return arg.vars.stage === "asking" ? stillWaiting(arg) : exchangeTooLong(arg);
+}
+
 // Still no question: another phrase, or after MAX_STALLS of them or
 // ASK_LIMIT, move on rather than leave the presenter waiting.
 function stillWaiting(arg) {
@@ -123,7 +127,6 @@ function exchangeTooLong(arg) {
 function moveOn(arg, text) {
   return reset().concat(moderatorSays(arg, "transition", phrase(arg, "move_on", arg.vars.exchanges)), [
     note(arg, text),
-    state(arg, { stage: "presenting", floor: "" }),
   ]);
 }
 
@@ -143,7 +146,6 @@ function askerSpoke(arg) {
       { set: { var: "first_answer", value: "" } },
       { set: { var: "followed_up", value: false } },
       { set: { var: "exchange_at", value: arg.now_ms } },
-      state(arg, { stage: "answering" }),
     ];
   }
   if (v.answers > 0 && !v.followed_up) return [{ set: { var: "followed_up", value: true } }];
@@ -174,7 +176,6 @@ function answered(arg) {
     note(arg, who + " (" + m + ") was answered in " + (words(v.first_answer) + words(arg.msg.text)) + " words"),
     { job: { id: "observe", args: { member: m, slide: v.asked_slide } } },
   ], moderatorSays(arg, "transition", phrase(arg, "thanks", v.exchanges, m)), [
-    state(arg, { stage: "presenting", floor: "" }),
   ]);
 }
 
@@ -200,7 +201,6 @@ function ask(arg, m, q, kind) {
     { set: { var: "asked_slide", value: v.slide } },
     { set: { var: "exchanges", value: v.exchanges + 1 } },
     { set: { var: "asked_" + m, value: v["asked_" + m] + 1 } },
-    state(arg, { stage: "questioning", floor: m }),
   );
   return out;
 }
@@ -289,28 +289,6 @@ function phrases(text, section) {
   return out;
 }
 
-// state overwrites the moderator's live tracking file.
-function state(arg, change) {
-  const v = arg.vars;
-  const s = {
-    stage: change.stage !== undefined ? change.stage : v.stage,
-    slide: change.slide !== undefined ? change.slide : v.slide,
-    floor: change.floor !== undefined ? change.floor : v.asker,
-  };
-  const counts = MEMBERS.map(function (m) {
-    const extra = change.floor === m && s.stage === "questioning" ? 1 : 0;
-    return m + " " + (v["asked_" + m] + extra);
-  });
-  const text =
-    "# Session state\n" +
-    "- at: " + clock(arg.now_ms) + "\n" +
-    "- stage: " + s.stage + "\n" +
-    "- slide: " + s.slide + "\n" +
-    "- floor: " + (s.floor || "moderator") + "\n" +
-    "- exchanges: " + counts.join(", ");
-  return { write: { file: "session-state.md", role: "moderator", text: text } };
-}
-
 // closing is the last state: no more questions. An exchange still open
 // is noted as such.
 function closing(arg) {
@@ -319,7 +297,7 @@ function closing(arg) {
   if (v.stage === "asking" || v.stage === "questioning" || v.stage === "answering") {
     out.push(note(arg, MEMBER_NAMES[v.asker || v.waiting_for] + "'s exchange was still open at the close."));
   }
-  return out.concat(reset(), [state(arg, { stage: "closing", floor: "" }), { set: { var: "stage", value: "closing" } }]);
+  return out.concat(reset(), [{ set: { var: "stage", value: "closing" } }]);
 }
 
 function clock(ms) {
