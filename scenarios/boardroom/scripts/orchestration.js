@@ -87,7 +87,7 @@ function questionReady(arg) {
 }
 
 // A question could not be written: ask again, at most MAX_RETRIES times.
-// The moderator's stalling phrases are paced by keep_covering, not by
+// The moderator's stalling phrases are paced by the pacing rule, not by
 // how fast calls fail.
 function questionFailed(arg) {
   const v = arg.vars;
