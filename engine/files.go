@@ -88,13 +88,13 @@ func (f *files) write(s *Session, rule string, a *rules.WriteAction, op rules.Fi
 		return
 	}
 	d.text, d.writes, d.at = next, d.writes+1, s.now
-	data, _ := json.Marshal(fileWritten{Text: text, Chars: len(next), Writes: d.writes})
+	data, _ := json.Marshal(FileWritten{Text: text, Chars: len(next), Writes: d.writes})
 	s.emit(Effect{Type: EffectContext, Agent: role, Kind: op.String(), Rule: rule, Text: fs.Path, Data: data})
 }
 
-// fileWritten is a context effect's data: what was written, and the
+// FileWritten is a context effect's data: what was written, and the
 // file's size and write count after it.
-type fileWritten struct {
+type FileWritten struct {
 	Text   string `json:"text"`
 	Chars  int    `json:"chars"`
 	Writes int    `json:"writes"`

@@ -61,7 +61,7 @@ func (c *compiler) checkAssemblies() {
 			continue
 		}
 		if _, ok := p.fileByID[item.Name]; !ok {
-			c.errorf(item.Pos, "llm.assembly: %q is neither a prompt part (%s) nor a context file%s", item.Name, strings.Join(promptPartWords, ", "), c.suggest(item.Name, append(slices.Clone(promptPartWords), p.fileNames()...)))
+			c.unknownPart(item, "llm.assembly")
 		}
 	}
 	for i := range p.Roles {
@@ -86,7 +86,7 @@ func (c *compiler) checkAssemblies() {
 			fi, declared := p.fileByID[item.Name]
 			if !declared {
 				if len(r.Assembly) > 0 { // llm.assembly's are reported once, above
-					c.errorf(item.Pos, "%s: %q is neither a prompt part (%s) nor a context file%s", where, item.Name, strings.Join(promptPartWords, ", "), c.suggest(item.Name, append(slices.Clone(promptPartWords), p.fileNames()...)))
+					c.unknownPart(item, where)
 				}
 				continue
 			}
@@ -98,4 +98,9 @@ func (c *compiler) checkAssemblies() {
 			a.Words, a.Slots, a.HasFiles = append(a.Words, item.Name), append(a.Slots, slot), true
 		}
 	}
+}
+
+func (c *compiler) unknownPart(item AssemblyItem, where string) {
+	c.errorf(item.Pos, "%s: %q is neither a prompt part (%s) nor a context file%s", where, item.Name,
+		strings.Join(promptPartWords, ", "), c.suggest(item.Name, append(slices.Clone(promptPartWords), c.p.fileNames()...)))
 }

@@ -152,10 +152,7 @@ func TestBoardroomFileClasses(t *testing.T) {
 		default:
 			continue
 		}
-		var w struct {
-			Text   string `json:"text"`
-			Writes int    `json:"writes"`
-		}
+		var w engine.FileWritten
 		if err := json.Unmarshal(r.Data, &w); err != nil {
 			t.Fatal(err)
 		}

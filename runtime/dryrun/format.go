@@ -93,11 +93,7 @@ func TextLine(r *Record) string {
 	case engine.EffectContext:
 		// One line per write: what, where, and the start of the text.
 		kind = string(r.Type)
-		var w struct {
-			Text   string `json:"text"`
-			Chars  int    `json:"chars"`
-			Writes int    `json:"writes"`
-		}
+		var w engine.FileWritten
 		_ = json.Unmarshal(r.Data, &w)
 		text = fmt.Sprintf("%s  %s %s  #%d, %d chars: %s", r.Rule, r.Kind, r.Text, w.Writes, w.Chars, clipLine(w.Text, 72))
 	case engine.EffectContextViolation:

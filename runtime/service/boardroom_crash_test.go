@@ -1,12 +1,10 @@
 package service
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -19,52 +17,6 @@ import (
 	"github.com/batonhq/baton/runtime/archive"
 	"github.com/batonhq/baton/runtime/internal/wal"
 )
-
-// startBatonArgs is startBaton with extra `baton serve` flags.
-func startBatonArgs(t *testing.T, bin, data string, extra ...string) *proc {
-	t.Helper()
-	p := &proc{stderr: &syncBuffer{}, lines: make(chan string, 16), exited: make(chan error, 1)}
-	args := append([]string{"serve", "--dev", "--data", data, "--addr", "127.0.0.1:0"}, extra...)
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Stderr = p.stderr
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			p.lines <- sc.Text()
-		}
-		close(p.lines)
-		p.exited <- p.cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		p.cmd.Process.Kill()
-		if t.Failed() {
-			t.Logf("server %v stderr:\n%s", args, p.stderr.String())
-		}
-	})
-	deadline := time.After(waitLimit)
-	for p.addr == "" || !strings.HasPrefix(p.lastLine, "ready") {
-		select {
-		case l, ok := <-p.lines:
-			if !ok {
-				t.Fatalf("server exited early:\n%s", p.stderr.String())
-			}
-			if a, ok := strings.CutPrefix(l, "listening on "); ok {
-				p.addr = a
-			}
-			p.lastLine = l
-		case <-deadline:
-			t.Fatalf("server not ready:\n%s", p.stderr.String())
-		}
-	}
-	return p
-}
 
 // awaitEffect polls the effects c has recorded (live or as missed) until
 // one matches pred. Unlike waitFor it consumes no frame, so it also finds
@@ -85,16 +37,9 @@ func awaitEffect(t *testing.T, c *wsClient, what string, pred func(*EffectFrame)
 	}
 }
 
-// contextWrite is a context effect's data.
-type contextWrite struct {
-	Text   string `json:"text"`
-	Chars  int    `json:"chars"`
-	Writes int    `json:"writes"`
-}
-
-func contextData(t *testing.T, f *EffectFrame) contextWrite {
+func contextData(t *testing.T, f *EffectFrame) engine.FileWritten {
 	t.Helper()
-	var w contextWrite
+	var w engine.FileWritten
 	if err := json.Unmarshal(f.Effect.Data, &w); err != nil {
 		t.Fatalf("context effect %d: data %s: %v", f.Seq, f.Effect.Data, err)
 	}
@@ -115,9 +60,6 @@ func isWrite(t *testing.T, path string, n int) func(*EffectFrame) bool {
 // context files an offline replay of the finished log rebuilds, and the
 // context effects the client saw before the crash must be the replay's.
 func TestBoardroomRecoveryRestoresContextFiles(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the baton binary and runs a boardroom session across a SIGKILL; CI runs it without -short")
-	}
 	bin := buildBaton(t)
 	data := t.TempDir()
 	pack, err := filepath.Abs(filepath.Join("..", "..", "scenarios", "boardroom"))
@@ -144,7 +86,7 @@ func TestBoardroomRecoveryRestoresContextFiles(t *testing.T) {
 		said = append(said, text)
 	}
 
-	p1 := startBatonArgs(t, bin, data, "--llm-latency", "50ms")
+	p1 := startBaton(t, bin, data, "--llm-latency", "50ms")
 	c1 := dialAt(p1.addr)
 	c1.send(map[string]any{"id": "s", "type": "start", "pack": pack, "session_id": id, "candidate_id": "founder"})
 	c1.expectAck("s")
@@ -187,7 +129,7 @@ func TestBoardroomRecoveryRestoresContextFiles(t *testing.T) {
 		}
 	}
 
-	p2 := startBatonArgs(t, bin, data, "--llm-latency", "50ms")
+	p2 := startBaton(t, bin, data, "--llm-latency", "50ms")
 	if !strings.HasPrefix(p2.lastLine, "ready: 1 sessions resumed") {
 		t.Fatalf("restart: %q", p2.lastLine)
 	}

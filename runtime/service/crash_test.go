@@ -55,12 +55,12 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// startBaton runs `baton serve` and waits until it is listening and has
-// finished recovery.
-func startBaton(t *testing.T, bin, data string) *proc {
+// startBaton runs `baton serve` (with any extra flags) and waits until it
+// is listening and has finished recovery.
+func startBaton(t *testing.T, bin, data string, extra ...string) *proc {
 	t.Helper()
 	p := &proc{stderr: &syncBuffer{}, lines: make(chan string, 16), exited: make(chan error, 1)}
-	p.cmd = exec.Command(bin, "serve", "--dev", "--data", data, "--addr", "127.0.0.1:0")
+	p.cmd = exec.Command(bin, append([]string{"serve", "--dev", "--data", data, "--addr", "127.0.0.1:0"}, extra...)...)
 	p.cmd.Stderr = p.stderr
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
