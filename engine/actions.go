@@ -92,6 +92,10 @@ func (s *Session) do(a rules.Action, rule string) {
 		if role, ok := s.evalString(&a.Role, rule); ok && s.roleIdx(role) >= 0 {
 			s.queueInstruction(role, s.render(&a.Text, role))
 		}
+	case *rules.SequenceAction:
+		s.seqs.start(s, a, rule)
+	case *rules.CancelSequenceAction:
+		s.seqs.cancel(s, a, rule)
 	case *rules.JobAction:
 		s.jobs.run(s, a.Job(), s.evalArgs(a.Args, nil), a.OverlapPolicy(), false, rule)
 	case *rules.MemoryAction:

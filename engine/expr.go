@@ -65,6 +65,7 @@ func (h envHost) Refresh(e *rules.Env) {
 	v.TurnPending = s.floor.active != nil || len(s.floor.queue) > 0
 	v.LiveVoice = s.handoff.liveVoice
 	f := &s.handoff
+	s.seqs.view(&e.Sequence)
 	e.Floor = rules.FloorView{Holder: f.holder, SinceMS: f.since, Lines: f.lines, Answers: f.answers, AutoAdvances: f.autoAdvances}
 }
 

@@ -110,58 +110,97 @@ func (s *Session) fileView(path string) (rules.FileView, error) {
 	return rules.FileView{Text: st.Text, Writes: st.Writes, UpdatedMS: st.UpdatedMS}, nil
 }
 
-// assemble lays out role's context files for a model call, in its
-// assembly's order: each cut to its max_chars, then, while the call is
-// over llm.context_budget, the files in the budget's trim order cut
-// further. Empty files are left out; the order is kept.
-func (f *files) assemble(s *Session, role string) ([]string, []FilePart) {
+// contextParts are the parts of a call's prompt that are not files but
+// are laid out and budgeted like them: a sequence's history, rounds and
+// round. words is the order used when the pack gives the role none;
+// protected counts what the call carries whole (the exchange's prompt)
+// but the budget counts.
+type contextParts struct {
+	words     []string
+	text      func(part string) string
+	protected int
+}
+
+// budgeted is one part of a call's context as the budget sees it.
+type budgeted struct {
+	id      string // the file's or part's name, as the trim list says it
+	keep    int    // how much of it is sent
+	keepEnd bool
+}
+
+// assemble lays out role's context for a model call, in its assembly's
+// order: its context files, each cut to its max_chars, and the extra
+// parts, if any; then, while the call is over llm.context_budget, the
+// parts in the budget's trim order cut further. Empty parts are left
+// out; the order is kept.
+func (f *files) assemble(s *Session, role string, extra *contextParts) ([]string, []FilePart) {
 	a := s.p.RoleAssembly(s.roleIdx(role))
-	if !a.HasFiles {
-		return a.Words, nil
+	words, slots := a.Words, a.Slots
+	if extra == nil && !a.HasFiles {
+		return words, nil
 	}
-	slots := s.p.FileSlots()
-	parts := make([]FilePart, 0, len(a.Slots))
-	// keep is, per part, how much of its file is sent; from, its slot.
-	var keepBuf, fromBuf [16]int
-	keep, from := keepBuf[:0], fromBuf[:0]
+	if extra != nil && len(words) == 0 {
+		words, slots = extra.words, nil
+	}
+	fileSlots := s.p.FileSlots()
+	parts := make([]FilePart, 0, len(words))
+	var metaBuf [16]budgeted
+	meta := metaBuf[:0]
 	total := 0
-	for _, i := range a.Slots {
-		if i < 0 || f.docs[i].text == "" {
+	for j, w := range words {
+		var b budgeted
+		var path, text string
+		switch i := -1; {
+		case slots != nil && slots[j] >= 0:
+			i = slots[j]
+			fs := &fileSlots[i]
+			path, text = fs.Path, f.docs[i].text
+			b = budgeted{id: fs.File.ID, keep: len(text), keepEnd: fs.File.KeepsEnd()}
+			if m := fs.File.MaxChars; m > 0 && len(text) > m {
+				b.keep = max(m-trimMarkLen(len(text)), 0)
+			}
+		case extra != nil && slices.Contains(rules.SequenceParts, w):
+			path, text = "sequence/"+w, extra.text(w)
+			// The newest of an exchange's context matters most.
+			b = budgeted{id: w, keep: len(text), keepEnd: true}
+		default:
 			continue
 		}
-		fs, text := &slots[i], f.docs[i].text
-		k := len(text)
-		if m := fs.File.MaxChars; m > 0 && k > m {
-			k = max(m-trimMarkLen(len(text)), 0)
+		if text == "" {
+			continue
 		}
-		parts = append(parts, FilePart{Path: fs.Path, Text: text})
-		keep, from = append(keep, k), append(from, i)
-		total += sentLen(len(text), k)
+		parts = append(parts, FilePart{Path: path, Text: text})
+		meta = append(meta, b)
+		total += sentLen(len(text), b.keep)
 	}
-	b := &s.p.LLM.ContextBudget
-	for _, id := range b.Trim {
-		if b.MaxChars == 0 || total <= b.MaxChars {
+	bud := &s.p.LLM.ContextBudget
+	limit := bud.MaxChars
+	if extra != nil {
+		limit -= extra.protected
+	}
+	for _, id := range bud.Trim {
+		if bud.MaxChars == 0 || total <= limit {
 			break
 		}
 		for j := range parts {
-			if slots[from[j]].File.ID != id {
+			if meta[j].id != id {
 				continue
 			}
 			n := len(parts[j].Text)
-			before := sentLen(n, keep[j])
-			if want := before - (total - b.MaxChars); want < n {
-				keep[j] = min(keep[j], max(want-trimMarkLen(n), 0))
+			before := sentLen(n, meta[j].keep)
+			if want := before - (total - limit); want < n {
+				meta[j].keep = min(meta[j].keep, max(want-trimMarkLen(n), 0))
 			}
-			total += sentLen(n, keep[j]) - before
+			total += sentLen(n, meta[j].keep) - before
 		}
 	}
 	for j := range parts {
 		p := &parts[j]
-		if keep[j] < len(p.Text) {
-			p.Text, p.Trimmed = cut(p.Text, keep[j], slots[from[j]].File.KeepsEnd())
+		if meta[j].keep < len(p.Text) {
+			p.Text, p.Trimmed = cut(p.Text, meta[j].keep, meta[j].keepEnd)
 		}
 	}
-	return a.Words, parts
+	return words, parts
 }
 
 // trimMark says where a cut file lost text; its length is part of what a

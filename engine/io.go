@@ -239,6 +239,8 @@ type CandidateEvent struct {
 	MicActive     *bool    `json:"mic_active,omitempty"`
 	Typing        *bool    `json:"typing,omitempty"`
 	Code          string   `json:"code,omitempty"`
+	// RunID names the exchange a prompt starts or a cancel is for.
+	RunID string `json:"run_id,omitempty"`
 }
 
 // Candidate event types the engine gives built-in meaning to.
@@ -327,6 +329,12 @@ const (
 	// refused: Text is the path, Rule who tried, Reason why. The session
 	// goes on without the write.
 	EffectContextViolation EffectType = "context_violation"
+	// EffectSequence reports an exchange of a sequence (sequence.go):
+	// Kind is what happened (SEQUENCE_START, AGENT_STARTED,
+	// AGENT_COMPLETED, ...), Rule the sequence, Agent the role asked,
+	// Data the run id and the rest, in the field names exchange
+	// consumers use.
+	EffectSequence EffectType = "sequence"
 	// EffectEngineError reports that the engine stopped doing something
 	// it should not need to stop (a pack whose rules keep making progress
 	// forever); tests and dry runs treat it as a failure.
@@ -397,8 +405,13 @@ type LLMRequest struct {
 	Role     string `json:"role"`
 	Kind     string `json:"kind"`
 	TurnGoal string `json:"turn_goal"`
-	Model    string `json:"model,omitempty"`
-	System   string `json:"system"`
+	// Provider, Model and MaxTokens are the role's model choice
+	// (rules.ModelChoice): the vendor ("" for the host's), the model
+	// name and the answer's token cap (0: the vendor's default).
+	Provider  string `json:"provider,omitempty"`
+	Model     string `json:"model,omitempty"`
+	MaxTokens int    `json:"max_tokens,omitempty"`
+	System    string `json:"system"`
 	// CandidateLastMessage is the newest candidate message, if any.
 	CandidateLastMessage string           `json:"candidate_last_message"`
 	TranscriptTail       []TranscriptLine `json:"transcript_tail"`
@@ -412,6 +425,10 @@ type LLMRequest struct {
 	// Tools offered for this turn, and the rounds of calls made so far in it.
 	Tools      []ToolDecl  `json:"tools,omitempty"`
 	ToolRounds []ToolRound `json:"tool_rounds,omitempty"`
+	// Sequence is set on a sequence's agent calls: the exchange and
+	// round it is for; Prompt is then the exchange's prompt, which the
+	// budget never cuts.
+	Sequence *SequenceCall `json:"sequence,omitempty"`
 	// Job requests: the job id, its rendered prompt and output schema.
 	// Background jobs never hold the floor.
 	Job        string          `json:"job,omitempty"`

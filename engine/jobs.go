@@ -117,15 +117,13 @@ func (j *jobs) run(s *Session, job *rules.Job, args map[string]any, overlap rule
 	s.env.SetArgs(outer, result)
 	id := s.nextID('j')
 	req := &LLMRequest{
-		Role: role, Kind: "job", TurnGoal: job.ID, Job: job.ID, Model: s.p.LLM.Model,
+		Role: role, Kind: "job", TurnGoal: job.ID, Job: job.ID,
 		System: s.persona(role), Prompt: prompt, Background: !phase,
 		TranscriptTail:  append([]TranscriptLine(nil), s.transcript.tail(s.p.LLM.TranscriptTail)...),
 		ScenarioContext: s.transcript.context, TimeoutMS: job.Timeout.MS,
 	}
-	req.Assembly, req.Files = s.files.assemble(s, role)
-	if pr, _ := s.p.Role(role); pr.Model != "" {
-		req.Model = pr.Model
-	}
+	s.modelFor(req)
+	req.Assembly, req.Files = s.files.assemble(s, role, nil)
 	if sc := job.OutputSchema(); sc != nil {
 		req.Schema = sc.JSON()
 	}

@@ -133,3 +133,10 @@ func (s *Session) persona(role string) string {
 }
 
 func (s *Session) roleIdx(id string) int { return s.p.RoleIndex(id) }
+
+// modelFor sets where req's role's calls go: the one place a request
+// gets its vendor, model and token cap.
+func (s *Session) modelFor(req *LLMRequest) {
+	m := s.p.ModelFor(req.Role)
+	req.Provider, req.Model, req.MaxTokens = m.Provider.String(), m.Model, m.MaxTokens
+}

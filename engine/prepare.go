@@ -476,7 +476,7 @@ func sameRequest(a, b *LLMRequest) bool {
 		x.Prepare, y.Prepare = nil, nil
 		return bytes.Equal(jsonOf(&x), jsonOf(&y))
 	}
-	return a.Role == b.Role && a.Kind == b.Kind && a.TurnGoal == b.TurnGoal && a.Model == b.Model &&
+	return a.Role == b.Role && a.Kind == b.Kind && a.TurnGoal == b.TurnGoal && a.Provider == b.Provider && a.Model == b.Model && a.MaxTokens == b.MaxTokens &&
 		a.System == b.System && a.CandidateLastMessage == b.CandidateLastMessage &&
 		slices.Equal(a.TranscriptTail, b.TranscriptTail) && slices.Equal(a.ScenarioContext, b.ScenarioContext) &&
 		a.Constraints == b.Constraints && a.TimeoutMS == b.TimeoutMS && slices.Equal(a.Assembly, b.Assembly) && slices.Equal(a.Files, b.Files) &&
@@ -486,7 +486,7 @@ func sameRequest(a, b *LLMRequest) bool {
 }
 
 func rare(r *LLMRequest) bool {
-	return len(r.ToolRounds) > 0 || r.Job != "" || r.Prompt != "" || len(r.Schema) > 0 || r.Background ||
+	return len(r.ToolRounds) > 0 || r.Job != "" || r.Prompt != "" || r.Sequence != nil || len(r.Schema) > 0 || r.Background ||
 		len(r.Attachments) > 0 || r.Correction != nil
 }
 
@@ -494,11 +494,11 @@ func rare(r *LLMRequest) bool {
 // compared as JSON when set, or left out (Prepare marks the request, it is
 // not what the line is written from).
 var keyFields = map[string]string{
-	"Role": "compared", "Kind": "compared", "TurnGoal": "compared", "Model": "compared", "System": "compared",
+	"Role": "compared", "Kind": "compared", "TurnGoal": "compared", "Provider": "compared", "Model": "compared", "MaxTokens": "compared", "System": "compared",
 	"CandidateLastMessage": "compared", "TranscriptTail": "compared", "ScenarioContext": "compared",
 	"Constraints": "compared", "TimeoutMS": "compared", "Assembly": "compared", "Files": "compared", "Tools": "compared",
 	"ToolRounds": "json", "Job": "json", "Prompt": "json", "Schema": "json", "Background": "json",
-	"Attachments": "json", "Correction": "json", "Prepare": "left out",
+	"Attachments": "json", "Correction": "json", "Sequence": "json", "Prepare": "left out",
 }
 
 // changed names the parts of a request that differ, for reports.

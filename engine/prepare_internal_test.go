@@ -27,6 +27,9 @@ func TestSameRequestCoversRequest(t *testing.T) {
 		"Kind":                 func(r *LLMRequest) { r.Kind = "anchor" },
 		"TurnGoal":             func(r *LLMRequest) { r.TurnGoal = "h" },
 		"Model":                func(r *LLMRequest) { r.Model = "m" },
+		"Provider":             func(r *LLMRequest) { r.Provider = "openai" },
+		"MaxTokens":            func(r *LLMRequest) { r.MaxTokens = 1000 },
+		"Sequence":             func(r *LLMRequest) { r.Sequence = &SequenceCall{ID: "x"} },
 		"System":               func(r *LLMRequest) { r.System = "s2" },
 		"CandidateLastMessage": func(r *LLMRequest) { r.CandidateLastMessage = "x" },
 		"TranscriptTail": func(r *LLMRequest) {

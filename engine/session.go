@@ -77,6 +77,7 @@ type Session struct {
 	prep       prepare    // prepare.go
 	cover      cover      // cover.go
 	files      files      // files.go
+	seqs       sequences  // sequence.go
 }
 
 // New starts a session of pack p at time 0. The first Step runs the
@@ -95,6 +96,7 @@ func New(p *rules.Pack, opts Options) *Session {
 	s.liveness.init()
 	s.lines.init(opts.Seed)
 	s.files.init(p)
+	s.seqs.init(p)
 	return s
 }
 
@@ -251,7 +253,7 @@ func (s *Session) fire(tm timer) {
 	case tDeferCap:
 		s.deferCap(tm.key)
 	case tLLMTimeout:
-		if !s.turnTimedOut(tm.key) && !s.prep.timedOut(s, tm.key) {
+		if !s.turnTimedOut(tm.key) && !s.prep.timedOut(s, tm.key) && !s.seqs.timedOut(s, tm.key) {
 			s.jobs.result(s, &LLMResult{ID: tm.key}, true)
 		}
 	case tTyping:
@@ -326,6 +328,8 @@ func (s *Session) end(reason, rule string) {
 	if reason == "" {
 		reason = "ended"
 	}
+	// Exchanges under way end first, so nothing follows session_end.
+	s.seqs.endAll(s)
 	s.emit(Effect{Type: EffectSessionEnd, Reason: reason, Rule: rule})
 	s.ended = true
 	s.timers.ts = s.timers.ts[:0]

@@ -282,12 +282,10 @@ func (s *Session) peekRequest(t *turn) *LLMRequest { return s.request(t, false) 
 
 func (s *Session) request(t *turn, take bool) *LLMRequest {
 	p := s.p
-	role, _ := p.Role(t.role)
 	req := &LLMRequest{
 		Role:                 t.role,
 		Kind:                 t.kind,
 		TurnGoal:             t.goal,
-		Model:                p.LLM.Model,
 		System:               s.injected(t.role, s.persona(t.role), take),
 		Tools:                s.offeredTools(t.role),
 		ToolRounds:           t.toolRounds,
@@ -298,12 +296,10 @@ func (s *Session) request(t *turn, take bool) *LLMRequest {
 		},
 		TimeoutMS: p.LLM.Timeout.MS,
 	}
-	if role.Model != "" {
-		req.Model = role.Model
-	}
+	s.modelFor(req)
 	req.TranscriptTail = append([]TranscriptLine(nil), s.transcript.tail(p.LLM.TranscriptTail)...)
 	req.ScenarioContext = s.transcript.context
-	req.Assembly, req.Files = s.files.assemble(s, t.role)
+	req.Assembly, req.Files = s.files.assemble(s, t.role, nil)
 	if h := p.LLM.Shape; h != nil {
 		s.shapeRequest(h, t, req)
 	}
@@ -326,7 +322,7 @@ func (s *Session) turnTimedOut(reqID string) bool {
 func (r *LLMResult) apply(s *Session) { s.onLLMResult(r) }
 
 func (s *Session) onLLMResult(r *LLMResult) {
-	if s.jobs.result(s, r, false) {
+	if s.seqs.result(s, r) || s.jobs.result(s, r, false) {
 		return
 	}
 	a := s.floor.active

@@ -42,6 +42,8 @@ var actionKinds = [...]struct {
 	{"floor", func() Action { return new(FloorAction) }, "give a role the floor"},
 	{"inject", func() Action { return new(InjectAction) }, "prepend an instruction to a role's next prompt"},
 	{"job", func() Action { return new(JobAction) }, "start a background job"},
+	{"sequence", func() Action { return new(SequenceAction) }, "start an exchange of a sequence (refused while one runs)"},
+	{"cancel_sequence", func() Action { return new(CancelSequenceAction) }, "cancel a sequence's running exchange"},
 	{"memory", func() Action { return new(MemoryAction) }, "append to a role's memory"},
 	{"slot", func() Action { return new(SlotAction) }, "set a template slot of a role or the session"},
 	{"write", func() Action { return new(WriteAction) }, "replace a context file's content (as its class allows)"},

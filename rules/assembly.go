@@ -18,16 +18,20 @@ type AssemblyItem struct {
 func (a *AssemblyItem) decodeNode(d *decoder, n *yaml.Node) {
 	a.Pos = d.pos(n)
 	if n.Kind != yaml.ScalarNode || n.Value == "" {
-		d.errorf(n, "expected a prompt part (%s) or a context file's name", strings.Join(promptPartWords, ", "))
+		d.errorf(n, "expected a prompt part (%s) or a context file's name", strings.Join(partWords(), ", "))
 		return
 	}
 	a.Name = n.Value
 }
 
-func promptPart(name string) (PromptPart, bool) {
-	i := slices.Index(promptPartWords, name)
-	return PromptPart(i), i >= 0
+// builtinPart says whether name is a part the engine fills: one of the
+// prompt's, or a sequence's context (empty outside a sequence's calls).
+func builtinPart(name string) bool {
+	return slices.Contains(promptPartWords, name) || slices.Contains(SequenceParts, name)
 }
+
+// partWords lists the built-in parts, for messages.
+func partWords() []string { return slices.Concat(promptPartWords, SequenceParts) }
 
 // Assembly is the order in which one role's model calls lay out their
 // system prompt, as compiled for that role.
@@ -57,7 +61,7 @@ func (c *compiler) checkAssemblies() {
 	p.assemblies = make([]Assembly, len(p.Roles))
 	// Every name in llm.assembly must mean something, whichever roles use it.
 	for _, item := range p.LLM.Assembly {
-		if _, ok := promptPart(item.Name); ok {
+		if builtinPart(item.Name) {
 			continue
 		}
 		if _, ok := p.fileByID[item.Name]; !ok {
@@ -79,7 +83,7 @@ func (c *compiler) checkAssemblies() {
 				c.errorf(item.Pos, "%s: %s is listed twice", where, item.Name)
 				continue
 			}
-			if _, ok := promptPart(item.Name); ok {
+			if builtinPart(item.Name) {
 				a.Words, a.Slots = append(a.Words, item.Name), append(a.Slots, -1)
 				continue
 			}
@@ -102,5 +106,5 @@ func (c *compiler) checkAssemblies() {
 
 func (c *compiler) unknownPart(item AssemblyItem, where string) {
 	c.errorf(item.Pos, "%s: %q is neither a prompt part (%s) nor a context file%s", where, item.Name,
-		strings.Join(promptPartWords, ", "), c.suggest(item.Name, append(slices.Clone(promptPartWords), c.p.fileNames()...)))
+		strings.Join(partWords(), ", "), c.suggest(item.Name, append(partWords(), c.p.fileNames()...)))
 }

@@ -57,6 +57,9 @@ func (c *compiler) check() {
 	for i := range p.Phases {
 		p.Phases[i].check(c, i)
 	}
+	for i := range p.Sequences {
+		p.Sequences[i].check(c)
+	}
 	for i := range p.Rules {
 		p.Rules[i].check(c)
 	}
@@ -88,6 +91,9 @@ func (p *Pack) checkHeader(c *compiler) {
 func (l *LLMConfig) check(c *compiler) {
 	if l.Timeout.MS <= 0 || l.AttemptTimeout.MS <= 0 || l.AttemptTimeout.MS > l.Timeout.MS {
 		c.errorf(l.Timeout.Pos, "llm: timeout must be positive and attempt_timeout within it")
+	}
+	if l.MaxTokens < 0 || l.MaxTokens > MaxTokensCap {
+		c.errorf(c.p.Pos, "llm.max_tokens must be between 0 (the vendor's default) and %d", MaxTokensCap)
 	}
 	if *l.Retries < 0 || *l.Retries > 10 {
 		c.errorf(c.p.Pos, "llm.retries must be between 0 and 10")
@@ -140,6 +146,9 @@ func (r *Role) check(c *compiler) {
 	r.focus = c.keywords(r.Pos, "focus", r.Focus)
 	if r.WordsPerMinute < 0 {
 		c.errorf(r.Pos, "role %q: words_per_minute must be positive", r.ID)
+	}
+	if r.MaxTokens < 0 || r.MaxTokens > MaxTokensCap {
+		c.errorf(r.Pos, "role %s: max_tokens must be between 0 (llm.max_tokens) and %d", r.ID, MaxTokensCap)
 	}
 	if r.Template != "" {
 		if _, ok := c.p.Template(r.Template); !ok {
@@ -431,6 +440,11 @@ func (r *Rule) check(c *compiler) {
 	if r.On.Set() && r.On.Kind == TriggerJob {
 		if _, ok := c.p.Job(r.On.Name); !ok {
 			c.errorf(r.On.Pos, "rule %s: on: %s names no job of this pack%s", r.ID, r.On.Trigger, c.suggest(r.On.Name, c.p.jobNames()))
+		}
+	}
+	if r.On.Set() && r.On.Kind == TriggerSequence {
+		if _, ok := c.p.Sequence(r.On.Name); !ok {
+			c.errorf(r.On.Pos, "rule %s: on: %s names no sequence of this pack%s", r.ID, r.On.Trigger, c.suggest(r.On.Name, c.p.sequenceNames()))
 		}
 	}
 	if len(r.Do) == 0 {

@@ -221,8 +221,8 @@ func (f *ContextFile) check(c *compiler, i int) {
 	p := c.p
 	if !isFileName(f.ID) {
 		c.errorf(f.Pos, "file %q: a context file's name is lower-case letters, digits, '-', '_' and '.', such as focus-brief.md", f.ID)
-	} else if _, builtIn := promptPart(f.ID); builtIn {
-		c.errorf(f.Pos, "file %q has the name of a built-in part of llm.assembly (%s); call it %s.md", f.ID, strings.Join(promptPartWords, ", "), f.ID)
+	} else if builtinPart(f.ID) {
+		c.errorf(f.Pos, "file %q has the name of a built-in part of llm.assembly (%s); call it %s.md", f.ID, strings.Join(partWords(), ", "), f.ID)
 	}
 	if _, dup := p.fileByID[f.ID]; dup {
 		c.errorf(f.Pos, "file %q is declared twice", f.ID)
@@ -384,8 +384,8 @@ func (b *ContextBudget) check(c *compiler) {
 		c.errorf(b.Pos, "llm.context_budget.max_chars must not be negative")
 	}
 	for i, id := range b.Trim {
-		if _, ok := c.p.fileByID[id]; !ok {
-			c.errorf(b.Pos, "llm.context_budget.trim: unknown context file %q%s", id, c.suggest(id, c.p.fileNames()))
+		if _, ok := c.p.fileByID[id]; !ok && !slices.Contains(SequenceParts, id) {
+			c.errorf(b.Pos, "llm.context_budget.trim: %q is neither a context file nor a sequence part (%s)%s", id, strings.Join(SequenceParts, ", "), c.suggest(id, append(c.p.fileNames(), SequenceParts...)))
 		}
 		if slices.Contains(b.Trim[:i], id) {
 			c.errorf(b.Pos, "llm.context_budget.trim: %s is listed twice", id)

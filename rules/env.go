@@ -37,6 +37,8 @@ type MessageView struct {
 	AddressedTo   string  `expr:"addressed_to"`
 	LowConfidence bool    `expr:"low_confidence"`
 	Code          string  `expr:"code"`
+	// RunID is the run the event is about (a prompt's, a cancel's).
+	RunID string `expr:"run_id"`
 }
 
 // SessionView is the session's own state, as `session`.
@@ -118,7 +120,7 @@ type envSpec struct {
 // builtinNames are the names expressions see besides the pack's
 // constants and variables: the views, then the host functions.
 var builtinNames = slices.Concat([]string{"candidate", "msg", "session", "floor", "reply", "now", "role", "tool", "args", "result",
-	"scenario"}, hostFuncNames(), pureFuncNames())
+	"scenario", "sequence"}, hostFuncNames(), pureFuncNames())
 
 // hostFuncs is the one list of functions expressions call into the
 // session. Each binds an Env to a function value; bound to an Env without
@@ -221,6 +223,7 @@ type Env struct {
 	Floor     FloorView
 	Reply     ReplyView
 	Tool      ToolView
+	Sequence  SequenceView
 	Now       int64
 	host      Host
 	m         map[string]any
@@ -247,6 +250,7 @@ func (p *Pack) NewEnv() *Env {
 	e.m["now"] = func() int64 { return e.Now }
 	e.m["role"] = ""
 	e.m["tool"] = &e.Tool
+	e.m["sequence"] = &e.Sequence
 	e.m["scenario"] = p.scenarioMap()
 	e.m["args"] = map[string]any{}
 	e.m["result"] = nil
@@ -455,6 +459,7 @@ func (p *Pack) buildEnvSpec() {
 	s.decl["now"] = func() int64 { return 0 }
 	s.decl["role"] = ""
 	s.decl["tool"] = &ToolView{}
+	s.decl["sequence"] = &SequenceView{}
 	s.decl["scenario"] = p.scenarioMap()
 	s.decl["args"] = map[string]any{}
 	s.decl["result"] = map[string]any{}

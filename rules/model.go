@@ -49,6 +49,7 @@ type Pack struct {
 	Tools            []Tool           `yaml:"tools"`
 	Files            []ContextFile    `yaml:"files"`
 	Jobs             []Job            `yaml:"jobs"`
+	Sequences        []Sequence       `yaml:"sequences"`
 	Phases           []Phase          `yaml:"phases"`
 	Scripting        Scripting        `yaml:"scripting"`
 	Liveness         Liveness         `yaml:"liveness"`
@@ -124,7 +125,12 @@ func (a *Attachment) setShorthand(d *decoder, n *yaml.Node) { d.decode(n, refVal
 
 // LLMConfig sets the model and limits for generated turns.
 type LLMConfig struct {
-	Model string `yaml:"model"`
+	// Provider is the model vendor calls go to (gemini, openai,
+	// anthropic); unset, the host's model. Model is the vendor's model
+	// name; MaxTokens caps each answer (0: the vendor's default).
+	Provider  Provider `yaml:"provider"`
+	Model     string   `yaml:"model"`
+	MaxTokens int      `yaml:"max_tokens"`
 	// Timeout is the whole budget for one turn's text, retries included;
 	// past it the engine uses the role's fallback line.
 	Timeout Duration `yaml:"timeout"`
@@ -176,7 +182,11 @@ type Role struct {
 	// Slots are the role's named values; phases and jobs may replace them.
 	Slots StrMap `yaml:"slots"`
 	Voice string `yaml:"voice"`
-	Model string `yaml:"model"`
+	// Provider, Model and MaxTokens, where set, replace llm's for this
+	// role's calls: a panel may mix vendors.
+	Provider  Provider `yaml:"provider"`
+	Model     string   `yaml:"model"`
+	MaxTokens int      `yaml:"max_tokens"`
 	// WordsPerMinute overrides the pack's voice rate for this role.
 	WordsPerMinute int `yaml:"words_per_minute"`
 	// Focus words make a line recognisably this role's (role fidelity).

@@ -35,6 +35,7 @@ const (
 	TriggerStalled
 	TriggerTool
 	TriggerJob
+	TriggerSequence
 )
 
 // engineTriggers is the one list of the engine's own trigger names, as a
@@ -54,6 +55,7 @@ var engineTriggers = [...]struct {
 	{TriggerStalled, "stalled", "nothing was pending for liveness.stall_after"},
 	{TriggerTool, "tool:", "an agent called the named tool"},
 	{TriggerJob, "job:", "the named job's result landed, after its on_result (args and result in scope)"},
+	{TriggerSequence, "sequence:", "an exchange of the named sequence ended (sequence and result in scope)"},
 }
 
 func named(name string) bool { return strings.HasSuffix(name, ":") }
@@ -69,6 +71,9 @@ func ToolTrigger(name string) Trigger { return Trigger{Kind: TriggerTool, Name: 
 
 // JobTrigger fires when a result of job name lands.
 func JobTrigger(name string) Trigger { return Trigger{Kind: TriggerJob, Name: name} }
+
+// SequenceTrigger fires when an exchange of sequence name ends.
+func SequenceTrigger(name string) Trigger { return Trigger{Kind: TriggerSequence, Name: name} }
 
 func (t Trigger) String() string {
 	if t.Kind == TriggerEvent {

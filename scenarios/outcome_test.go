@@ -1,6 +1,7 @@
 package scenarios_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"testing"
@@ -29,6 +30,35 @@ var outcomes = map[string]func(recs []dryrun.Record) error{
 			}
 		}
 		return fmt.Errorf("no closing debrief")
+	},
+	"brain": func(recs []dryrun.Record) error {
+		// A user who leaves, or one who never asks, ends the session;
+		// every exchange that started has ended by then.
+		if endsWith(recs, "user_left") != nil {
+			if err := endsWith(recs, "idle"); err != nil {
+				return err
+			}
+		}
+		open := map[string]bool{}
+		for _, r := range recs {
+			if r.Type != engine.EffectSequence {
+				continue
+			}
+			var x engine.Exchange
+			if err := json.Unmarshal(r.Data, &x); err != nil {
+				return err
+			}
+			switch r.Kind {
+			case engine.SeqStart:
+				open[x.RunID] = true
+			case engine.SeqCompleted, engine.SeqCancelled, engine.SeqTimeout:
+				delete(open, x.RunID)
+			}
+		}
+		if len(open) > 0 {
+			return fmt.Errorf("exchanges never ended: %v", open)
+		}
+		return nil
 	},
 	"hotseat": func(recs []dryrun.Record) error {
 		if err := endsWith(recs, "verdict"); err != nil {

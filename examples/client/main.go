@@ -176,7 +176,7 @@ func run(ctx context.Context, url, token, session, pack string, speed float64, n
 // the server stamps it with its own clock.
 func wireOf(ev engine.CandidateEvent) events.Wire {
 	return events.Wire{EventType: ev.Type, Data: &events.Data{Source: ev.Source, Text: ev.Text, STTConfidence: ev.STTConfidence,
-		AddressedTo: ev.AddressedTo, MicActive: ev.MicActive, Typing: ev.Typing, Code: ev.Code}}
+		AddressedTo: ev.AddressedTo, MicActive: ev.MicActive, Typing: ev.Typing, Code: ev.Code, RunID: ev.RunID}}
 }
 
 // print shows one frame; it reports whether the session has ended.

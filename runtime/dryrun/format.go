@@ -29,7 +29,7 @@ func quiet(t engine.EffectType) bool {
 // WriteText prints the readable timeline: mm:ss.s  role  kind  text.
 func WriteText(w io.Writer, recs []Record, opt FormatOptions) error {
 	for i := range recs {
-		if !opt.Verbose && (quiet(recs[i].Type) || restated(recs, i)) {
+		if !opt.Verbose && (quiet(recs[i].Type) || restated(recs, i) || quietSequence(&recs[i])) {
 			continue
 		}
 		if _, err := io.WriteString(w, TextLine(&recs[i])+"\n"); err != nil {
@@ -99,6 +99,8 @@ func TextLine(r *Record) string {
 	case engine.EffectContextViolation:
 		kind = string(r.Type)
 		text = r.Rule + "  " + r.Reason
+	case engine.EffectSequence:
+		kind, text = sequenceLine(r)
 	default:
 		kind = string(r.Type)
 		parts := []string{}
@@ -160,6 +162,7 @@ func WriteSummary(w io.Writer, recs []Record) error {
 		fmt.Fprintf(&b, "# outcome: %s %s\n", report.Kind, compactJSON(report.Data))
 	}
 	b.WriteString(lines.String())
+	b.WriteString(sequenceSummary(recs))
 	b.WriteString(lateness(recs))
 	if len(flags) > 0 {
 		fmt.Fprintf(&b, "# flags: %d\n", len(flags))

@@ -54,6 +54,8 @@ type Data struct {
 	Typing        *bool    `json:"typing,omitempty" yaml:"typing,omitempty"`
 	Code          string   `json:"code,omitempty" yaml:"code,omitempty"`
 	Language      string   `json:"language,omitempty" yaml:"language,omitempty"`
+	// RunID names the exchange a prompt starts or a cancel is for.
+	RunID string `json:"run_id,omitempty" yaml:"run_id,omitempty"`
 }
 
 // Parse decodes one event object and checks it.
@@ -95,7 +97,7 @@ func (w *Wire) Timed() (Timed, error) {
 		d = &Data{}
 	}
 	ev := engine.CandidateEvent{Type: w.EventType, Text: d.Text, Source: d.Source, STTConfidence: d.STTConfidence,
-		AddressedTo: d.AddressedTo, MicActive: d.MicActive, Typing: d.Typing, Code: d.Code}
+		AddressedTo: d.AddressedTo, MicActive: d.MicActive, Typing: d.Typing, Code: d.Code, RunID: d.RunID}
 	if w.EventType == "" {
 		return Timed{}, errors.New("missing event_type")
 	}

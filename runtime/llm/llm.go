@@ -27,6 +27,10 @@ const (
 // Request is one stateless generation call: the whole conversation is sent
 // every time, so a retry or a replay needs nothing but this value.
 type Request struct {
+	// Provider names the vendor the call is for (a pack's provider:),
+	// for a Model that routes between vendors; empty is the host's
+	// default. Vendor adapters ignore it.
+	Provider string `json:"provider,omitempty"`
 	// Model overrides the adapter's default model when set.
 	Model    string     `json:"model,omitempty"`
 	System   string     `json:"system,omitempty"`

@@ -37,8 +37,10 @@ func FromTurn(req *engine.LLMRequest) Request {
 		return Request{}
 	}
 	out := Request{
-		Model:  req.Model,
-		System: systemPrompt(req),
+		Provider:        req.Provider,
+		Model:           req.Model,
+		System:          systemPrompt(req),
+		MaxOutputTokens: req.MaxTokens,
 	}
 	for _, line := range req.TranscriptTail {
 		text := strings.TrimSpace(line.Text)
@@ -60,9 +62,11 @@ func FromTurn(req *engine.LLMRequest) Request {
 		}
 		out.Messages = appendMerged(out.Messages, RoleModel, speaker+": "+text)
 	}
-	if req.Job != "" {
+	if req.Job != "" || req.Sequence != nil {
 		// A job is a task, not a line in the conversation: its rendered
-		// prompt is the request, and a schema asks for JSON.
+		// prompt is the request, and a schema asks for JSON. A
+		// sequence's call answers the exchange's prompt, with what came
+		// before in the system prompt's parts.
 		out.Messages = appendMerged(out.Messages, RoleUser, strings.TrimSpace(req.Prompt))
 		last := &out.Messages[len(out.Messages)-1]
 		for _, a := range req.Attachments {

@@ -60,7 +60,7 @@ diff tests/fail_golden_differs.golden got
 +01:00.0  -          session_end          END  time_up`,
 
 	"fail_unknown_keys.yaml": `tests/fail_unknown_keys.yaml:3:1: unknown field "event" (known: about, events, events_file, expect, forbid, golden, llm, name)
-tests/fail_unknown_keys.yaml:6:69: unknown field "txt" (known: addressed_to, code, language, mic_active, source, stt_confidence, text, typing)
+tests/fail_unknown_keys.yaml:6:69: unknown field "txt" (known: addressed_to, code, language, mic_active, run_id, source, stt_confidence, text, typing)
 tests/fail_unknown_keys.yaml:8:42: unknown field "txt" (known: after, agent, at, before, data_contains, fallback, guardrail, intent_tag, is_error, kind, outcome, reason_contains, request_contains, rule, text, text_contains, then_nothing_until, type)
 tests/fail_unknown_keys.yaml:10:5: unknown field "then_nothing_untill" (known: after, agent, at, before, data_contains, fallback, guardrail, intent_tag, is_error, kind, outcome, reason_contains, request_contains, rule, text, text_contains, then_nothing_until, type)
 tests/fail_unknown_keys.yaml:12:40: field "kind" given twice

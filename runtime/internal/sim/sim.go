@@ -242,7 +242,10 @@ func (f *Model) scripted(id string, req *engine.LLMRequest, res engine.LLMResult
 		"files": files, "call": f.calls, "role": req.Role, "kind": req.Kind, "goal": req.TurnGoal, "job": req.Job,
 		"system": req.System, "prompt": req.Prompt, "tools": tools, "tool_steps": steps,
 		"candidate_last_message": req.CandidateLastMessage, "transcript": lines,
-		"example": nil, "correction": nil,
+		"example": nil, "correction": nil, "sequence": nil, "max_tokens": req.MaxTokens, "provider": req.Provider,
+	}
+	if sq := req.Sequence; sq != nil {
+		arg["sequence"] = map[string]any{"id": sq.ID, "run_id": sq.RunID, "round": sq.Round, "call": sq.Call}
 	}
 	if c := req.Correction; c != nil {
 		arg["correction"] = map[string]any{"rejected": c.Rejected, "instruction": c.Instruction, "attempt": c.Attempt}

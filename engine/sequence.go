@@ -1,0 +1,763 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/batonhq/baton/rules"
+)
+
+// sequences run the exchanges of the pack's sequences (rules/sequence.go):
+// a prompt goes to the steps' roles in order, round after round, each
+// call carrying what came before, until the agents agree there is
+// nothing to add or a limit ends it. Every exchange has a run id; its
+// effects carry it, a second start while it runs is refused, a cancel
+// naming another run is ignored, and an answer for a call that no longer
+// waits (cancelled, timed out) is dropped like any stale answer.
+type sequences struct {
+	runs []*seqRun // by pack sequence: its running exchange, or nil
+	// done are the finished exchanges by pack sequence, oldest first,
+	// at most the sequence's history.
+	done [][]exchange
+	// started counts exchanges by pack sequence; runIDs are every run id
+	// used in the session, so a retried start is refused, not rerun.
+	started []int
+	runIDs  []string
+	// shown is the exchange the sequence view shows: the one being run,
+	// else the last one started.
+	shown *seqRun
+}
+
+type seqRun struct {
+	seq      *rules.Sequence
+	idx      int
+	runID    string
+	prompt   string
+	rule     string
+	round    int // 1-based
+	step     int // the step being asked, or the next
+	calls    int
+	deadline int64 // the exchange's, 0 for none
+	flags    []flagValue
+	gated    bool
+	rounds   []SequenceRound
+	reqID    string
+	done     bool
+}
+
+type flagValue struct {
+	id string
+	v  any
+}
+
+// exchange is a finished exchange as later calls see it.
+type exchange struct {
+	runID  string
+	prompt string
+	rounds []SequenceRound
+}
+
+// Kinds of sequence effects: the exchange's life, each agent's call, and
+// what the engine decided on the way.
+const (
+	SeqStart          = "SEQUENCE_START"
+	SeqAgentStarted   = "AGENT_STARTED"
+	SeqAgentCompleted = "AGENT_COMPLETED"
+	SeqCancelled      = "SEQUENCE_CANCELLED"
+	SeqTimeout        = "SEQUENCE_TIMEOUT"
+	SeqCompleted      = "SEQUENCE_COMPLETED"
+	// SeqRound closes a round; SeqGate reports the flags read from a
+	// reply (or the fallback used); SeqRefused a start refused (an
+	// exchange is running, the run id was used, the prompt is empty);
+	// SeqIgnored a cancel for a run that is not running.
+	SeqRound   = "ROUND_COMPLETED"
+	SeqGate    = "GATE"
+	SeqRefused = "SUBMIT_REFUSED"
+	SeqIgnored = "CANCEL_IGNORED"
+)
+
+// Agent statuses and error codes, as the exchange's consumers know them.
+const (
+	StatusSuccess   = "success"
+	StatusTimeout   = "timeout"
+	StatusCancelled = "cancelled"
+	StatusError     = "error"
+	StatusSkipped   = "skipped"
+)
+
+// Why an exchange ended, in its closing effect.
+const (
+	EndUnanimous  = "unanimous"
+	EndMaxRounds  = "max_rounds"
+	EndMaxCalls   = "max_calls"
+	EndNoAgents   = "no_agents"
+	EndAgentError = "agent_error"
+	EndTimeout    = "timeout"
+	EndCancelled  = "cancelled"
+	EndSession    = "session_end"
+)
+
+// AgentResponse is one agent's answer in an exchange: an AGENT_COMPLETED
+// effect's data, and (without agent and run id) an entry of a round.
+// Content is set on success and may be on other statuses; ErrorCode is
+// set on error only.
+type AgentResponse struct {
+	Agent        string `json:"agent,omitempty"`
+	RunID        string `json:"run_id,omitempty"`
+	Round        int    `json:"round,omitempty"`
+	Status       string `json:"status"`
+	Content      string `json:"content,omitempty"`
+	ErrorCode    string `json:"errorCode,omitempty"`
+	ErrorMessage string `json:"errorMessage,omitempty"`
+}
+
+// AgentStarted is an AGENT_STARTED effect's data.
+type AgentStarted struct {
+	Agent string `json:"agent"`
+	RunID string `json:"run_id"`
+	Round int    `json:"round"`
+	// Call counts the exchange's agent calls, this one included.
+	Call int `json:"call"`
+}
+
+// SequenceRound is one round of an exchange.
+type SequenceRound struct {
+	Number    int       `json:"roundNumber"`
+	Responses Responses `json:"responsesByAgent"`
+}
+
+// Responses are a round's answers by agent, in the order asked; they
+// marshal as an object keyed by agent, in that order.
+type Responses []AgentResponse
+
+// MarshalJSON writes {agent: {status, content...}} in the order asked.
+func (r Responses) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, a := range r {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(a.Agent)
+		b.Write(k)
+		b.WriteByte(':')
+		a.Agent, a.RunID, a.Round = "", "", 0
+		v, err := json.Marshal(a)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes. Object keys have no order
+// in JSON; the result is sorted by agent.
+func (r *Responses) UnmarshalJSON(data []byte) error {
+	var m map[string]AgentResponse
+	if err := json.Unmarshal(data, &m); err != nil {
+		return err
+	}
+	*r = (*r)[:0]
+	for k, v := range m {
+		v.Agent = k
+		*r = append(*r, v)
+	}
+	slices.SortFunc(*r, func(a, b AgentResponse) int { return strings.Compare(a.Agent, b.Agent) })
+	return nil
+}
+
+// Exchange is the data of a sequence effect about a whole exchange: its
+// start, its end (with its rounds), a refused start or an ignored cancel.
+type Exchange struct {
+	RunID    string `json:"run_id"`
+	Sequence string `json:"sequence"`
+	Prompt   string `json:"prompt,omitempty"`
+	// Reason says why it ended or was refused; Running names the
+	// exchange that kept a start or cancel from applying.
+	Reason  string          `json:"reason,omitempty"`
+	Running string          `json:"running,omitempty"`
+	Calls   int             `json:"calls,omitempty"`
+	Rounds  []SequenceRound `json:"rounds,omitempty"`
+}
+
+// GateRead is a GATE effect's data: the flags in force after the gate
+// role's reply, and where they came from (block: read from it; fallback:
+// no valid block, so the fallbacks; kept: no block in a later round, so
+// the flags stay). Why says what was wrong with a block.
+type GateRead struct {
+	RunID  string         `json:"run_id"`
+	Round  int            `json:"round"`
+	Source string         `json:"source"`
+	Flags  map[string]any `json:"flags"`
+	Why    string         `json:"why,omitempty"`
+}
+
+// SequenceCall is what an llm_request of a sequence carries besides the
+// role's prompt: the exchange it is for.
+type SequenceCall struct {
+	ID    string `json:"id"`
+	RunID string `json:"run_id"`
+	Round int    `json:"round"`
+	Call  int    `json:"call"`
+}
+
+func (q *sequences) init(p *rules.Pack) {
+	n := len(p.Sequences)
+	q.runs, q.done, q.started = make([]*seqRun, n), make([][]exchange, n), make([]int, n)
+}
+
+func (s *Session) seqEmit(kind string, r *seqRun, agent string, data any) {
+	raw, _ := json.Marshal(data)
+	e := Effect{Type: EffectSequence, Kind: kind, Agent: agent, Rule: r.seq.ID, Data: raw}
+	if agent != "" {
+		e.ID = r.reqID
+	}
+	s.emit(e)
+}
+
+// start begins an exchange of sequence seq for rule, unless one is
+// running or the run id was used.
+func (q *sequences) start(s *Session, a *rules.SequenceAction, rule string) {
+	seq := a.Target()
+	if seq == nil {
+		return
+	}
+	idx := slices.IndexFunc(s.p.Sequences, func(x rules.Sequence) bool { return x.ID == seq.ID })
+	prompt, runID := s.env.Msg.Text, s.env.Msg.RunID
+	if a.Prompt.Set() {
+		prompt, _ = s.evalString(&a.Prompt, rule)
+	}
+	if a.RunID.Set() {
+		runID, _ = s.evalString(&a.RunID, rule)
+	}
+	refuse := func(why, running string) {
+		raw, _ := json.Marshal(Exchange{RunID: runID, Sequence: seq.ID, Reason: why, Running: running})
+		s.emit(Effect{Type: EffectSequence, Kind: SeqRefused, Rule: rule, Reason: why, Data: raw})
+	}
+	switch {
+	case q.runs[idx] != nil:
+		refuse("exchange "+q.runs[idx].runID+" is still running", q.runs[idx].runID)
+		return
+	case strings.TrimSpace(prompt) == "":
+		refuse("the prompt is empty", "")
+		return
+	case len(runID) > MaxRunID:
+		refuse(fmt.Sprintf("run id is longer than %d bytes", MaxRunID), "")
+		return
+	case runID != "" && slices.Contains(q.runIDs, runID):
+		refuse("run "+runID+" has already run", "")
+		return
+	}
+	if runID == "" {
+		runID = s.nextID('r')
+	}
+	q.runIDs = append(q.runIDs, runID)
+	q.started[idx]++
+	r := &seqRun{seq: seq, idx: idx, runID: runID, prompt: prompt, rule: rule, round: 1}
+	if seq.Timeout.IsSet() {
+		r.deadline = s.now + seq.Timeout.MS
+	}
+	if g := seq.Gate; g != nil {
+		r.flags = fallbackFlags(g)
+	}
+	r.rounds = []SequenceRound{{Number: 1}}
+	q.runs[idx], q.shown = r, r
+	s.seqEmit(SeqStart, r, "", Exchange{RunID: runID, Sequence: seq.ID, Prompt: prompt})
+	q.advance(s, r)
+}
+
+// MaxRunID bounds a run id a client gives.
+const MaxRunID = 128
+
+func fallbackFlags(g *rules.Gate) []flagValue {
+	out := make([]flagValue, len(g.Flags))
+	for i := range g.Flags {
+		out[i] = flagValue{g.Flags[i].ID, g.Flags[i].Fallback}
+	}
+	return out
+}
+
+// advance asks the next step whose condition holds, closing rounds on
+// the way; it ends the exchange when a round or a limit says so.
+func (q *sequences) advance(s *Session, r *seqRun) {
+	for !r.done && !s.ended {
+		q.shown = r
+		seq := r.seq
+		if r.step >= len(seq.Steps) {
+			if q.closeRound(s, r) {
+				return
+			}
+			continue
+		}
+		st := &seq.Steps[r.step]
+		if st.When.Set() && !s.evalBool(&st.When, st.Role) {
+			q.skip(s, r, StatusSkipped)
+			continue
+		}
+		if s.ended || r.done {
+			return
+		}
+		if r.calls >= seq.CallLimit() {
+			q.finish(s, r, SeqCompleted, EndMaxCalls)
+			return
+		}
+		q.ask(s, r, st.Role)
+		return
+	}
+}
+
+// closeRound ends the round just run; it reports whether the exchange
+// ended with it.
+func (q *sequences) closeRound(s *Session, r *seqRun) bool {
+	cur := r.rounds[len(r.rounds)-1]
+	s.seqEmit(SeqRound, r, "", struct {
+		RunID string `json:"run_id"`
+		SequenceRound
+	}{r.runID, cur})
+	asked, agreed := 0, 0
+	for _, a := range cur.Responses {
+		if a.Status == StatusSkipped {
+			continue
+		}
+		asked++
+		if a.Status == StatusSuccess && r.seq.UntilAll != "" && strings.TrimSpace(a.Content) == r.seq.UntilAll {
+			agreed++
+		}
+	}
+	switch {
+	case asked == 0:
+		q.finish(s, r, SeqCompleted, EndNoAgents)
+	case agreed == asked:
+		q.finish(s, r, SeqCompleted, EndUnanimous)
+	case r.round >= r.seq.RoundLimit():
+		q.finish(s, r, SeqCompleted, EndMaxRounds)
+	default:
+		r.round++
+		r.step = 0
+		r.rounds = append(r.rounds, SequenceRound{Number: r.round})
+		return false
+	}
+	return true
+}
+
+// skip gives the current step status without asking it.
+func (q *sequences) skip(s *Session, r *seqRun, status string) {
+	role := r.seq.Steps[r.step].Role
+	a := AgentResponse{Agent: role, RunID: r.runID, Round: r.round, Status: status}
+	s.seqEmit(SeqAgentCompleted, r, role, a)
+	r.answer(a)
+	r.step++
+}
+
+func (r *seqRun) answer(a AgentResponse) {
+	cur := &r.rounds[len(r.rounds)-1]
+	cur.Responses = append(cur.Responses, a)
+}
+
+// ask calls role for the exchange's current step.
+func (q *sequences) ask(s *Session, r *seqRun, role string) {
+	seq := r.seq
+	r.calls++
+	r.reqID = s.nextID('q')
+	timeout := seq.CallTimeout.MS
+	if r.deadline > 0 {
+		timeout = min(timeout, r.deadline-s.now)
+	}
+	req := &LLMRequest{
+		Role: role, Kind: "sequence", TurnGoal: seq.ID, System: s.persona(role),
+		Prompt: r.prompt, TimeoutMS: timeout,
+		Sequence: &SequenceCall{ID: seq.ID, RunID: r.runID, Round: r.round, Call: r.calls},
+	}
+	s.modelFor(req)
+	req.Assembly, req.Files = s.files.assemble(s, role, &contextParts{
+		words:     defaultSequenceAssembly,
+		text:      func(part string) string { return q.part(s, r, part) },
+		protected: len(r.prompt),
+	})
+	s.seqEmit(SeqAgentStarted, r, role, AgentStarted{Agent: role, RunID: r.runID, Round: r.round, Call: r.calls})
+	s.emit(Effect{Type: EffectLLMRequest, ID: r.reqID, Agent: role, Kind: "sequence", Rule: seq.ID, Request: req})
+	s.addTimer(timer{at: s.now + timeout, kind: tLLMTimeout, key: r.reqID})
+}
+
+// defaultSequenceAssembly is a sequence call's prompt when the pack
+// orders none: the persona, then what came before.
+var defaultSequenceAssembly = []string{"persona", rules.PartHistory, rules.PartRounds, rules.PartRound}
+
+func (q *sequences) waiting(id string) *seqRun {
+	for _, r := range q.runs {
+		if r != nil && r.reqID == id {
+			return r
+		}
+	}
+	return nil
+}
+
+// result takes an agent's answer; it reports whether id was a sequence
+// call still waited for.
+func (q *sequences) result(s *Session, res *LLMResult) bool {
+	r := q.waiting(res.ID)
+	if r == nil {
+		return false
+	}
+	s.timers.cancel(tLLMTimeout, 0, res.ID)
+	role := r.seq.Steps[r.step].Role
+	a := AgentResponse{Agent: role, RunID: r.runID, Round: r.round}
+	switch e := res.Err; {
+	case e != nil && e.Kind == "timeout":
+		a.Status, a.ErrorMessage = StatusTimeout, e.Message
+	case e != nil:
+		a.Status, a.ErrorCode, a.ErrorMessage = StatusError, errorCode(e.Kind), adapterReason(e)
+	default:
+		text := res.Text
+		if g := r.seq.Gate; g != nil && g.Role == role {
+			text = q.gate(s, r, g, text)
+		}
+		a.Status, a.Content = StatusSuccess, strings.TrimSpace(text)
+		if a.Content == "" {
+			a.Status, a.ErrorCode, a.ErrorMessage = StatusError, "unknown", "empty reply"
+		}
+	}
+	q.answered(s, r, a)
+	return true
+}
+
+// errorCode sorts an adapter failure into the codes an exchange's
+// consumers handle.
+func errorCode(kind string) string {
+	switch kind {
+	case "network", "rate_limit":
+		return kind
+	case "server", "bad_request":
+		return "api"
+	}
+	return "unknown"
+}
+
+// answered records a's answer and moves on as the failure policy says.
+func (q *sequences) answered(s *Session, r *seqRun, a AgentResponse) {
+	s.seqEmit(SeqAgentCompleted, r, a.Agent, a)
+	r.reqID = ""
+	r.answer(a)
+	r.step++
+	switch {
+	case a.Status == StatusTimeout && r.seq.OnTimeout == rules.FailEnd:
+		q.finish(s, r, SeqTimeout, EndTimeout)
+	case a.Status == StatusError && r.seq.OnError == rules.FailEnd:
+		q.finish(s, r, SeqCompleted, EndAgentError)
+	default:
+		q.advance(s, r)
+	}
+}
+
+// timedOut handles the timer of a sequence call: the agent's budget or
+// the exchange's; it reports whether id was a sequence call.
+func (q *sequences) timedOut(s *Session, id string) bool {
+	r := q.waiting(id)
+	if r == nil {
+		return false
+	}
+	role := r.seq.Steps[r.step].Role
+	if r.deadline > 0 && s.now >= r.deadline {
+		r.reqID = ""
+		a := AgentResponse{Agent: role, RunID: r.runID, Round: r.round, Status: StatusTimeout,
+			ErrorMessage: "the exchange's " + formatMS(r.seq.Timeout.MS) + " ran out"}
+		s.seqEmit(SeqAgentCompleted, r, role, a)
+		r.reqID = ""
+		r.answer(a)
+		r.step++
+		q.finish(s, r, SeqTimeout, EndTimeout)
+		return true
+	}
+	q.answered(s, r, AgentResponse{Agent: role, RunID: r.runID, Round: r.round, Status: StatusTimeout,
+		ErrorMessage: "no answer within " + formatMS(r.seq.CallTimeout.MS)})
+	return true
+}
+
+// cancel ends the running exchange of a's sequence if the run id fits.
+func (q *sequences) cancel(s *Session, a *rules.CancelSequenceAction, rule string) {
+	seq := a.Target()
+	if seq == nil {
+		return
+	}
+	idx := slices.IndexFunc(s.p.Sequences, func(x rules.Sequence) bool { return x.ID == seq.ID })
+	runID := s.env.Msg.RunID
+	if a.RunID.Set() {
+		runID, _ = s.evalString(&a.RunID, rule)
+	}
+	r := q.runs[idx]
+	if r == nil || runID != "" && runID != r.runID {
+		why, running := "no exchange is running", ""
+		if r != nil {
+			why, running = "run "+runID+" is not the running exchange", r.runID
+		}
+		raw, _ := json.Marshal(Exchange{RunID: runID, Sequence: seq.ID, Reason: why, Running: running})
+		s.emit(Effect{Type: EffectSequence, Kind: SeqIgnored, Rule: rule, Reason: why, Data: raw})
+		return
+	}
+	q.finish(s, r, SeqCancelled, EndCancelled)
+}
+
+// finish ends exchange r: the agent being asked and those not yet asked
+// in this round are cancelled (for a cancel or the session's end) or
+// skipped; the exchange is kept for later calls and its rules run.
+func (q *sequences) finish(s *Session, r *seqRun, kind, reason string) {
+	if r.done {
+		return
+	}
+	r.done = true
+	left := StatusSkipped
+	if kind == SeqCancelled {
+		left = StatusCancelled
+	}
+	if r.reqID != "" {
+		// Only a cancel (or the session's end) stops a call midway.
+		s.timers.cancel(tLLMTimeout, 0, r.reqID)
+		q.skip(s, r, StatusCancelled)
+		r.reqID = ""
+	}
+	// The rest of a round under way get their status; a round not yet
+	// begun (the call budget ran out at its start) is left out.
+	if len(r.rounds[len(r.rounds)-1].Responses) > 0 {
+		for r.step < len(r.seq.Steps) {
+			q.skip(s, r, left)
+		}
+	}
+	rounds := r.rounds
+	if last := rounds[len(rounds)-1]; len(last.Responses) == 0 {
+		rounds = rounds[:len(rounds)-1]
+	}
+	s.seqEmit(kind, r, "", Exchange{RunID: r.runID, Sequence: r.seq.ID, Reason: reason, Calls: r.calls, Rounds: rounds})
+	q.runs[r.idx] = nil
+	if h := r.seq.HistoryLimit(); h > 0 {
+		d := append(q.done[r.idx], exchange{runID: r.runID, prompt: r.prompt, rounds: rounds})
+		if len(d) > h {
+			d = slices.Delete(d, 0, len(d)-h)
+		}
+		q.done[r.idx] = d
+	}
+	if !s.ended && reason != EndSession {
+		raw, _ := json.Marshal(Exchange{RunID: r.runID, Sequence: r.seq.ID, Prompt: r.prompt, Reason: reason, Calls: r.calls, Rounds: rounds})
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		var result any
+		_ = dec.Decode(&result)
+		outer, res := s.env.Args(), s.env.Result()
+		s.env.SetArgs(outer, normalizeJSON(result))
+		s.fireRules(rules.SequenceTrigger(r.seq.ID))
+		s.env.SetArgs(outer, res)
+	}
+}
+
+// endAll closes every running exchange when the session ends.
+func (q *sequences) endAll(s *Session) {
+	for _, r := range q.runs {
+		if r != nil {
+			q.finish(s, r, SeqCancelled, EndSession)
+		}
+	}
+}
+
+// gate reads the gate's flags from the end of text and returns text
+// without them.
+func (q *sequences) gate(s *Session, r *seqRun, g *rules.Gate, text string) string {
+	flags, rest, why, found := parseGate(g, text)
+	if g.Script.Set() {
+		flags, rest, why, found = q.gateScript(s, r, g, text)
+	}
+	read := GateRead{RunID: r.runID, Round: r.round, Why: why}
+	switch {
+	case flags != nil:
+		r.flags, r.gated, read.Source = flags, true, "block"
+	case r.gated || r.round > 1 && !found:
+		// A later answer without a block keeps the flags in force.
+		read.Source = "kept"
+	default:
+		r.flags, read.Source = fallbackFlags(g), "fallback"
+	}
+	read.Flags = make(map[string]any, len(r.flags))
+	for _, f := range r.flags {
+		read.Flags[f.id] = f.v
+	}
+	s.seqEmit(SeqGate, r, g.Role, read)
+	return rest
+}
+
+// parseGate finds the block at the end of text: a fence line, KEY=VALUE
+// lines, a closing fence. A block that is there but wrong (unclosed, a
+// flag missing, twice, unknown or of the wrong type) is still taken out
+// of the text, so flags never reach a reader; it gives no flags and says
+// why. found reports whether there was a block at all.
+func parseGate(g *rules.Gate, text string) (flags []flagValue, rest, why string, found bool) {
+	lines := strings.Split(strings.TrimRight(text, " \t\r\n"), "\n")
+	end := len(lines)
+	closed := end > 0 && strings.TrimSpace(lines[end-1]) == g.Fence
+	if closed {
+		end--
+	}
+	open := -1
+	for i := end - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l == g.Fence {
+			open = i
+			break
+		}
+		if k, _, ok := strings.Cut(l, "="); l != "" && (!ok || !isFlagKey(strings.TrimSpace(k))) {
+			break
+		}
+	}
+	if open < 0 || open == end-1 && !closed || open == end && closed {
+		return nil, text, "no flag block at the end of the reply", false
+	}
+	rest = strings.TrimRight(strings.Join(lines[:open], "\n"), " \t\r\n")
+	if !closed {
+		return nil, rest, "the flag block is not closed with " + g.Fence, true
+	}
+	vals := make([]any, len(g.Flags))
+	seen := make([]bool, len(g.Flags))
+	for _, l := range lines[open+1 : end] {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(l, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		i := slices.IndexFunc(g.Flags, func(f rules.GateFlag) bool { return f.ID == k })
+		switch {
+		case i < 0:
+			return nil, rest, "unknown flag " + k, true
+		case seen[i]:
+			return nil, rest, k + " is given twice", true
+		}
+		x, err := g.Flags[i].Parse(v)
+		if err != nil {
+			return nil, rest, err.Error(), true
+		}
+		vals[i], seen[i] = x, true
+	}
+	for i, f := range g.Flags {
+		if !seen[i] {
+			return nil, rest, f.ID + " is missing", true
+		}
+		flags = append(flags, flagValue{f.ID, vals[i]})
+	}
+	return flags, rest, "", true
+}
+
+func isFlagKey(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// gateScript asks the gate's script for the flags: it gets {text, flags:
+// [ids]} and returns {text, flags: {...}}, or null for no valid block.
+func (q *sequences) gateScript(s *Session, r *seqRun, g *rules.Gate, text string) (flags []flagValue, rest, why string, found bool) {
+	ids := make([]any, len(g.Flags))
+	for i := range g.Flags {
+		ids[i] = g.Flags[i].ID
+	}
+	arg := s.scriptArg(g.Role)
+	arg.set("text", text)
+	arg.set("flags", ids)
+	out, ok := s.callScript(&g.Script, arg, r.seq.ID)
+	if !ok {
+		return nil, text, "the gate script failed", false
+	}
+	if out == nil {
+		return nil, text, "the gate script found no valid block", false
+	}
+	m, isMap := out.(map[string]any)
+	rest, hasText := m["text"].(string)
+	got, hasFlags := m["flags"].(map[string]any)
+	if !isMap || !hasText || !hasFlags {
+		s.badResult(&g.Script, r.seq.ID, "want {text, flags: {...}} or null, got %s", rules.Describe(out))
+		return nil, text, "the gate script's result is not {text, flags}", false
+	}
+	for i := range g.Flags {
+		f := &g.Flags[i]
+		v, ok := got[f.ID]
+		if !ok {
+			return nil, rest, f.ID + " is missing", true
+		}
+		if err := f.Check(v); err != nil {
+			return nil, rest, err.Error(), true
+		}
+		flags = append(flags, flagValue{f.ID, v})
+	}
+	return flags, rest, "", true
+}
+
+// part is the text of a sequence's context part for r's next call.
+func (q *sequences) part(s *Session, r *seqRun, name string) string {
+	var b strings.Builder
+	switch name {
+	case rules.PartHistory:
+		for _, x := range q.done[r.idx] {
+			if b.Len() > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString("## exchange " + x.runID + "\nuser: " + x.prompt + "\n")
+			for _, rd := range x.rounds {
+				s.writeRound(&b, rd, true)
+			}
+		}
+	case rules.PartRounds:
+		for _, rd := range r.rounds[:len(r.rounds)-1] {
+			s.writeRound(&b, rd, true)
+		}
+	case rules.PartRound:
+		s.writeRound(&b, r.rounds[len(r.rounds)-1], false)
+	}
+	return b.String()
+}
+
+// writeRound lays out a round's answers, one per agent asked, by role
+// name; a failed call says so, a skipped agent is left out.
+func (s *Session) writeRound(b *strings.Builder, rd SequenceRound, header bool) {
+	if header {
+		b.WriteString("### round " + strconv.Itoa(rd.Number) + "\n")
+	}
+	for _, a := range rd.Responses {
+		name := a.Agent
+		if pr, ok := s.p.Role(a.Agent); ok && pr.Name != "" {
+			name = pr.Name
+		}
+		switch a.Status {
+		case StatusSkipped:
+			continue
+		case StatusSuccess:
+			b.WriteString(name + ": " + a.Content + "\n")
+		default:
+			b.WriteString(name + ": (no answer: " + a.Status + ")\n")
+		}
+	}
+}
+
+// view is the exchange expressions see as `sequence`.
+func (q *sequences) view(v *rules.SequenceView) {
+	r := q.shown
+	if r == nil {
+		*v = rules.SequenceView{}
+		return
+	}
+	*v = rules.SequenceView{ID: r.seq.ID, RunID: r.runID, Running: !r.done, Prompt: r.prompt, Round: r.round, Calls: r.calls,
+		Gated: r.gated, Exchanges: q.started[r.idx]}
+	if len(r.flags) > 0 {
+		v.Flags = make(map[string]any, len(r.flags))
+		for _, f := range r.flags {
+			v.Flags[f.id] = f.v
+		}
+	}
+}
