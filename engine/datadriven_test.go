@@ -539,6 +539,9 @@ func writeEffect(b interface{ WriteString(string) (int, error) }, e *engine.Effe
 		return
 	}
 	b.WriteString("  system: " + strconv.Quote(r.System) + "\n")
+	if r.Provider != "" || r.MaxTokens > 0 || r.Sequence != nil {
+		b.WriteString(fmt.Sprintf("  model: provider=%q model=%q max_tokens=%d timeout=%dms\n", r.Provider, r.Model, r.MaxTokens, r.TimeoutMS))
+	}
 	if r.CandidateLastMessage != "" {
 		b.WriteString("  candidate_last_message: " + strconv.Quote(r.CandidateLastMessage) + "\n")
 	}

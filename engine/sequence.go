@@ -58,6 +58,7 @@ type flagValue struct {
 type exchange struct {
 	runID  string
 	prompt string
+	reason string
 	rounds []SequenceRound
 }
 
@@ -272,6 +273,9 @@ func (q *sequences) start(s *Session, a *rules.SequenceAction, rule string) {
 	q.advance(s, r)
 }
 
+// seconds writes a budget as people say it: 30s, 1.5s.
+func seconds(ms int64) string { return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64) + "s" }
+
 // MaxRunID bounds a run id a client gives.
 const MaxRunID = 128
 
@@ -378,6 +382,7 @@ func (q *sequences) ask(s *Session, r *seqRun, role string) {
 	req.Assembly, req.Files = s.files.assemble(s, role, &contextParts{
 		words:     defaultSequenceAssembly,
 		text:      func(part string) string { return q.part(s, r, part) },
+		entry:     partEntry,
 		protected: len(r.prompt),
 	})
 	s.seqEmit(SeqAgentStarted, r, role, AgentStarted{Agent: role, RunID: r.runID, Round: r.round, Call: r.calls})
@@ -466,7 +471,7 @@ func (q *sequences) timedOut(s *Session, id string) bool {
 	if r.deadline > 0 && s.now >= r.deadline {
 		r.reqID = ""
 		a := AgentResponse{Agent: role, RunID: r.runID, Round: r.round, Status: StatusTimeout,
-			ErrorMessage: "the exchange's " + formatMS(r.seq.Timeout.MS) + " ran out"}
+			ErrorMessage: "the exchange's " + seconds(r.seq.Timeout.MS) + " ran out"}
 		s.seqEmit(SeqAgentCompleted, r, role, a)
 		r.reqID = ""
 		r.answer(a)
@@ -475,7 +480,7 @@ func (q *sequences) timedOut(s *Session, id string) bool {
 		return true
 	}
 	q.answered(s, r, AgentResponse{Agent: role, RunID: r.runID, Round: r.round, Status: StatusTimeout,
-		ErrorMessage: "no answer within " + formatMS(r.seq.CallTimeout.MS)})
+		ErrorMessage: "no answer within " + seconds(r.seq.CallTimeout.MS)})
 	return true
 }
 
@@ -495,6 +500,8 @@ func (q *sequences) cancel(s *Session, a *rules.CancelSequenceAction, rule strin
 		why, running := "no exchange is running", ""
 		if r != nil {
 			why, running = "run "+runID+" is not the running exchange", r.runID
+		} else if runID != "" {
+			why = "run " + runID + " is not running"
 		}
 		raw, _ := json.Marshal(Exchange{RunID: runID, Sequence: seq.ID, Reason: why, Running: running})
 		s.emit(Effect{Type: EffectSequence, Kind: SeqIgnored, Rule: rule, Reason: why, Data: raw})
@@ -535,7 +542,7 @@ func (q *sequences) finish(s *Session, r *seqRun, kind, reason string) {
 	s.seqEmit(kind, r, "", Exchange{RunID: r.runID, Sequence: r.seq.ID, Reason: reason, Calls: r.calls, Rounds: rounds})
 	q.runs[r.idx] = nil
 	if h := r.seq.HistoryLimit(); h > 0 {
-		d := append(q.done[r.idx], exchange{runID: r.runID, prompt: r.prompt, rounds: rounds})
+		d := append(q.done[r.idx], exchange{runID: r.runID, prompt: r.prompt, reason: reason, rounds: rounds})
 		if len(d) > h {
 			d = slices.Delete(d, 0, len(d)-h)
 		}
@@ -699,6 +706,23 @@ func (q *sequences) gateScript(s *Session, r *seqRun, g *rules.Gate, text string
 	return flags, rest, "", true
 }
 
+// partEntry is how each entry of a context part starts, so the budget
+// drops the oldest exchanges and rounds whole.
+func partEntry(part string) string {
+	switch part {
+	case rules.PartHistory:
+		return exchangeHeader
+	case rules.PartRounds:
+		return roundHeader
+	}
+	return ""
+}
+
+const (
+	exchangeHeader = "## exchange "
+	roundHeader    = "### round "
+)
+
 // part is the text of a sequence's context part for r's next call.
 func (q *sequences) part(s *Session, r *seqRun, name string) string {
 	var b strings.Builder
@@ -708,9 +732,12 @@ func (q *sequences) part(s *Session, r *seqRun, name string) string {
 			if b.Len() > 0 {
 				b.WriteString("\n")
 			}
-			b.WriteString("## exchange " + x.runID + "\nuser: " + x.prompt + "\n")
+			b.WriteString(exchangeHeader + x.runID + "\nuser: " + x.prompt + "\n")
 			for _, rd := range x.rounds {
 				s.writeRound(&b, rd, true)
+			}
+			if x.reason != EndUnanimous && x.reason != EndMaxRounds && x.reason != EndMaxCalls {
+				b.WriteString("(the exchange ended early: " + x.reason + ")\n")
 			}
 		}
 	case rules.PartRounds:
@@ -726,16 +753,17 @@ func (q *sequences) part(s *Session, r *seqRun, name string) string {
 // writeRound lays out a round's answers, one per agent asked, by role
 // name; a failed call says so, a skipped agent is left out.
 func (s *Session) writeRound(b *strings.Builder, rd SequenceRound, header bool) {
-	if header {
-		b.WriteString("### round " + strconv.Itoa(rd.Number) + "\n")
-	}
 	for _, a := range rd.Responses {
+		if header && a.Status != StatusSkipped && a.Status != StatusCancelled {
+			b.WriteString(roundHeader + strconv.Itoa(rd.Number) + "\n")
+			header = false
+		}
 		name := a.Agent
 		if pr, ok := s.p.Role(a.Agent); ok && pr.Name != "" {
 			name = pr.Name
 		}
 		switch a.Status {
-		case StatusSkipped:
+		case StatusSkipped, StatusCancelled:
 			continue
 		case StatusSuccess:
 			b.WriteString(name + ": " + a.Content + "\n")

@@ -49,7 +49,7 @@ func bundled(t testing.TB) map[string]*rules.Pack {
 }
 
 // stepPacks are the packs the step-mode tests play.
-var stepPacks = []string{"dayone", "hotseat", "boardroom"}
+var stepPacks = []string{"dayone", "hotseat", "boardroom", "brain"}
 
 func readCandidate(t testing.TB, file string) []events.Timed {
 	t.Helper()

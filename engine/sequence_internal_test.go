@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/batonhq/baton/rules"
+)
+
+func brainGate() *rules.Gate {
+	return &rules.Gate{Role: "gpt", Fence: "---", Flags: []rules.GateFlag{
+		{ID: "CALL_CLAUDE", Type: rules.FlagBool, Fallback: true},
+		{ID: "CALL_GEMINI", Type: rules.FlagBool, Fallback: true},
+		{ID: "REASON_TAG", Type: rules.FlagCode, Fallback: "fallback"},
+	}}
+}
+
+func TestParseGate(t *testing.T) {
+	const block = "\n---\nCALL_CLAUDE=true\nCALL_GEMINI=false\nREASON_TAG=db_design\n---"
+	tests := []struct {
+		name, text string
+		flags      string // "" for none
+		rest       string
+		why        string
+		found      bool
+	}{
+		{"valid", "I am GPT. Use Postgres." + block, "CALL_CLAUDE=true CALL_GEMINI=false REASON_TAG=db_design", "I am GPT. Use Postgres.", "", true},
+		{"spaces and case", "Answer.\n\n  ---  \nCALL_CLAUDE = TRUE\n\nCALL_GEMINI=False\nREASON_TAG=x-1.2\n---\n\n", "CALL_CLAUDE=true CALL_GEMINI=false REASON_TAG=x-1.2", "Answer.", "", true},
+		{"crlf", "Answer.\r\n---\r\nCALL_CLAUDE=false\r\nCALL_GEMINI=false\r\nREASON_TAG=t\r\n---\r\n", "CALL_CLAUDE=false CALL_GEMINI=false REASON_TAG=t", "Answer.", "", true},
+		{"no block", "I am GPT. Nothing else.", "", "I am GPT. Nothing else.", "no flag block at the end of the reply", false},
+		{"a rule line, not a block", "Intro\n---\nMore prose here.", "", "Intro\n---\nMore prose here.", "no flag block at the end of the reply", false},
+		{"trailing fence only", "Answer.\n---", "", "Answer.\n---", "no flag block at the end of the reply", false},
+		{"block in the middle", "A" + block + "\nAnd then more.", "", "A" + block + "\nAnd then more.", "no flag block at the end of the reply", false},
+		{"unclosed", "Answer.\n---\nCALL_CLAUDE=true\nCALL_GEMINI=true", "", "Answer.", "the flag block is not closed with ---", true},
+		{"missing flag", "Answer.\n---\nCALL_CLAUDE=true\nREASON_TAG=a\n---", "", "Answer.", "CALL_GEMINI is missing", true},
+		{"twice", "Answer.\n---\nCALL_CLAUDE=true\nCALL_CLAUDE=false\nCALL_GEMINI=true\nREASON_TAG=a\n---", "", "Answer.", "CALL_CLAUDE is given twice", true},
+		{"unknown", "Answer.\n---\nCALL_GPT=true\nCALL_CLAUDE=true\nCALL_GEMINI=true\nREASON_TAG=a\n---", "", "Answer.", "unknown flag CALL_GPT", true},
+		{"not a bool", "Answer.\n---\nCALL_CLAUDE=yes\nCALL_GEMINI=true\nREASON_TAG=a\n---", "", "Answer.", `CALL_CLAUDE="yes": want true or false`, true},
+		{"not a code", "Answer.\n---\nCALL_CLAUDE=true\nCALL_GEMINI=true\nREASON_TAG=two words\n---", "", "Answer.", `REASON_TAG="two words": want a short code (letters, digits, _ . -; at most 64)`, true},
+		{"only the block", "---\nCALL_CLAUDE=true\nCALL_GEMINI=true\nREASON_TAG=a\n---", "CALL_CLAUDE=true CALL_GEMINI=true REASON_TAG=a", "", "", true},
+		{"empty block", "Answer.\n---\n---", "", "Answer.", "CALL_CLAUDE is missing", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			flags, rest, why, found := parseGate(brainGate(), tt.text)
+			var got []string
+			for _, f := range flags {
+				got = append(got, f.id+"="+strings.ToLower(strings.TrimSpace(fmtAny(f.v))))
+			}
+			if g := strings.Join(got, " "); g != tt.flags || rest != tt.rest || why != tt.why || found != tt.found {
+				t.Errorf("parseGate(%q)\n got flags %q rest %q why %q found %v\nwant flags %q rest %q why %q found %v",
+					tt.text, g, rest, why, found, tt.flags, tt.rest, tt.why, tt.found)
+			}
+		})
+	}
+}
+
+func fmtAny(v any) string {
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return "true"
+		}
+		return "false"
+	case string:
+		return x
+	}
+	return "?"
+}
+
+// FuzzParseGate: whatever a model writes, parsing never panics, what it
+// keeps is the reply's start, no fence survives at the end of a reply
+// whose block was found, and flags come whole or not at all.
+func FuzzParseGate(f *testing.F) {
+	for _, s := range []string{
+		"I am GPT.\n---\nCALL_CLAUDE=true\nCALL_GEMINI=false\nREASON_TAG=a\n---",
+		"x\n---\nCALL_CLAUDE=true", "---\n---", "---", "", "a=b\n---\n=\n---\n", "\r\n---\r\n\r\n",
+	} {
+		f.Add(s)
+	}
+	g := brainGate()
+	f.Fuzz(func(t *testing.T, text string) {
+		flags, rest, why, found := parseGate(g, text)
+		if !strings.HasPrefix(text, rest) {
+			t.Fatalf("rest %q is not the start of %q", rest, text)
+		}
+		if flags != nil && (len(flags) != len(g.Flags) || why != "" || !found) {
+			t.Fatalf("flags %v with why %q found %v", flags, why, found)
+		}
+		if flags == nil && why == "" {
+			t.Fatalf("no flags and no reason for %q", text)
+		}
+		if found && strings.HasSuffix(strings.TrimSpace(rest), "\n"+g.Fence) && flags != nil {
+			t.Fatalf("a fence is left at the end of %q", rest)
+		}
+	})
+}
+
+func TestCutEntries(t *testing.T) {
+	text := "## e1\nold answer\n\n## e2\nnewer\n\n## e3\nnewest\n"
+	got, n := cutEntries(text, 50, "## ")
+	if want := "[... 31 bytes trimmed ...]\n## e3\nnewest\n"; got != want || n != 31 {
+		t.Errorf("cutEntries = %q, %d; want %q, 31", got, n, want)
+	}
+	// When the newest entry alone is too long it is cut like a file.
+	got, n = cutEntries(text, 12, "## ")
+	if n == 0 || len(got) > 40 || !strings.HasSuffix(got, "newest\n") {
+		t.Errorf("cutEntries small = %q, %d", got, n)
+	}
+}
