@@ -422,6 +422,10 @@ func (q *sequences) result(s *Session, res *LLMResult) bool {
 		text := res.Text
 		if g := r.seq.Gate; g != nil && g.Role == role {
 			text = q.gate(s, r, g, text)
+		} else if g != nil {
+			// Another agent copying the block's form routes nothing, and
+			// its flags are no more content than the gate role's.
+			_, text, _, _ = parseGate(g, text)
 		}
 		a.Status, a.Content = StatusSuccess, strings.TrimSpace(text)
 		if a.Content == "" {
