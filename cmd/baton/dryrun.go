@@ -17,7 +17,6 @@ import (
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
 	"github.com/batonhq/baton/runtime/llm"
-	"github.com/batonhq/baton/runtime/llm/gemini"
 	"github.com/batonhq/baton/runtime/replay"
 	"github.com/batonhq/baton/runtime/service"
 )
@@ -59,9 +58,9 @@ func checkFormat(format string) error {
 func cmdDryrun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fl := newFlags("dryrun", "Usage: baton dryrun [flags] PACK\n\nPlays a whole session on a simulated clock with a scripted LLM and a simulated voice.", stderr)
 	eventsFile := fl.String("events", "", "candidate events, JSON lines in the DayOne §5.2 shape (default: the pack's built-in candidate; an empty file is a silent candidate)")
-	llmFile := fl.String("llm", "", "\"gemini\" for the real model (needs GEMINI_API_KEY or GOOGLE_API_KEY), or a file of scripted replies (YAML or JSON lines: per-call text, delay_ms, error, no_reply); default: the pack's scripted lines")
-	baseURL := fl.String("base-url", "", "with -llm gemini: the API base URL (a local or proxy endpoint)")
-	model := fl.String("model", "", "with -llm gemini: the model (default: the pack's llm.model, else "+gemini.DefaultModel+")")
+	llmFile := fl.String("llm", "", llmHelp)
+	baseURL := fl.String("base-url", "", "with -llm VENDOR: the API base URL (a local or proxy endpoint)")
+	model := fl.String("model", "", "with -llm VENDOR: the model (default: the pack's llm.model, else the vendor's default)")
 	format := fl.String("format", "text", "output: text (mm:ss.s role kind text) or jsonl")
 	verbose := fl.Bool("v", false, "also show LLM requests, routing and defer decisions")
 	seed := fl.Uint64("seed", 0, "seed for Math.random in pack scripts")
@@ -81,19 +80,12 @@ func cmdDryrun(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if opt.Events, err = loadEvents(p, *eventsFile); err != nil {
 		return err
 	}
+	real, err := realModel(ctx, *llmFile, *baseURL, *model, p)
 	switch {
-	case *llmFile == "gemini":
-		name := *model
-		if name == "" {
-			name = p.LLM.Model
-		}
-		m, err := gemini.New(ctx, gemini.Config{BaseURL: *baseURL, Model: name})
-		if err != nil {
-			return err
-		}
-		opt.Model = llm.ForPack(m, p, nil)
-	case *baseURL != "" || *model != "":
-		return fmt.Errorf("-base-url and -model go with -llm gemini")
+	case err != nil:
+		return err
+	case real != nil:
+		opt.Model = llm.ForPack(real, p, nil)
 	case *llmFile != "":
 		f, err := os.Open(*llmFile)
 		if err != nil {

@@ -13,8 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/batonhq/baton/runtime/llm"
-	"github.com/batonhq/baton/runtime/llm/gemini"
+	"github.com/batonhq/baton/runtime/llm/vendors"
 
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/service"
@@ -48,9 +47,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	writeTimeout := fl.Duration("write-timeout", 30*time.Second, "time to write one HTTP answer (0: none; not WebSockets)")
 	idleTimeout := fl.Duration("idle-timeout", 60*time.Second, "time an idle keep-alive HTTP connection is kept open (0: none)")
 	llmLatency := fl.String("llm-latency", "pack", "simulated model latency: a duration such as 300ms, or \"pack\" for the pack's dry-run latency")
-	llmScript := fl.String("llm", "", "\"gemini\" for the real model (GEMINI_API_KEY or GOOGLE_API_KEY), or scripted replies for the simulated model (YAML or JSON lines, as for dryrun)")
-	baseURL := fl.String("base-url", "", "with -llm gemini: the API base URL")
-	model := fl.String("model", "", "with -llm gemini: the model (default "+gemini.DefaultModel+")")
+	llmScript := fl.String("llm", "", llmHelp)
+	baseURL := fl.String("base-url", "", "with -llm VENDOR: the API base URL")
+	model := fl.String("model", "", "with -llm VENDOR: the model (default: the vendor's)")
 	maxOpen := fl.Int("max-open-logs", service.DefaultMaxOpenLogs(), "session logs kept open at once; the least recently written are reopened on demand (0: no bound)")
 	noSync := fl.Bool("no-sync", false, "do not fsync session logs (benchmarking only: a crash can lose acknowledged input)")
 	syncMode := fl.String("sync", "all", "which inputs are fsynced before they are applied: all, or external (client events and model answers; timer advances and simulated speech ends, which recovery re-derives, ride on the next sync)")
@@ -95,16 +94,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	logger := slog.New(h)
 	var replies []dryrun.Reply
-	var real llm.Model
-	if *llmScript == "gemini" {
-		m, err := gemini.New(ctx, gemini.Config{BaseURL: *baseURL, Model: *model})
-		if err != nil {
-			return err
+	real, err := realModel(ctx, *llmScript, *baseURL, *model, nil)
+	if err != nil {
+		return err
+	}
+	if r, ok := real.(*vendors.Router); ok {
+		for _, m := range r.Missing() {
+			logger.Warn("a vendor has no key; calls of roles that name it will fail", "vendor", m)
 		}
-		real = m
-	} else if *baseURL != "" || *model != "" {
-		return errors.New("-base-url and -model go with -llm gemini")
-	} else if *llmScript != "" {
+	}
+	if real == nil && *llmScript != "" {
 		f, err := os.Open(*llmScript)
 		if err != nil {
 			return err
