@@ -31,6 +31,7 @@ var (
 	actionsType  = reflect.TypeFor[Actions]()
 	prepareType  = reflect.TypeFor[Prepare]()
 	assemblyType = reflect.TypeFor[AssemblyItem]()
+	stepType     = reflect.TypeFor[SequenceStep]()
 	enumType     = reflect.TypeFor[enum]()
 	durationRE   = `^(0|[0-9.]+(ms|s|m|h)([0-9.]+(ms|s|m|h))*|[0-9]{1,2}(:[0-9]{1,2}){1,2}(\.[0-9]+)?|[A-Za-z_][A-Za-z0-9_]*)$`
 	identRE      = `^[A-Za-z_][A-Za-z0-9_]*$`
@@ -65,7 +66,9 @@ func (g *schemaGen) of(t reflect.Type) any {
 	case actionsType:
 		return g.actions()
 	case assemblyType:
-		return map[string]any{"type": "string", "description": "a prompt part (" + strings.Join(promptPartWords, ", ") + ") or a context file's name"}
+		return map[string]any{"type": "string", "description": "a prompt part (" + strings.Join(partWords(), ", ") + ") or a context file's name"}
+	case stepType:
+		return map[string]any{"description": "a role id, or {role, when}", "anyOf": []any{map[string]any{"type": "string"}, g.object(t)}}
 	case triggerType:
 		return map[string]any{"type": "string", "description": "a candidate event type (snake_case) or one of: " + strings.Join(EngineTriggerNames(), ", ")}
 	case strMapType:
