@@ -1,0 +1,527 @@
+// Package anthropicfake is a strict stand-in for Anthropic's Messages API,
+// POST /v1/messages, for tests. It is written from Anthropic's public API
+// reference (https://platform.claude.com/docs/en/api/messages/create, as
+// generated into the official SDKs' request types at anthropic-sdk-go
+// v1.84.0) and the tool use, vision, PDF, extended thinking and structured
+// outputs guides, not from any SDK's types, so an adapter tested against it
+// cannot pass merely by agreeing with itself.
+//
+// A Server listens on loopback and answers POST /v1/messages. Before a
+// request reaches the test's Behavior it must pass what the service would
+// check:
+//
+//   - the method and path, the x-api-key header (401 authentication_error
+//     otherwise), an anthropic-version header naming a published version,
+//     a JSON content type, and no query parameters or beta headers (betas
+//     are not modelled);
+//   - a JSON body with only documented fields, anywhere in it, each of its
+//     documented type and range, model, max_tokens and messages present
+//     (schema.go);
+//   - the rules stated in prose (semantics.go): consecutive turns of one
+//     role are combined into one turn, every message but a final assistant
+//     one has content, text blocks are not empty or blank, tool_use blocks
+//     sit in assistant turns and tool_result blocks in user turns, first,
+//     each answering a tool_use of the turn right before it by id, every
+//     tool_use is answered by the next turn, tool_use ids are unique,
+//     tool names are unique, input schemas describe objects, images and
+//     PDFs are what their media type says, a structured output schema sets
+//     additionalProperties to false on every object, a thinking budget is
+//     below max_tokens.
+//
+// A request that fails answers 400 in Anthropic's error shape,
+// {"type":"error","error":{"type":"invalid_request_error","message":...}},
+// and the Behavior is not called. Every request is recorded, valid or not,
+// with the reason it was refused, and a valid one with its decoded body,
+// whose View is what the model reads.
+//
+// Replies put text first, then tool_use blocks, each with the Reply's id
+// (or one the server makes up, as the service always gives one). A request
+// with max_tokens 0 only fills the prompt cache, as the reference says, so
+// its answer has no content and stop_reason "max_tokens".
+//
+// A Server is safe for concurrent use; requests are served in parallel.
+package anthropicfake
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// DefaultAPIKey is the key a Server expects when Config.APIKey is empty.
+const DefaultAPIKey = "anthropicfake-key"
+
+// Versions are the anthropic-version header values the API accepts.
+var Versions = []string{"2023-06-01", "2023-01-01"}
+
+// Path is the Messages endpoint.
+const Path = "/v1/messages"
+
+// Behavior decides the answer to a valid request. It is called from the
+// request's own goroutine, so it must be safe for concurrent use when the
+// client makes concurrent calls.
+type Behavior func(req *Request) Reply
+
+// Reply is a scripted answer. With none of Status, Body and Hang set it is
+// a successful response whose content is Blocks, then a text block for
+// Text (when not empty), then a tool_use block per Call.
+type Reply struct {
+	// Text is what the model says. JSON output is text too: see JSON.
+	Text string
+	// Calls are tool uses after the text, in order (parallel calls).
+	Calls []Call
+	// Blocks go first, verbatim: thinking blocks, or anything unusual.
+	Blocks []OutBlock
+	// StopReason defaults to "tool_use" with calls, "end_turn" without.
+	StopReason string
+	// Usage defaults to counts derived from the request and reply sizes.
+	Usage *Usage
+
+	// Status, when neither 0 nor 200, fails the call with this HTTP status
+	// and Anthropic's error body: ErrorType (by default the type the
+	// reference gives the status) and Message (by default the status text).
+	Status    int
+	ErrorType string
+	Message   string
+	// Body, when set, is written as is with Status (200 when 0), for
+	// answers no real server should give: a truncated or misshapen body.
+	Body []byte
+	// Hang holds the request until the client gives up (its context ends)
+	// or the server closes.
+	Hang bool
+}
+
+// Call is a tool use in a Reply. Input is marshalled to JSON (nil sends
+// {}); an empty ID gets one made up from the request.
+type Call struct {
+	ID    string
+	Name  string
+	Input any
+}
+
+// Text replies with text.
+func Text(s string) Reply { return Reply{Text: s} }
+
+// JSON replies with v marshalled as the text, as a model asked for JSON
+// output does. It panics if v cannot be marshalled.
+func JSON(v any) Reply {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("anthropicfake.JSON: " + err.Error())
+	}
+	return Reply{Text: string(b)}
+}
+
+// Calls replies with tool uses.
+func Calls(calls ...Call) Reply { return Reply{Calls: calls} }
+
+// Error fails the call with an HTTP status and message.
+func Error(status int, message string) Reply { return Reply{Status: status, Message: message} }
+
+// Hang holds the request until the client gives up.
+func Hang() Reply { return Reply{Hang: true} }
+
+// Script answers the n-th request it is called for with replies[n], and
+// fails any request past the end with 500 and a message saying so. Only
+// valid requests reach a Behavior, so refused ones do not use up a reply.
+// It is safe for concurrent use.
+func Script(replies ...Reply) Behavior {
+	var mu sync.Mutex
+	next := 0
+	return func(*Request) Reply {
+		mu.Lock()
+		n := next
+		next++
+		mu.Unlock()
+		if n < len(replies) {
+			return replies[n]
+		}
+		return Error(http.StatusInternalServerError, fmt.Sprintf("anthropicfake: unscripted request: the script has %d replies", len(replies)))
+	}
+}
+
+// Config configures a Server.
+type Config struct {
+	// APIKey is the key requests must carry (DefaultAPIKey when empty).
+	APIKey string
+	// Behavior answers valid requests (a fixed "ok" when nil).
+	Behavior Behavior
+}
+
+// Received is one request as the server saw it.
+type Received struct {
+	Index  int
+	Method string
+	Path   string
+	Header http.Header
+	Body   []byte
+	// Err is why the server refused the request (a *RequestError), nil
+	// when it passed validation and went to the Behavior.
+	Err error
+	// Request is the decoded body of a valid request, nil otherwise.
+	Request *Request
+}
+
+// RequestError is a request the server refused: the HTTP status and error
+// type it answered, and every violation found.
+type RequestError struct {
+	Status     int
+	Type       string
+	Violations []string
+}
+
+func (e *RequestError) Error() string { return strings.Join(e.Violations, "\n") }
+
+func invalid(violations ...string) *RequestError {
+	return &RequestError{Status: http.StatusBadRequest, Type: "invalid_request_error", Violations: violations}
+}
+
+// Server is a running fake.
+type Server struct {
+	// URL is the base URL to give the client, without the /v1 path.
+	URL string
+	// APIKey is the key the server expects.
+	APIKey string
+
+	behavior Behavior
+	srv      *httptest.Server
+	done     chan struct{}
+	once     sync.Once
+
+	mu       sync.Mutex
+	received []Received
+}
+
+// New starts a server with the default key and b (nil: always "ok").
+func New(b Behavior) *Server { return Start(Config{Behavior: b}) }
+
+// Start starts a server on a loopback port. Close it when done.
+func Start(cfg Config) *Server {
+	s := &Server{APIKey: cfg.APIKey, behavior: cfg.Behavior, done: make(chan struct{})}
+	if s.APIKey == "" {
+		s.APIKey = DefaultAPIKey
+	}
+	if s.behavior == nil {
+		s.behavior = func(*Request) Reply { return Text("ok") }
+	}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL
+	return s
+}
+
+// Close releases hanging requests and stops the server.
+func (s *Server) Close() {
+	s.once.Do(func() { close(s.done) })
+	s.srv.Close()
+}
+
+// Requests returns every request received so far, in arrival order.
+func (s *Server) Requests() []Received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Received(nil), s.received...)
+}
+
+// Validate checks body as a Messages request with the rules the server
+// applies to the bodies it receives. It returns a *RequestError or nil.
+func (s *Server) Validate(body []byte) error { return Validate(body) }
+
+// Validate checks body as a Messages request. It returns a *RequestError or
+// nil.
+func Validate(body []byte) error {
+	if _, err := validate(body); err != nil {
+		return err
+	}
+	return nil
+}
+
+// validate parses, checks and decodes a request body.
+func validate(body []byte) (*Request, *RequestError) {
+	raw, err := decodeBody(body)
+	if err != nil {
+		return nil, invalid(fmt.Sprintf("There was an issue with your request body: invalid JSON: %v", err))
+	}
+	obj, ok := raw.(map[string]any)
+	if !ok {
+		return nil, invalid("Input should be a valid dictionary or object to extract fields from")
+	}
+	var v validator
+	normalized := v.object("", messageCreateRequest, obj)
+	if len(v.errs) > 0 {
+		return nil, invalid(v.errs...)
+	}
+	b, err := json.Marshal(normalized)
+	if err != nil {
+		return nil, invalid("anthropicfake: " + err.Error())
+	}
+	req := new(Request)
+	if err := json.Unmarshal(b, req); err != nil {
+		return nil, invalid("anthropicfake: decode the validated request: " + err.Error())
+	}
+	keepRaw(req, body)
+	if errs := checkSemantics(req); len(errs) > 0 {
+		return nil, invalid(errs...)
+	}
+	return req, nil
+}
+
+// keepRaw puts back the JSON Schemas and tool inputs exactly as sent:
+// validation decoded them into maps, which lost the order of their keys,
+// and the order of a schema's properties is the order in which the model
+// writes an answer's fields.
+func keepRaw(req *Request, body []byte) {
+	var raw struct {
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+		Tools []struct {
+			InputSchema json.RawMessage `json:"input_schema"`
+		} `json:"tools"`
+		OutputConfig *struct {
+			Format *struct {
+				Schema json.RawMessage `json:"schema"`
+			} `json:"format"`
+		} `json:"output_config"`
+	}
+	if json.Unmarshal(body, &raw) != nil {
+		return
+	}
+	for i, t := range raw.Tools {
+		if i < len(req.Tools) {
+			req.Tools[i].InputSchema = t.InputSchema
+		}
+	}
+	if oc := raw.OutputConfig; oc != nil && oc.Format != nil && req.OutputConfig != nil && req.OutputConfig.Format != nil {
+		req.OutputConfig.Format.Schema = oc.Format.Schema
+	}
+	for i, m := range raw.Messages {
+		var blocks []struct {
+			Input json.RawMessage `json:"input"`
+		}
+		if i >= len(req.Messages) || json.Unmarshal(m.Content, &blocks) != nil {
+			continue
+		}
+		for j, b := range blocks {
+			if j < len(req.Messages[i].Content) && req.Messages[i].Content[j].Type == "tool_use" {
+				req.Messages[i].Content[j].Input = b.Input
+			}
+		}
+	}
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	body, readErr := io.ReadAll(r.Body)
+	rec := Received{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
+	var req *Request
+	var refused *RequestError
+	switch {
+	case readErr != nil:
+		refused = invalid("anthropicfake: read body: " + readErr.Error())
+	case r.URL.Path != Path:
+		refused = &RequestError{Status: http.StatusNotFound, Type: "not_found_error", Violations: []string{"Not Found"}}
+	case r.Method != http.MethodPost:
+		refused = &RequestError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Violations: []string{fmt.Sprintf("Method Not Allowed: %s takes POST, not %s", Path, r.Method)}}
+	default:
+		refused = s.checkCaller(r)
+		if refused == nil {
+			req, refused = validate(body)
+		}
+	}
+	s.mu.Lock()
+	rec.Index = len(s.received)
+	if refused != nil {
+		rec.Err = refused
+	} else {
+		rec.Request = req
+		req.Index = rec.Index
+	}
+	s.received = append(s.received, rec)
+	s.mu.Unlock()
+
+	w.Header().Set("request-id", fmt.Sprintf("req_fake_%d", rec.Index))
+	if refused != nil {
+		writeError(w, refused.Status, refused.Type, refused.Error())
+		return
+	}
+	s.answer(w, r, req, body, s.behavior(req))
+}
+
+// checkCaller checks the headers and the query.
+func (s *Server) checkCaller(r *http.Request) *RequestError {
+	key := r.Header.Get("x-api-key")
+	switch {
+	case key == "":
+		return &RequestError{Status: http.StatusUnauthorized, Type: "authentication_error", Violations: []string{"x-api-key header is required"}}
+	case key != s.APIKey:
+		return &RequestError{Status: http.StatusUnauthorized, Type: "authentication_error", Violations: []string{"invalid x-api-key"}}
+	}
+	switch v := r.Header.Get("anthropic-version"); {
+	case v == "":
+		return invalid("anthropic-version: header is required")
+	case !slices.Contains(Versions, v):
+		return invalid(fmt.Sprintf("anthropic-version: %q is not a valid version", v))
+	}
+	if b := r.Header.Get("anthropic-beta"); b != "" {
+		return invalid(fmt.Sprintf("anthropicfake: beta features are not modelled (anthropic-beta: %s)", b))
+	}
+	if len(r.URL.Query()) > 0 {
+		return invalid(fmt.Sprintf("anthropicfake: %s takes no query parameters, got %q", Path, r.URL.RawQuery))
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return invalid(fmt.Sprintf("anthropicfake: the body must be sent as application/json, not %q", r.Header.Get("Content-Type")))
+	}
+	return nil
+}
+
+// answer writes reply for a valid request.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, req *Request, body []byte, reply Reply) {
+	switch {
+	case reply.Hang:
+		select {
+		case <-r.Context().Done():
+		case <-s.done:
+			writeError(w, http.StatusServiceUnavailable, "api_error", "anthropicfake: server closed")
+		}
+		return
+	case reply.Body != nil:
+		status := reply.Status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(reply.Body)
+		return
+	case reply.Status != 0 && reply.Status != http.StatusOK:
+		msg := reply.Message
+		if msg == "" {
+			msg = http.StatusText(reply.Status)
+		}
+		typ := reply.ErrorType
+		if typ == "" {
+			typ = ErrorType(reply.Status)
+		}
+		writeError(w, reply.Status, typ, msg)
+		return
+	}
+	resp, err := response(req, body, reply)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "api_error", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// response builds the body of a successful reply.
+func response(req *Request, body []byte, reply Reply) (*Response, error) {
+	resp := &Response{
+		ID:        "msg_fake_" + digest(body, -1),
+		Type:      "message",
+		Role:      "assistant",
+		Model:     req.Model,
+		Content:   []OutBlock{},
+		Container: json.RawMessage("null"),
+	}
+	if req.MaxTokens > 0 {
+		resp.Content = append(resp.Content, reply.Blocks...)
+		if reply.Text != "" {
+			text := reply.Text
+			resp.Content = append(resp.Content, OutBlock{Type: "text", Text: &text})
+		}
+		for i, c := range reply.Calls {
+			input, err := marshalInput(c.Input)
+			if err != nil {
+				return nil, fmt.Errorf("anthropicfake: call %s input: %w", c.Name, err)
+			}
+			id := c.ID
+			if id == "" {
+				id = "toolu_fake_" + digest(body, i)
+			}
+			resp.Content = append(resp.Content, OutBlock{Type: "tool_use", ID: id, Name: c.Name, Input: input})
+		}
+	}
+	switch {
+	case req.MaxTokens == 0:
+		resp.StopReason = "max_tokens"
+	case reply.StopReason != "":
+		resp.StopReason = reply.StopReason
+	case len(reply.Calls) > 0:
+		resp.StopReason = "tool_use"
+	default:
+		resp.StopReason = "end_turn"
+	}
+	if reply.Usage != nil {
+		resp.Usage = *reply.Usage
+	} else {
+		resp.Usage = Usage{InputTokens: len(body)/4 + 1, OutputTokens: len(reply.Text)/4 + 8*len(reply.Calls) + 1, ServiceTier: "standard"}
+	}
+	return resp, nil
+}
+
+func marshalInput(in any) (json.RawMessage, error) {
+	switch v := in.(type) {
+	case nil:
+		return json.RawMessage("{}"), nil
+	case json.RawMessage:
+		return v, nil
+	}
+	return json.Marshal(in)
+}
+
+// digest derives an opaque token from the request body and an index:
+// random-looking, but the same for the same request.
+func digest(body []byte, i int) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "anthropicfake\x00%d\x00", i)
+	h.Write(body)
+	return fmt.Sprintf("%x", h.Sum(nil))[:24]
+}
+
+// ErrorType is the error type the reference gives an HTTP status.
+func ErrorType(status int) string {
+	switch status {
+	case 400:
+		return "invalid_request_error"
+	case 401:
+		return "authentication_error"
+	case 402:
+		return "billing_error"
+	case 403:
+		return "permission_error"
+	case 404:
+		return "not_found_error"
+	case 408, 504:
+		return "timeout_error"
+	case 413:
+		return "request_too_large"
+	case 429:
+		return "rate_limit_error"
+	case 529:
+		return "overloaded_error"
+	}
+	if status >= 500 {
+		return "api_error"
+	}
+	return "invalid_request_error"
+}
+
+func writeError(w http.ResponseWriter, status int, typ, message string) {
+	writeJSON(w, status, ErrorBody{Type: "error", Error: ErrorObject{Type: typ, Message: message}, RequestID: w.Header().Get("request-id")})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"type":"error","error":{"type":"api_error","message":"anthropicfake: marshal"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
