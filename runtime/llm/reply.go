@@ -8,7 +8,10 @@ import (
 // ReplySchema is a JSON Schema for the seed's agent output (§5.4) that a
 // host may set as Request.ResponseSchema to get structured replies;
 // ParseReply reads both that shape and plain text.
-var ReplySchema = json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"},"intent_tag":{"type":"string"}},"required":["text"]}`)
+//
+// It closes the object (additionalProperties: false): some vendors
+// (Anthropic) refuse a structured-output schema that does not.
+var ReplySchema = json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"},"intent_tag":{"type":"string"}},"required":["text"],"additionalProperties":false}`)
 
 // ParseReply extracts the spoken text and optional intent tag from a model
 // answer. Models asked for plain text sometimes answer with the §5.4 object

@@ -85,6 +85,10 @@ type Caps struct {
 	// suite then checks that the first call of each reply has a
 	// Signature; that it comes back exactly is checked for every vendor.
 	Signatures bool
+	// TextFilesAsText: the vendor takes only some types as file parts
+	// (OpenAI's chat API: PDFs and images), so a text file reaches the
+	// model as a text part holding its content, right after its label.
+	TextFilesAsText bool
 }
 
 // Vendor starts strict fakes of one vendor's API.

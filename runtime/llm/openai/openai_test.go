@@ -19,13 +19,10 @@ import (
 
 // TestConformance runs the vendor-neutral suite against the adapter and
 // openaifake, the strict stand-in written from OpenAI's API reference.
-//
-// Its attachments property fails, for a reason in the API rather than the
-// adapter: the suite wants every attached file, a text/plain one included,
-// to reach the model as a file, and Chat Completions takes PDFs only as
-// file parts (the file-inputs guide tells callers to send other files'
-// text as a text part, which the adapter does and TestAttachments pins).
-// The fake refuses a text/plain file part as the API does.
+// Chat Completions takes PDFs only as file parts (the file-inputs guide
+// tells callers to send other files' text as a text part, which the
+// adapter does and TestAttachments pins); the fake refuses a text/plain
+// file part as the API does, and TextFilesAsText tells the suite.
 func TestConformance(t *testing.T) {
 	llmtest.Conformance(t, openaiVendor{})
 }
@@ -35,7 +32,7 @@ func TestConformance(t *testing.T) {
 type openaiVendor struct{}
 
 func (openaiVendor) Caps() llmtest.Caps {
-	return llmtest.Caps{OptionalCallIDs: false, Signatures: false}
+	return llmtest.Caps{TextFilesAsText: true}
 }
 
 func (openaiVendor) Start(t *testing.T, script ...llmtest.Reply) llmtest.Fake {
