@@ -21,12 +21,14 @@ import (
 type sequences struct {
 	runs []*seqRun // by pack sequence: its running exchange, or nil
 	// done are the finished exchanges by pack sequence, oldest first,
-	// at most the sequence's history.
-	done [][]exchange
+	// at most the sequence's history; history is their text as calls
+	// carry it, laid out once when an exchange ends, not on every call.
+	done    [][]exchange
+	history []string
 	// started counts exchanges by pack sequence; runIDs are every run id
 	// used in the session, so a retried start is refused, not rerun.
 	started []int
-	runIDs  []string
+	runIDs  map[string]bool
 	// shown is the exchange the sequence view shows: the one being run,
 	// else the last one started.
 	shown *seqRun
@@ -43,6 +45,7 @@ type seqRun struct {
 	calls    int
 	deadline int64 // the exchange's, 0 for none
 	flags    []flagValue
+	flagMap  map[string]any // flags as expressions see them
 	gated    bool
 	rounds   []SequenceRound
 	reqID    string
@@ -60,6 +63,7 @@ type exchange struct {
 	prompt string
 	reason string
 	rounds []SequenceRound
+	text   string // as the history part lays it out
 }
 
 // Kinds of sequence effects: the exchange's life, each agent's call, and
@@ -135,28 +139,6 @@ type SequenceRound struct {
 // marshal as an object keyed by agent, in that order.
 type Responses []AgentResponse
 
-// MarshalJSON writes {agent: {status, content...}} in the order asked.
-func (r Responses) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, a := range r {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(a.Agent)
-		b.Write(k)
-		b.WriteByte(':')
-		a.Agent, a.RunID, a.Round = "", "", 0
-		v, err := json.Marshal(a)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
 // UnmarshalJSON reads what MarshalJSON writes. Object keys have no order
 // in JSON; the result is sorted by agent.
 func (r *Responses) UnmarshalJSON(data []byte) error {
@@ -195,7 +177,7 @@ type GateRead struct {
 	RunID  string         `json:"run_id"`
 	Round  int            `json:"round"`
 	Source string         `json:"source"`
-	Flags  map[string]any `json:"flags"`
+	Flags  Flags  `json:"flags"`
 	Why    string         `json:"why,omitempty"`
 }
 
@@ -210,12 +192,12 @@ type SequenceCall struct {
 
 func (q *sequences) init(p *rules.Pack) {
 	n := len(p.Sequences)
-	q.runs, q.done, q.started = make([]*seqRun, n), make([][]exchange, n), make([]int, n)
+	q.runs, q.done, q.started, q.history = make([]*seqRun, n), make([][]exchange, n), make([]int, n), make([]string, n)
+	q.runIDs = map[string]bool{}
 }
 
 func (s *Session) seqEmit(kind string, r *seqRun, agent string, data any) {
-	raw, _ := json.Marshal(data)
-	e := Effect{Type: EffectSequence, Kind: kind, Agent: agent, Rule: r.seq.ID, Data: raw}
+	e := Effect{Type: EffectSequence, Kind: kind, Agent: agent, Rule: r.seq.ID, Data: seqData(data)}
 	if agent != "" {
 		e.ID = r.reqID
 	}
@@ -251,25 +233,25 @@ func (q *sequences) start(s *Session, a *rules.SequenceAction, rule string) {
 	case len(runID) > MaxRunID:
 		refuse(fmt.Sprintf("run id is longer than %d bytes", MaxRunID), "")
 		return
-	case runID != "" && slices.Contains(q.runIDs, runID):
+	case runID != "" && q.runIDs[runID]:
 		refuse("run "+runID+" has already run", "")
 		return
 	}
 	if runID == "" {
 		runID = s.nextID('r')
 	}
-	q.runIDs = append(q.runIDs, runID)
+	q.runIDs[runID] = true
 	q.started[idx]++
 	r := &seqRun{seq: seq, idx: idx, runID: runID, prompt: prompt, rule: rule, round: 1}
 	if seq.Timeout.IsSet() {
 		r.deadline = s.now + seq.Timeout.MS
 	}
 	if g := seq.Gate; g != nil {
-		r.flags = fallbackFlags(g)
+		r.setFlags(fallbackFlags(g))
 	}
 	r.rounds = []SequenceRound{{Number: 1}}
 	q.runs[idx], q.shown = r, r
-	s.seqEmit(SeqStart, r, "", Exchange{RunID: runID, Sequence: seq.ID, Prompt: prompt})
+	s.seqEmit(SeqStart, r, "", &Exchange{RunID: runID, Sequence: seq.ID, Prompt: prompt})
 	q.advance(s, r)
 }
 
@@ -278,6 +260,16 @@ func seconds(ms int64) string { return strconv.FormatFloat(float64(ms)/1000, 'f'
 
 // MaxRunID bounds a run id a client gives.
 const MaxRunID = 128
+
+// setFlags puts flags in force, and the map expressions read them from:
+// made once per change, not on every evaluation.
+func (r *seqRun) setFlags(flags []flagValue) {
+	r.flags = flags
+	r.flagMap = make(map[string]any, len(flags))
+	for _, f := range flags {
+		r.flagMap[f.id] = f.v
+	}
+}
 
 func fallbackFlags(g *rules.Gate) []flagValue {
 	out := make([]flagValue, len(g.Flags))
@@ -320,10 +312,7 @@ func (q *sequences) advance(s *Session, r *seqRun) {
 // ended with it.
 func (q *sequences) closeRound(s *Session, r *seqRun) bool {
 	cur := r.rounds[len(r.rounds)-1]
-	s.seqEmit(SeqRound, r, "", struct {
-		RunID string `json:"run_id"`
-		SequenceRound
-	}{r.runID, cur})
+	s.seqEmit(SeqRound, r, "", &roundDone{runID: r.runID, round: &cur})
 	asked, agreed := 0, 0
 	for _, a := range cur.Responses {
 		if a.Status == StatusSkipped {
@@ -354,7 +343,7 @@ func (q *sequences) closeRound(s *Session, r *seqRun) bool {
 func (q *sequences) skip(s *Session, r *seqRun, status string) {
 	role := r.seq.Steps[r.step].Role
 	a := AgentResponse{Agent: role, RunID: r.runID, Round: r.round, Status: status}
-	s.seqEmit(SeqAgentCompleted, r, role, a)
+	s.seqEmit(SeqAgentCompleted, r, role, &a)
 	r.answer(a)
 	r.step++
 }
@@ -385,7 +374,7 @@ func (q *sequences) ask(s *Session, r *seqRun, role string) {
 		entry:     partEntry,
 		protected: len(r.prompt),
 	})
-	s.seqEmit(SeqAgentStarted, r, role, AgentStarted{Agent: role, RunID: r.runID, Round: r.round, Call: r.calls})
+	s.seqEmit(SeqAgentStarted, r, role, &AgentStarted{Agent: role, RunID: r.runID, Round: r.round, Call: r.calls})
 	s.emit(Effect{Type: EffectLLMRequest, ID: r.reqID, Agent: role, Kind: "sequence", Rule: seq.ID, Request: req})
 	s.addTimer(timer{at: s.now + timeout, kind: tLLMTimeout, key: r.reqID})
 }
@@ -450,7 +439,7 @@ func errorCode(kind string) string {
 
 // answered records a's answer and moves on as the failure policy says.
 func (q *sequences) answered(s *Session, r *seqRun, a AgentResponse) {
-	s.seqEmit(SeqAgentCompleted, r, a.Agent, a)
+	s.seqEmit(SeqAgentCompleted, r, a.Agent, &a)
 	r.reqID = ""
 	r.answer(a)
 	r.step++
@@ -476,7 +465,7 @@ func (q *sequences) timedOut(s *Session, id string) bool {
 		r.reqID = ""
 		a := AgentResponse{Agent: role, RunID: r.runID, Round: r.round, Status: StatusTimeout,
 			ErrorMessage: "the exchange's " + seconds(r.seq.Timeout.MS) + " ran out"}
-		s.seqEmit(SeqAgentCompleted, r, role, a)
+		s.seqEmit(SeqAgentCompleted, r, role, &a)
 		r.reqID = ""
 		r.answer(a)
 		r.step++
@@ -543,16 +532,32 @@ func (q *sequences) finish(s *Session, r *seqRun, kind, reason string) {
 	if last := rounds[len(rounds)-1]; len(last.Responses) == 0 {
 		rounds = rounds[:len(rounds)-1]
 	}
-	s.seqEmit(kind, r, "", Exchange{RunID: r.runID, Sequence: r.seq.ID, Reason: reason, Calls: r.calls, Rounds: rounds})
+	s.seqEmit(kind, r, "", &Exchange{RunID: r.runID, Sequence: r.seq.ID, Reason: reason, Calls: r.calls, Rounds: rounds})
 	q.runs[r.idx] = nil
 	if h := r.seq.HistoryLimit(); h > 0 {
-		d := append(q.done[r.idx], exchange{runID: r.runID, prompt: r.prompt, reason: reason, rounds: rounds})
+		x := exchange{runID: r.runID, prompt: r.prompt, reason: reason, rounds: rounds}
+		x.text = s.exchangeText(&x)
+		d := append(q.done[r.idx], x)
 		if len(d) > h {
 			d = slices.Delete(d, 0, len(d)-h)
 		}
 		q.done[r.idx] = d
+		n := len(d)
+		for i := range d {
+			n += len(d[i].text)
+		}
+		var b strings.Builder
+		b.Grow(n)
+		for i := range d {
+			if i > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(d[i].text)
+		}
+		q.history[r.idx] = b.String()
 	}
-	if !s.ended && reason != EndSession {
+	trigger := rules.SequenceTrigger(r.seq.ID)
+	if !s.ended && reason != EndSession && len(s.p.RulesOn(trigger)) > 0 {
 		raw, _ := json.Marshal(Exchange{RunID: r.runID, Sequence: r.seq.ID, Prompt: r.prompt, Reason: reason, Calls: r.calls, Rounds: rounds})
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
@@ -560,7 +565,7 @@ func (q *sequences) finish(s *Session, r *seqRun, kind, reason string) {
 		_ = dec.Decode(&result)
 		outer, res := s.env.Args(), s.env.Result()
 		s.env.SetArgs(outer, normalizeJSON(result))
-		s.fireRules(rules.SequenceTrigger(r.seq.ID))
+		s.fireRules(trigger)
 		s.env.SetArgs(outer, res)
 	}
 }
@@ -584,18 +589,20 @@ func (q *sequences) gate(s *Session, r *seqRun, g *rules.Gate, text string) stri
 	read := GateRead{RunID: r.runID, Round: r.round, Why: why}
 	switch {
 	case flags != nil:
-		r.flags, r.gated, read.Source = flags, true, "block"
+		r.gated, read.Source = true, "block"
+		r.setFlags(flags)
 	case r.gated || r.round > 1 && !found:
 		// A later answer without a block keeps the flags in force.
 		read.Source = "kept"
 	default:
-		r.flags, read.Source = fallbackFlags(g), "fallback"
+		read.Source = "fallback"
+		r.setFlags(fallbackFlags(g))
 	}
-	read.Flags = make(map[string]any, len(r.flags))
-	for _, f := range r.flags {
-		read.Flags[f.id] = f.v
+	read.Flags = make(Flags, len(r.flags))
+	for i, f := range r.flags {
+		read.Flags[i] = Flag{f.id, f.v}
 	}
-	s.seqEmit(SeqGate, r, g.Role, read)
+	s.seqEmit(SeqGate, r, g.Role, &read)
 	return rest
 }
 
@@ -732,18 +739,7 @@ func (q *sequences) part(s *Session, r *seqRun, name string) string {
 	var b strings.Builder
 	switch name {
 	case rules.PartHistory:
-		for _, x := range q.done[r.idx] {
-			if b.Len() > 0 {
-				b.WriteString("\n")
-			}
-			b.WriteString(exchangeHeader + x.runID + "\nuser: " + x.prompt + "\n")
-			for _, rd := range x.rounds {
-				s.writeRound(&b, rd, true)
-			}
-			if x.reason != EndUnanimous && x.reason != EndMaxRounds && x.reason != EndMaxCalls {
-				b.WriteString("(the exchange ended early: " + x.reason + ")\n")
-			}
-		}
+		return q.history[r.idx]
 	case rules.PartRounds:
 		for _, rd := range r.rounds[:len(r.rounds)-1] {
 			s.writeRound(&b, rd, true)
@@ -754,12 +750,41 @@ func (q *sequences) part(s *Session, r *seqRun, name string) string {
 	return b.String()
 }
 
+// exchangeText lays out a finished exchange as later calls read it.
+func (s *Session) exchangeText(x *exchange) string {
+	var b strings.Builder
+	n := 64 + len(x.runID) + len(x.prompt)
+	for _, rd := range x.rounds {
+		n += 16
+		for _, a := range rd.Responses {
+			n += 24 + len(a.Content)
+		}
+	}
+	b.Grow(n)
+	b.WriteString(exchangeHeader)
+	b.WriteString(x.runID)
+	b.WriteString("\nuser: ")
+	b.WriteString(x.prompt)
+	b.WriteByte('\n')
+	for _, rd := range x.rounds {
+		s.writeRound(&b, rd, true)
+	}
+	if x.reason != EndUnanimous && x.reason != EndMaxRounds && x.reason != EndMaxCalls {
+		b.WriteString("(the exchange ended early: ")
+		b.WriteString(x.reason)
+		b.WriteString(")\n")
+	}
+	return b.String()
+}
+
 // writeRound lays out a round's answers, one per agent asked, by role
 // name; a failed call says so, a skipped agent is left out.
 func (s *Session) writeRound(b *strings.Builder, rd SequenceRound, header bool) {
 	for _, a := range rd.Responses {
 		if header && a.Status != StatusSkipped && a.Status != StatusCancelled {
-			b.WriteString(roundHeader + strconv.Itoa(rd.Number) + "\n")
+			b.WriteString(roundHeader)
+			b.WriteString(strconv.Itoa(rd.Number))
+			b.WriteByte('\n')
 			header = false
 		}
 		name := a.Agent
@@ -770,9 +795,15 @@ func (s *Session) writeRound(b *strings.Builder, rd SequenceRound, header bool) 
 		case StatusSkipped, StatusCancelled:
 			continue
 		case StatusSuccess:
-			b.WriteString(name + ": " + a.Content + "\n")
+			b.WriteString(name)
+			b.WriteString(": ")
+			b.WriteString(a.Content)
+			b.WriteByte('\n')
 		default:
-			b.WriteString(name + ": (no answer: " + a.Status + ")\n")
+			b.WriteString(name)
+			b.WriteString(": (no answer: ")
+			b.WriteString(a.Status)
+			b.WriteString(")\n")
 		}
 	}
 }
@@ -786,10 +817,5 @@ func (q *sequences) view(v *rules.SequenceView) {
 	}
 	*v = rules.SequenceView{ID: r.seq.ID, RunID: r.runID, Running: !r.done, Prompt: r.prompt, Round: r.round, Calls: r.calls,
 		Gated: r.gated, Exchanges: q.started[r.idx]}
-	if len(r.flags) > 0 {
-		v.Flags = make(map[string]any, len(r.flags))
-		for _, f := range r.flags {
-			v.Flags[f.id] = f.v
-		}
-	}
+	v.Flags = r.flagMap
 }

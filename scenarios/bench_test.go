@@ -2,7 +2,10 @@ package scenarios_test
 
 import (
 	"os"
+	"strconv"
 	"testing"
+
+	"github.com/batonhq/baton/engine"
 
 	"github.com/batonhq/baton/runtime/dryrun"
 
@@ -86,5 +89,74 @@ func BenchmarkHotSeatPanel(b *testing.B) {
 		if res.Records[len(res.Records)-1].Type != "session_end" {
 			b.Fatal("panel did not end")
 		}
+	}
+}
+
+// BenchmarkBrainExchange is one exchange of The Brain through the engine
+// alone: a prompt, GPT gating both others in, three agents answering in
+// round 1 and all three agreeing in round 2, six model answers. The
+// session keeps running, so from the eleventh exchange on every call
+// carries a full window of ten earlier ones, the budget at work.
+func BenchmarkBrainExchange(b *testing.B) {
+	p, err := rules.Load(os.DirFS("brain"), ".")
+	if err != nil {
+		b.Fatal(err)
+	}
+	answers := map[string][2]string{
+		"gpt":    {"I am GPT. Keep the tag out of state; log it.\n---\nCALL_CLAUDE=true\nCALL_GEMINI=true\nREASON_TAG=logging\n---", "[NO_FURTHER_INPUT]\n---\nCALL_CLAUDE=true\nCALL_GEMINI=true\nREASON_TAG=done\n---"},
+		"claude": {"I am Claude. Agreed, and tie the log line to the run id.", "[NO_FURTHER_INPUT]"},
+		"gemini": {"I am Gemini. One sink at the edge, one retention policy.", "[NO_FURTHER_INPUT]"},
+	}
+	var s *engine.Session
+	var out []engine.Effect
+	var t int64
+	step := func(in engine.Input) {
+		var err error
+		out, err = s.Step(in, out[:0])
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	n := 0
+	exchange := func() {
+		n++
+		t += 100
+		step(engine.Input{T: t, Type: engine.InputCandidate, Candidate: &engine.CandidateEvent{
+			Type: "user_prompt", Text: "Should we keep the routing tag out of state?", RunID: "r" + strconv.Itoa(n)}})
+		for calls := 0; ; calls++ {
+			var req *engine.Effect
+			for i := range out {
+				if out[i].Type == engine.EffectLLMRequest {
+					req = &out[i]
+				}
+			}
+			if req == nil {
+				if calls != 6 {
+					b.Fatalf("exchange %d ended after %d calls", n, calls)
+				}
+				return
+			}
+			round := min(req.Request.Sequence.Round, 2) - 1
+			t += 100
+			step(engine.Input{T: t, Type: engine.InputLLMResult, LLM: &engine.LLMResult{ID: req.ID, Text: answers[req.Agent][round]}})
+		}
+	}
+	// A session with a full window; a new one before the pack's hour
+	// is up.
+	fresh := func() {
+		s, t = engine.New(p, engine.Options{}), 0
+		for range 10 {
+			exchange()
+		}
+	}
+	fresh()
+	b.ReportAllocs()
+	for b.Loop() {
+		if t > 55*60_000 {
+			b.StopTimer()
+			fresh()
+			b.StartTimer()
+		}
+		exchange()
 	}
 }

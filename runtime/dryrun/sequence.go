@@ -3,7 +3,6 @@ package dryrun
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/batonhq/baton/engine"
@@ -35,13 +34,9 @@ func sequenceLine(r *Record) (kind, text string) {
 	case engine.SeqGate:
 		var g engine.GateRead
 		_ = json.Unmarshal(r.Data, &g)
-		keys := make([]string, 0, len(g.Flags))
-		for k := range g.Flags {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for i, k := range keys {
-			keys[i] = fmt.Sprintf("%s=%v", k, g.Flags[k])
+		keys := make([]string, len(g.Flags))
+		for i, f := range g.Flags {
+			keys[i] = fmt.Sprintf("%s=%v", f.ID, f.Value)
 		}
 		text = g.RunID + "  " + g.Source + ": " + strings.Join(keys, " ")
 		if g.Why != "" {
