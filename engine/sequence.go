@@ -174,11 +174,11 @@ type Exchange struct {
 // no valid block, so the fallbacks; kept: no block in a later round, so
 // the flags stay). Why says what was wrong with a block.
 type GateRead struct {
-	RunID  string         `json:"run_id"`
-	Round  int            `json:"round"`
-	Source string         `json:"source"`
+	RunID  string `json:"run_id"`
+	Round  int    `json:"round"`
+	Source string `json:"source"`
 	Flags  Flags  `json:"flags"`
-	Why    string         `json:"why,omitempty"`
+	Why    string `json:"why,omitempty"`
 }
 
 // SequenceCall is what an llm_request of a sequence carries besides the
