@@ -258,6 +258,16 @@ func (d *roundDone) appendJSON(b []byte) []byte {
 // seqData is the data of a sequence effect: one of the types above, or
 // anything else encoding/json writes.
 func seqData(v any) json.RawMessage {
+	if x, ok := v.(*Exchange); ok {
+		// The closing effect carries every answer: one allocation.
+		n := 128 + len(x.Prompt)
+		for _, rd := range x.Rounds {
+			for _, a := range rd.Responses {
+				n += 48 + len(a.Agent) + len(a.Content) + len(a.ErrorMessage)
+			}
+		}
+		return x.appendJSON(make([]byte, 0, n))
+	}
 	if a, ok := v.(interface{ appendJSON([]byte) []byte }); ok {
 		return a.appendJSON(make([]byte, 0, 256))
 	}

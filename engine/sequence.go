@@ -46,10 +46,12 @@ type seqRun struct {
 	deadline int64 // the exchange's, 0 for none
 	flags    []flagValue
 	flagMap  map[string]any // flags as expressions see them
-	gated    bool
-	rounds   []SequenceRound
-	reqID    string
-	done     bool
+	// roundsText is the finished rounds as the rounds part carries them.
+	roundsText string
+	gated      bool
+	rounds     []SequenceRound
+	reqID      string
+	done       bool
 }
 
 type flagValue struct {
@@ -331,6 +333,11 @@ func (q *sequences) closeRound(s *Session, r *seqRun) bool {
 	case r.round >= r.seq.RoundLimit():
 		q.finish(s, r, SeqCompleted, EndMaxRounds)
 	default:
+		// The finished round joins what later calls read, laid out once.
+		var b strings.Builder
+		b.WriteString(r.roundsText)
+		s.writeRound(&b, cur, true)
+		r.roundsText = b.String()
 		r.round++
 		r.step = 0
 		r.rounds = append(r.rounds, SequenceRound{Number: r.round})
@@ -741,9 +748,7 @@ func (q *sequences) part(s *Session, r *seqRun, name string) string {
 	case rules.PartHistory:
 		return q.history[r.idx]
 	case rules.PartRounds:
-		for _, rd := range r.rounds[:len(r.rounds)-1] {
-			s.writeRound(&b, rd, true)
-		}
+		return r.roundsText
 	case rules.PartRound:
 		s.writeRound(&b, r.rounds[len(r.rounds)-1], false)
 	}
