@@ -15,6 +15,8 @@ type candidate struct {
 	messages      int
 	lastMsg       string
 	lastMsgAt     int64
+	// handling is the event whose rules are running, nil otherwise.
+	handling *CandidateEvent
 }
 
 func (c *candidate) init() {
@@ -68,7 +70,11 @@ func (s *Session) onCandidate(ev *CandidateEvent) {
 	case EventCodeSubmitted:
 		s.transcript.add(s.now, "candidate", "[code submitted]", false)
 	}
+	// Actions that default to what the event says (a sequence's prompt
+	// and run id) read it while its rules run, and only then.
+	s.cand.handling = ev
 	s.fireRules(rules.EventTrigger(ev.Type))
+	s.cand.handling = nil
 }
 
 // typingLapsed ends typing once the debounce has passed without a keystroke.

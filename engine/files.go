@@ -118,7 +118,7 @@ func (s *Session) fileView(path string) (rules.FileView, error) {
 type contextParts struct {
 	words     []string
 	text      func(part string) string
-	entry     func(part string) string
+	starts    func(part string) []int
 	protected int
 }
 
@@ -127,9 +127,9 @@ type budgeted struct {
 	id      string // the file's or part's name, as the trim list says it
 	keep    int    // how much of it is sent
 	keepEnd bool
-	// entry, if set, starts each entry of the part (an exchange, a
-	// round): a cut drops whole entries where it can.
-	entry string
+	// starts, if set, are where the part's entries begin (exchanges,
+	// rounds): a cut drops whole entries where it can.
+	starts []int
 }
 
 // assemble lays out role's context for a model call, in its assembly's
@@ -166,7 +166,7 @@ func (f *files) assemble(s *Session, role string, extra *contextParts) ([]string
 		case extra != nil && slices.Contains(rules.SequenceParts, w):
 			path, text = "sequence/"+w, extra.text(w)
 			// The newest of an exchange's context matters most.
-			b = budgeted{id: w, keep: len(text), keepEnd: true, entry: extra.entry(w)}
+			b = budgeted{id: w, keep: len(text), keepEnd: true, starts: extra.starts(w)}
 		default:
 			continue
 		}
@@ -201,8 +201,8 @@ func (f *files) assemble(s *Session, role string, extra *contextParts) ([]string
 	for j := range parts {
 		p := &parts[j]
 		if m := &meta[j]; m.keep < len(p.Text) {
-			if m.entry != "" {
-				p.Text, p.Trimmed = cutEntries(p.Text, m.keep, m.entry)
+			if len(m.starts) > 0 {
+				p.Text, p.Trimmed = cutEntries(p.Text, m.keep, m.starts)
 			} else {
 				p.Text, p.Trimmed = cut(p.Text, m.keep, m.keepEnd)
 			}
@@ -212,17 +212,12 @@ func (f *files) assemble(s *Session, role string, extra *contextParts) ([]string
 }
 
 // cutEntries keeps at most keep bytes of the end of text, dropping its
-// oldest entries whole (each starts with a line beginning with entry):
-// half an exchange reads as if it had happened. When even the newest
-// entry does not fit, it is cut like a file.
-func cutEntries(text string, keep int, entry string) (string, int) {
-	for from := 0; from < len(text); {
-		i := strings.Index(text[from:], "\n"+entry)
-		if i < 0 {
-			break
-		}
-		from += i + 1
-		if len(text)-from+trimMarkLen(from) <= keep {
+// oldest entries whole (starts are where each begins): half an exchange
+// reads as if it had happened. When even the newest entry does not fit,
+// it is cut like a file.
+func cutEntries(text string, keep int, starts []int) (string, int) {
+	for _, from := range starts {
+		if from > 0 && from < len(text) && len(text)-from+trimMarkLen(from) <= keep {
 			return trimMark(from) + "\n" + text[from:], from
 		}
 	}

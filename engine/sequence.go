@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/batonhq/baton/rules"
 )
@@ -23,8 +24,11 @@ type sequences struct {
 	// done are the finished exchanges by pack sequence, oldest first,
 	// at most the sequence's history; history is their text as calls
 	// carry it, laid out once when an exchange ends, not on every call.
-	done    [][]exchange
-	history []string
+	done          [][]exchange
+	history       []string
+	historyStarts [][]int
+	// ended are exchanges whose sequence:ID rules have yet to run.
+	ended []endedRun
 	// started counts exchanges by pack sequence; runIDs are every run id
 	// used in the session, so a retried start is refused, not rerun.
 	started []int
@@ -47,11 +51,12 @@ type seqRun struct {
 	flags    []flagValue
 	flagMap  map[string]any // flags as expressions see them
 	// roundsText is the finished rounds as the rounds part carries them.
-	roundsText string
-	gated      bool
-	rounds     []SequenceRound
-	reqID      string
-	done       bool
+	roundsText  string
+	roundStarts []int // where each round begins in it
+	gated       bool
+	rounds      []SequenceRound
+	reqID       string
+	done        bool
 }
 
 type flagValue struct {
@@ -194,7 +199,7 @@ type SequenceCall struct {
 
 func (q *sequences) init(p *rules.Pack) {
 	n := len(p.Sequences)
-	q.runs, q.done, q.started, q.history = make([]*seqRun, n), make([][]exchange, n), make([]int, n), make([]string, n)
+	q.runs, q.done, q.started, q.history, q.historyStarts = make([]*seqRun, n), make([][]exchange, n), make([]int, n), make([]string, n), make([][]int, n)
 	q.runIDs = map[string]bool{}
 }
 
@@ -214,7 +219,12 @@ func (q *sequences) start(s *Session, a *rules.SequenceAction, rule string) {
 		return
 	}
 	idx := slices.IndexFunc(s.p.Sequences, func(x rules.Sequence) bool { return x.ID == seq.ID })
-	prompt, runID := s.env.Msg.Text, s.env.Msg.RunID
+	// The defaults are the event being handled's; a start from anything
+	// else (a timer, another exchange's end) names what it asks.
+	var prompt, runID string
+	if ev := s.cand.handling; ev != nil {
+		prompt, runID = ev.Text, ev.RunID
+	}
 	if a.Prompt.Set() {
 		prompt, _ = s.evalString(&a.Prompt, rule)
 	}
@@ -235,12 +245,18 @@ func (q *sequences) start(s *Session, a *rules.SequenceAction, rule string) {
 	case len(runID) > MaxRunID:
 		refuse(fmt.Sprintf("run id is longer than %d bytes", MaxRunID), "")
 		return
+	case strings.ContainsFunc(runID, unicode.IsControl):
+		refuse("a run id is one line of text", "")
+		return
 	case runID != "" && q.runIDs[runID]:
 		refuse("run "+runID+" has already run", "")
 		return
 	}
-	if runID == "" {
-		runID = s.nextID('r')
+	for runID == "" {
+		// Made by the engine: never one a client has used.
+		if id := s.nextID('r'); !q.runIDs[id] {
+			runID = id
+		}
 	}
 	q.runIDs[runID] = true
 	q.started[idx]++
@@ -296,6 +312,9 @@ func (q *sequences) advance(s *Session, r *seqRun) {
 		st := &seq.Steps[r.step]
 		if st.When.Set() && !s.evalBool(&st.When, st.Role) {
 			q.skip(s, r, StatusSkipped)
+			if g := seq.Gate; g != nil && g.Role == st.Role {
+				q.gateMissed(s, r, g, st.Role+" was not asked this round")
+			}
 			continue
 		}
 		if s.ended || r.done {
@@ -332,11 +351,17 @@ func (q *sequences) closeRound(s *Session, r *seqRun) bool {
 		q.finish(s, r, SeqCompleted, EndUnanimous)
 	case r.round >= r.seq.RoundLimit():
 		q.finish(s, r, SeqCompleted, EndMaxRounds)
+	case r.calls >= r.seq.CallLimit():
+		// No round is begun that could ask nobody.
+		q.finish(s, r, SeqCompleted, EndMaxCalls)
 	default:
 		// The finished round joins what later calls read, laid out once.
 		var b strings.Builder
 		b.WriteString(r.roundsText)
 		s.writeRound(&b, cur, true)
+		if b.Len() > len(r.roundsText) {
+			r.roundStarts = append(r.roundStarts, len(r.roundsText))
+		}
 		r.roundsText = b.String()
 		r.round++
 		r.step = 0
@@ -370,7 +395,7 @@ func (q *sequences) ask(s *Session, r *seqRun, role string) {
 		timeout = min(timeout, r.deadline-s.now)
 	}
 	req := &LLMRequest{
-		Role: role, Kind: "sequence", TurnGoal: seq.ID, System: s.persona(role),
+		Role: role, Kind: "sequence", TurnGoal: seq.ID, System: s.injected(role, s.persona(role), true),
 		Prompt: r.prompt, TimeoutMS: timeout,
 		Sequence: &SequenceCall{ID: seq.ID, RunID: r.runID, Round: r.round, Call: r.calls},
 	}
@@ -378,7 +403,7 @@ func (q *sequences) ask(s *Session, r *seqRun, role string) {
 	req.Assembly, req.Files = s.files.assemble(s, role, &contextParts{
 		words:     defaultSequenceAssembly,
 		text:      func(part string) string { return q.part(s, r, part) },
-		entry:     partEntry,
+		starts:    func(part string) []int { return q.starts(r, part) },
 		protected: len(r.prompt),
 	})
 	s.seqEmit(SeqAgentStarted, r, role, &AgentStarted{Agent: role, RunID: r.runID, Round: r.round, Call: r.calls})
@@ -388,7 +413,7 @@ func (q *sequences) ask(s *Session, r *seqRun, role string) {
 
 // defaultSequenceAssembly is a sequence call's prompt when the pack
 // orders none: the persona, then what came before.
-var defaultSequenceAssembly = []string{"persona", rules.PartHistory, rules.PartRounds, rules.PartRound}
+var defaultSequenceAssembly = append([]string{"persona"}, rules.SequenceParts...)
 
 func (q *sequences) waiting(id string) *seqRun {
 	for _, r := range q.runs {
@@ -421,7 +446,7 @@ func (q *sequences) result(s *Session, res *LLMResult) bool {
 		} else if g != nil {
 			// Another agent copying the block's form routes nothing, and
 			// its flags are no more content than the gate role's.
-			_, text, _, _ = parseGate(g, text)
+			text, _ = stripFlags(g, text)
 		}
 		a.Status, a.Content = StatusSuccess, strings.TrimSpace(text)
 		if a.Content == "" {
@@ -450,6 +475,9 @@ func (q *sequences) answered(s *Session, r *seqRun, a AgentResponse) {
 	r.reqID = ""
 	r.answer(a)
 	r.step++
+	if g := r.seq.Gate; g != nil && g.Role == a.Agent && a.Status != StatusSuccess {
+		q.gateMissed(s, r, g, a.Agent+" gave no answer ("+a.Status+")")
+	}
 	switch {
 	case a.Status == StatusTimeout && r.seq.OnTimeout == rules.FailEnd:
 		q.finish(s, r, SeqTimeout, EndTimeout)
@@ -469,7 +497,6 @@ func (q *sequences) timedOut(s *Session, id string) bool {
 	}
 	role := r.seq.Steps[r.step].Role
 	if r.deadline > 0 && s.now >= r.deadline {
-		r.reqID = ""
 		a := AgentResponse{Agent: role, RunID: r.runID, Round: r.round, Status: StatusTimeout,
 			ErrorMessage: "the exchange's " + seconds(r.seq.Timeout.MS) + " ran out"}
 		s.seqEmit(SeqAgentCompleted, r, role, &a)
@@ -491,7 +518,10 @@ func (q *sequences) cancel(s *Session, a *rules.CancelSequenceAction, rule strin
 		return
 	}
 	idx := slices.IndexFunc(s.p.Sequences, func(x rules.Sequence) bool { return x.ID == seq.ID })
-	runID := s.env.Msg.RunID
+	var runID string
+	if ev := s.cand.handling; ev != nil {
+		runID = ev.RunID
+	}
 	if a.RunID.Set() {
 		runID, _ = s.evalString(&a.RunID, rule)
 	}
@@ -539,7 +569,8 @@ func (q *sequences) finish(s *Session, r *seqRun, kind, reason string) {
 	if last := rounds[len(rounds)-1]; len(last.Responses) == 0 {
 		rounds = rounds[:len(rounds)-1]
 	}
-	s.seqEmit(kind, r, "", &Exchange{RunID: r.runID, Sequence: r.seq.ID, Reason: reason, Calls: r.calls, Rounds: rounds})
+	data := seqData(&Exchange{RunID: r.runID, Sequence: r.seq.ID, Prompt: r.prompt, Reason: reason, Calls: r.calls, Rounds: rounds})
+	s.emit(Effect{Type: EffectSequence, Kind: kind, Rule: r.seq.ID, Data: data})
 	q.runs[r.idx] = nil
 	if h := r.seq.HistoryLimit(); h > 0 {
 		x := exchange{runID: r.runID, prompt: r.prompt, reason: reason, rounds: rounds}
@@ -549,32 +580,66 @@ func (q *sequences) finish(s *Session, r *seqRun, kind, reason string) {
 			d = slices.Delete(d, 0, len(d)-h)
 		}
 		q.done[r.idx] = d
-		n := len(d)
-		for i := range d {
-			n += len(d[i].text)
-		}
-		var b strings.Builder
-		b.Grow(n)
-		for i := range d {
-			if i > 0 {
-				b.WriteByte('\n')
-			}
-			b.WriteString(d[i].text)
-		}
-		q.history[r.idx] = b.String()
+		q.layOutHistory(r.idx)
 	}
-	trigger := rules.SequenceTrigger(r.seq.ID)
-	if !s.ended && reason != EndSession && len(s.p.RulesOn(trigger)) > 0 {
-		raw, _ := json.Marshal(Exchange{RunID: r.runID, Sequence: r.seq.ID, Prompt: r.prompt, Reason: reason, Calls: r.calls, Rounds: rounds})
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		var result any
-		_ = dec.Decode(&result)
-		outer, res := s.env.Args(), s.env.Result()
-		s.env.SetArgs(outer, normalizeJSON(result))
-		s.fireRules(trigger)
-		s.env.SetArgs(outer, res)
+	if reason != EndSession && len(s.p.RulesOn(rules.SequenceTrigger(r.seq.ID))) > 0 {
+		// Its rules run once this step has settled, not from inside it:
+		// a rule that starts the sequence again gets a fresh call stack,
+		// and one that keeps doing so is the settle loop's to stop.
+		q.ended = append(q.ended, endedRun{r, data})
 	}
+}
+
+type endedRun struct {
+	r    *seqRun
+	data json.RawMessage
+}
+
+// fireEnded runs the sequence:ID rules of the first exchange ended and
+// not yet reported, with its record as result; it reports whether it ran
+// any.
+func (q *sequences) fireEnded(s *Session) bool {
+	if len(q.ended) == 0 || s.ended {
+		return false
+	}
+	e := q.ended[0]
+	q.ended = q.ended[1:]
+	dec := json.NewDecoder(bytes.NewReader(e.data))
+	dec.UseNumber()
+	var result any
+	_ = dec.Decode(&result)
+	shown := q.shown
+	q.shown = e.r
+	outer, res := s.env.Args(), s.env.Result()
+	s.env.SetArgs(outer, normalizeJSON(result))
+	s.fireRules(rules.SequenceTrigger(e.r.seq.ID))
+	s.env.SetArgs(outer, res)
+	if q.shown == e.r {
+		q.shown = shown
+	}
+	return true
+}
+
+// layOutHistory lays out sequence i's kept exchanges as the history part
+// carries them, once per change, and where each begins so the budget can
+// drop the oldest whole.
+func (q *sequences) layOutHistory(i int) {
+	d := q.done[i]
+	n := len(d)
+	for j := range d {
+		n += len(d[j].text)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	starts := q.historyStarts[i][:0]
+	for j := range d {
+		if j > 0 {
+			b.WriteByte('\n')
+		}
+		starts = append(starts, b.Len())
+		b.WriteString(d[j].text)
+	}
+	q.history[i], q.historyStarts[i] = b.String(), starts
 }
 
 // endAll closes every running exchange when the session ends.
@@ -589,36 +654,69 @@ func (q *sequences) endAll(s *Session) {
 // gate reads the gate's flags from the end of text and returns text
 // without them.
 func (q *sequences) gate(s *Session, r *seqRun, g *rules.Gate, text string) string {
-	flags, rest, why, found := parseGate(g, text)
+	var flags []flagValue
+	var rest, why string
+	var found bool
 	if g.Script.Set() {
 		flags, rest, why, found = q.gateScript(s, r, g, text)
+		rest, _ = stripFlags(g, rest)
+	} else {
+		flags, rest, why, found = parseGate(g, text)
 	}
 	read := GateRead{RunID: r.runID, Round: r.round, Why: why}
 	switch {
 	case flags != nil:
 		r.gated, read.Source = true, "block"
 		r.setFlags(flags)
-	case r.gated || r.round > 1 && !found:
-		// A later answer without a block keeps the flags in force.
+	case r.round > 1 && !found:
+		// A later answer without a block keeps the flags in force; an
+		// invalid one calls everyone, as in the first round.
 		read.Source = "kept"
 	default:
 		read.Source = "fallback"
 		r.setFlags(fallbackFlags(g))
 	}
-	read.Flags = make(Flags, len(r.flags))
-	for i, f := range r.flags {
-		read.Flags[i] = Flag{f.id, f.v}
-	}
+	read.Flags = r.flagList()
 	s.seqEmit(SeqGate, r, g.Role, &read)
 	return rest
 }
 
-// parseGate finds the block at the end of text: a fence line, KEY=VALUE
+// gateMissed reports the flags in force when the gate role gave no
+// answer to read them from (it failed, or its when: kept it out): the
+// fallbacks until a block has been read, then the flags as they were.
+func (q *sequences) gateMissed(s *Session, r *seqRun, g *rules.Gate, why string) {
+	read := GateRead{RunID: r.runID, Round: r.round, Source: "kept", Why: why, Flags: r.flagList()}
+	if !r.gated {
+		read.Source = "fallback"
+	}
+	s.seqEmit(SeqGate, r, g.Role, &read)
+}
+
+func (r *seqRun) flagList() Flags {
+	out := make(Flags, len(r.flags))
+	for i, f := range r.flags {
+		out[i] = Flag{f.id, f.v}
+	}
+	return out
+}
+
+// parseGate reads the block at the end of text: a fence line, KEY=VALUE
 // lines, a closing fence. A block that is there but wrong (unclosed, a
-// flag missing, twice, unknown or of the wrong type) is still taken out
-// of the text, so flags never reach a reader; it gives no flags and says
-// why. found reports whether there was a block at all.
+// flag missing, twice, unknown or of the wrong type) gives no flags and
+// says why. found reports whether there was a block at all. Whatever it
+// finds, the flags never reach a reader: the block, a block elsewhere
+// in the text and any line keyed by a declared flag are taken out of
+// rest.
 func parseGate(g *rules.Gate, text string) (flags []flagValue, rest, why string, found bool) {
+	flags, rest, why, found = endBlock(g, text)
+	stripped, more := stripFlags(g, rest)
+	if more && !found {
+		found, why = true, "the flag block is not at the end of the reply"
+	}
+	return flags, stripped, why, found
+}
+
+func endBlock(g *rules.Gate, text string) (flags []flagValue, rest, why string, found bool) {
 	lines := strings.Split(strings.TrimRight(text, " \t\r\n"), "\n")
 	end := len(lines)
 	closed := end > 0 && strings.TrimSpace(lines[end-1]) == g.Fence
@@ -632,11 +730,11 @@ func parseGate(g *rules.Gate, text string) (flags []flagValue, rest, why string,
 			open = i
 			break
 		}
-		if k, _, ok := strings.Cut(l, "="); l != "" && (!ok || !isFlagKey(strings.TrimSpace(k))) {
+		if l != "" && !flagLike(l) {
 			break
 		}
 	}
-	if open < 0 || open == end-1 && !closed || open == end && closed {
+	if open < 0 {
 		return nil, text, "no flag block at the end of the reply", false
 	}
 	rest = strings.TrimRight(strings.Join(lines[:open], "\n"), " \t\r\n")
@@ -650,7 +748,10 @@ func parseGate(g *rules.Gate, text string) (flags []flagValue, rest, why string,
 		if l == "" {
 			continue
 		}
-		k, v, _ := strings.Cut(l, "=")
+		k, v, ok := strings.Cut(l, "=")
+		if !ok {
+			return nil, rest, fmt.Sprintf("%q: write KEY=VALUE", l), true
+		}
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		i := slices.IndexFunc(g.Flags, func(f rules.GateFlag) bool { return f.ID == k })
 		switch {
@@ -674,16 +775,72 @@ func parseGate(g *rules.Gate, text string) (flags []flagValue, rest, why string,
 	return flags, rest, "", true
 }
 
-func isFlagKey(s string) bool {
-	if s == "" {
+// flagLike says whether a line reads KEY=VALUE or KEY: VALUE.
+func flagLike(l string) bool {
+	i := strings.IndexAny(l, "=:")
+	return i > 0 && rules.IsIdent(strings.TrimSpace(l[:i]))
+}
+
+// declaredFlag says whether a line sets one of g's flags, either way.
+func declaredFlag(g *rules.Gate, l string) bool {
+	i := strings.IndexAny(l, "=:")
+	if i <= 0 {
 		return false
 	}
-	for _, r := range s {
-		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
-			return false
+	k := strings.TrimSpace(l[:i])
+	return slices.ContainsFunc(g.Flags, func(f rules.GateFlag) bool { return f.ID == k })
+}
+
+// stripFlags takes out of text every fenced run of KEY=VALUE lines that
+// sets a declared flag, and every other line that sets one; it reports
+// whether it took anything out.
+func stripFlags(g *rules.Gate, text string) (string, bool) {
+	if !strings.Contains(text, "=") && !strings.Contains(text, ":") {
+		return text, false
+	}
+	lines := strings.Split(text, "\n")
+	drop := make([]bool, len(lines))
+	any := false
+	for i := 0; i < len(lines); i++ {
+		if strings.TrimSpace(lines[i]) != g.Fence {
+			continue
+		}
+		declared := false
+		j := i + 1
+		for ; j < len(lines); j++ {
+			l := strings.TrimSpace(lines[j])
+			if l == g.Fence || l != "" && !flagLike(l) {
+				break
+			}
+			declared = declared || declaredFlag(g, l)
+		}
+		if declared {
+			last := j - 1
+			if j < len(lines) && strings.TrimSpace(lines[j]) == g.Fence {
+				last = j
+			}
+			for k := i; k <= last; k++ {
+				drop[k] = true
+			}
+			any = true
+			i = last
 		}
 	}
-	return true
+	for i, l := range lines {
+		if !drop[i] && declaredFlag(g, strings.TrimSpace(l)) {
+			drop[i], any = true, true
+		}
+	}
+	if !any {
+		return text, false
+	}
+	kept := lines[:0:0]
+	for i, l := range lines {
+		if !drop[i] {
+			kept = append(kept, l)
+		}
+	}
+	return strings.TrimRight(strings.Join(kept, "\n"), " \t\r\n"), true
 }
 
 // gateScript asks the gate's script for the flags: it gets {text, flags:
@@ -724,16 +881,17 @@ func (q *sequences) gateScript(s *Session, r *seqRun, g *rules.Gate, text string
 	return flags, rest, "", true
 }
 
-// partEntry is how each entry of a context part starts, so the budget
-// drops the oldest exchanges and rounds whole.
-func partEntry(part string) string {
+// starts are where the entries of a context part begin (exchanges,
+// rounds), so the budget drops the oldest whole; offsets, not a search
+// for headers an answer could contain.
+func (q *sequences) starts(r *seqRun, part string) []int {
 	switch part {
 	case rules.PartHistory:
-		return exchangeHeader
+		return q.historyStarts[r.idx]
 	case rules.PartRounds:
-		return roundHeader
+		return r.roundStarts
 	}
-	return ""
+	return nil
 }
 
 const (

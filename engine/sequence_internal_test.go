@@ -30,7 +30,12 @@ func TestParseGate(t *testing.T) {
 		{"no block", "I am GPT. Nothing else.", "", "I am GPT. Nothing else.", "no flag block at the end of the reply", false},
 		{"a rule line, not a block", "Intro\n---\nMore prose here.", "", "Intro\n---\nMore prose here.", "no flag block at the end of the reply", false},
 		{"trailing fence only", "Answer.\n---", "", "Answer.\n---", "no flag block at the end of the reply", false},
-		{"block in the middle", "A" + block + "\nAnd then more.", "", "A" + block + "\nAnd then more.", "no flag block at the end of the reply", false},
+		{"block in the middle", "A" + block + "\nAnd then more.", "", "A\nAnd then more.", "the flag block is not at the end of the reply", true},
+		{"colons", "A.\n---\nCALL_CLAUDE: true\nCALL_GEMINI: true\nREASON_TAG: x\n---", "", "A.", `"CALL_CLAUDE: true": write KEY=VALUE`, true},
+		{"a stray flag line", "A.\nREASON_TAG=secret\nB.", "", "A.\nB.", "the flag block is not at the end of the reply", true},
+		// The gate role's trailing fenced KEY=VALUE block is its flag
+		// block, whatever its keys (another agent's is left alone).
+		{"other keys at the end", "Set\n---\nPORT=8080\nHOST=x\n---", "", "Set", "unknown flag PORT", true},
 		{"unclosed", "Answer.\n---\nCALL_CLAUDE=true\nCALL_GEMINI=true", "", "Answer.", "the flag block is not closed with ---", true},
 		{"missing flag", "Answer.\n---\nCALL_CLAUDE=true\nREASON_TAG=a\n---", "", "Answer.", "CALL_GEMINI is missing", true},
 		{"twice", "Answer.\n---\nCALL_CLAUDE=true\nCALL_CLAUDE=false\nCALL_GEMINI=true\nREASON_TAG=a\n---", "", "Answer.", "CALL_CLAUDE is given twice", true},
@@ -98,13 +103,41 @@ func FuzzParseGate(f *testing.F) {
 
 func TestCutEntries(t *testing.T) {
 	text := "## e1\nold answer\n\n## e2\nnewer\n\n## e3\nnewest\n"
-	got, n := cutEntries(text, 50, "## ")
+	starts := []int{0, 18, 31}
+	got, n := cutEntries(text, 50, starts)
 	if want := "[... 31 bytes trimmed ...]\n## e3\nnewest\n"; got != want || n != 31 {
 		t.Errorf("cutEntries = %q, %d; want %q, 31", got, n, want)
 	}
 	// When the newest entry alone is too long it is cut like a file.
-	got, n = cutEntries(text, 12, "## ")
+	got, n = cutEntries(text, 12, starts)
 	if n == 0 || len(got) > 40 || !strings.HasSuffix(got, "newest\n") {
 		t.Errorf("cutEntries small = %q, %d", got, n)
+	}
+}
+
+// A rule that starts an exchange again each time one ends, where each
+// asks nobody and so ends at once, is stopped by the settle bound with
+// an engine_error: it never recurses on the Go stack.
+func TestSequenceRestartLoopIsBounded(t *testing.T) {
+	p, err := rules.LoadBytes([]byte(`
+name: loop
+schema: 1
+duration: 10m
+roles: [{id: a, persona: p}]
+sequences: [{id: s, steps: [{role: a, when: "false"}]}]
+rules:
+  - {id: submit, on: user_prompt, do: [{sequence: s}]}
+  - {id: again, on: "sequence:s", do: [{sequence: {id: s, prompt: "'again'"}}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(p, Options{})
+	out, err := s.Step(Input{T: 1000, Type: InputCandidate, Candidate: &CandidateEvent{Type: "user_prompt", Text: "go"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := out[len(out)-1]; last.Type != EffectEngineError {
+		t.Fatalf("last effect %s %s, want engine_error", last.Type, last.Kind)
 	}
 }

@@ -306,6 +306,9 @@ func (s *Session) settleOnce() bool {
 	if s.ended {
 		return false
 	}
+	if s.seqs.fireEnded(s) {
+		return true
+	}
 	if s.floor.active != nil {
 		return s.settleActive()
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/batonhq/baton/rules/text"
 
@@ -188,6 +189,14 @@ var pureFuncs = [...]struct {
 	fn    func(p ...any) (any, error)
 	types []any
 }{
+	{"keys", func(p ...any) (any, error) {
+		keys, _, err := sortedMap(p[0], "keys")
+		return keys, err
+	}, []any{new(func(any) []any)}},
+	{"values", func(p ...any) (any, error) {
+		_, values, err := sortedMap(p[0], "values")
+		return values, err
+	}, []any{new(func(any) []any)}},
 	{"questions", func(p ...any) (any, error) { return text.CountQuestions(p[0].(string)), nil }, []any{new(func(string) int)}},
 	{"sentences", func(p ...any) (any, error) { return text.CountSentences(p[0].(string)), nil }, []any{new(func(string) int)}},
 	{"words", func(p ...any) (any, error) { return text.CountWords(p[0].(string)), nil }, []any{new(func(string) int)}},
@@ -206,8 +215,32 @@ var pureFuncs = [...]struct {
 	}, []any{new(func(int64) string), new(func(int) string), new(func(float64) string)}},
 }
 
+// sortedMap is a map's keys in order, and its values in that order.
+func sortedMap(m any, fn string) ([]any, []any, error) {
+	v := reflect.ValueOf(m)
+	if v.Kind() != reflect.Map {
+		return nil, nil, fmt.Errorf("%s: want a map, got %s", fn, Describe(m))
+	}
+	type kv struct {
+		k string
+		v any
+	}
+	list := make([]kv, 0, v.Len())
+	for it := v.MapRange(); it.Next(); {
+		list = append(list, kv{fmt.Sprint(it.Key().Interface()), it.Value().Interface()})
+	}
+	slices.SortFunc(list, func(a, b kv) int { return strings.Compare(a.k, b.k) })
+	keys, values := make([]any, len(list)), make([]any, len(list))
+	for i, e := range list {
+		keys[i], values[i] = e.k, e.v
+	}
+	return keys, values, nil
+}
+
 func exprFunctions() []expr.Option {
-	opts := []expr.Option{expr.DisableBuiltin("now")}
+	// expr's own keys() and values() follow Go's map order, which
+	// changes from run to run; a session's effects may not.
+	opts := []expr.Option{expr.DisableBuiltin("now"), expr.DisableBuiltin("keys"), expr.DisableBuiltin("values")}
 	for _, f := range pureFuncs {
 		opts = append(opts, expr.Function(f.name, f.fn, f.types...))
 	}

@@ -44,7 +44,7 @@ func (p *Pack) ModelFor(role string) ModelChoice {
 	if !ok {
 		return m
 	}
-	if r.Provider != ProviderDefault {
+	if r.Provider != ProviderDefault && r.Provider != m.Provider {
 		// Another vendor's model name means nothing to this one.
 		m.Provider, m.Model = r.Provider, ""
 	}

@@ -212,6 +212,9 @@ var SequenceParts = []string{PartHistory, PartRounds, PartRound}
 func (s *Sequence) check(c *compiler) {
 	c.id(s.Pos, "sequence", "sequence:"+s.ID)
 	where := "sequence " + s.ID
+	if !isName(s.ID) {
+		c.errorf(s.Pos, "sequence %q: its id is what rules name (on: sequence:ID): letters, digits, '_' and '-'", s.ID)
+	}
 	if len(s.Steps) == 0 {
 		c.errorf(s.Pos, "%s needs steps: the roles that answer, in order", where)
 	}
@@ -223,7 +226,7 @@ func (s *Sequence) check(c *compiler) {
 		}
 	}
 	s.rounds = c.count(s.Rounds, where+" rounds", 1, 1, MaxSequenceRounds)
-	s.maxCalls = c.count(s.MaxCalls, where+" max_calls", s.rounds*max(len(s.Steps), 1), 1, MaxSequenceCalls)
+	s.maxCalls = c.count(s.MaxCalls, where+" max_calls", min(s.rounds*max(len(s.Steps), 1), MaxSequenceCalls), 1, MaxSequenceCalls)
 	s.history = c.count(s.History, where+" history", 0, 0, MaxSequenceHistory)
 	if !s.CallTimeout.IsSet() {
 		s.CallTimeout.MS = c.p.LLM.Timeout.MS
@@ -349,9 +352,9 @@ func (c *compiler) sequenceRef(pos Pos, where, id string) *Sequence {
 	return s
 }
 
-// SequenceView is the exchange being run, as `sequence`: in a step's
-// when:, a sequence:NAME rule, and anywhere else (where it is the last
-// exchange started).
+// SequenceView is an exchange as expressions see it, `sequence`: the one
+// being run in a step's when:, the one that ended in a sequence:NAME
+// rule, and elsewhere the last one that ran.
 type SequenceView struct {
 	ID      string `expr:"id"`
 	RunID   string `expr:"run_id"`

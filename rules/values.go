@@ -132,6 +132,10 @@ func (v *Number) decodeNode(dec *decoder, n *yaml.Node) {
 	v.Value = f
 }
 
+// IsIdent says whether s is an identifier as packs write names: letters,
+// digits and '_', not starting with a digit.
+func IsIdent(s string) bool { return isIdent(s) }
+
 func isIdent(s string) bool {
 	if s == "" {
 		return false

@@ -59,7 +59,7 @@ func sequenceLine(r *Record) (kind, text string) {
 	case engine.SeqRefused, engine.SeqIgnored:
 		text = x.RunID + "  " + x.Reason
 	default:
-		text = fmt.Sprintf("%s  %s after %d %s, %d calls", x.RunID, x.Reason, len(x.Rounds), plural(len(x.Rounds), "round"), x.Calls)
+		text = fmt.Sprintf("%s  %s after %d %s, %d %s", x.RunID, x.Reason, len(x.Rounds), plural(len(x.Rounds), "round"), x.Calls, plural(x.Calls, "call"))
 	}
 	return kind, text
 }
