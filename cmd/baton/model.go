@@ -30,9 +30,6 @@ func realModel(ctx context.Context, name, baseURL, model string, p *rules.Pack) 
 		}
 		return vendors.New(ctx, vendors.Config{})
 	case isVendor(name):
-		if model == "" && p != nil {
-			model = p.LLM.Model
-		}
 		return vendors.One(ctx, name, vendors.Config{BaseURL: baseURL, Model: model})
 	case baseURL != "" || model != "":
 		return nil, fmt.Errorf("-base-url and -model go with -llm %s", strings.Join(vendors.Names(), "|"))

@@ -55,9 +55,10 @@ func (t *Turns) Answer(ctx context.Context, id string, req *engine.LLMRequest) A
 		return Answer{Result: engine.LLMResult{ID: id, Err: AsAdapterError(err)}, After: elapsed}
 	}
 	res := engine.LLMResult{ID: id}
-	if req.Job != "" {
-		// Job output is validated by the engine against the job's schema;
-		// it is passed on as the model wrote it.
+	if req.Job != "" || req.Sequence != nil {
+		// Job output is validated by the engine against the job's schema,
+		// and an exchange's answer is shown as written (a code block, a
+		// JSON sample): both are passed on as the model wrote them.
 		res.Text = resp.Text
 	} else {
 		res.Text, res.IntentTag = ParseReply(resp.Text)

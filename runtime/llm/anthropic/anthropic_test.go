@@ -324,6 +324,7 @@ func TestGenerateErrors(t *testing.T) {
 		{"empty 529 body", anthropicfake.Reply{Status: 529, Body: []byte{}}, llm.KindServer, 529, true, "overloaded"},
 		{"malformed 200 body", anthropicfake.Reply{Body: []byte(`{"content": [`)}, llm.KindServer, 0, true, "malformed response body"},
 		{"200 body of the wrong shape", anthropicfake.Reply{Body: []byte(`{"type":"message","content":"not a list"}`)}, llm.KindServer, 0, true, "malformed response body"},
+		{"a refusal", anthropicfake.Reply{Body: []byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":"refusal","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":0}}`)}, llm.KindBadRequest, 0, false, "refused"},
 		{"200 text of the wrong type", anthropicfake.Reply{Body: []byte(`{"type":"message","content":[{"type":"text","text":5}]}`)}, llm.KindServer, 0, true, "malformed response body"},
 		{"200 body without content", anthropicfake.Reply{Body: []byte(`{"type":"message"}`)}, llm.KindServer, 0, true, "no content"},
 		{"200 tool_use without an id", anthropicfake.Reply{Body: []byte(`{"type":"message","content":[{"type":"tool_use","name":"f","input":{}}]}`)}, llm.KindServer, 0, true, "needs an id"},

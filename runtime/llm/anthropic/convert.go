@@ -274,9 +274,11 @@ func toolParam(d llm.ToolDecl) (*sdk.ToolParam, error) {
 
 // outputFormat converts a response schema to output_config.format. The
 // structured outputs guide requires every object in the schema to set
-// additionalProperties to false and the API refuses a schema that does not
-// (llm.ReplySchema does not), so the adapter adds it to each object schema
-// that leaves it out. Anything else goes on the wire as written, including
+// additionalProperties to false and the API refuses a schema that does not,
+// so the adapter adds it to each object schema that leaves it out. The
+// guide's unsupported constraints (numeric bounds, string lengths, item
+// counts above one) are refused too: they are left off the wire, and the
+// engine checks the answer against the whole schema when it lands. Anything else goes on the wire as written, including
 // an explicit additionalProperties the API will refuse: closing an object
 // the author deliberately left open would change the contract silently.
 func outputFormat(schema json.RawMessage) (sdk.JSONOutputFormatParam, error) {
@@ -317,6 +319,15 @@ func closeObjects(schema []byte) ([]byte, error) {
 	}
 	changed, open := false, false
 	var typ json.RawMessage
+	kept := ms[:0]
+	for _, m := range ms {
+		if Unsupported(m.key, m.value) {
+			changed = true
+			continue
+		}
+		kept = append(kept, m)
+	}
+	ms = kept
 	for i := range ms {
 		k, v := ms[i].key, ms[i].value
 		var c []byte
@@ -350,6 +361,20 @@ func closeObjects(schema []byte) ([]byte, error) {
 		return schema, nil
 	}
 	return writeObject(ms), nil
+}
+
+// Unsupported says whether a schema keyword with this value is one the
+// structured outputs guide lists as unsupported: the API answers 400
+// ("For 'integer' type, property 'minimum' is not supported").
+func Unsupported(key string, value json.RawMessage) bool {
+	switch key {
+	case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "maxItems":
+		return true
+	case "minItems":
+		v := string(bytes.TrimSpace(value))
+		return v != "0" && v != "1"
+	}
+	return false
 }
 
 // member is one key and its raw value, in the order the object has them.
@@ -519,6 +544,11 @@ func fromBody(body []byte) (llm.Response, error) {
 		return out, malformed(fmt.Errorf("no content"))
 	}
 	out.FinishReason = resp.StopReason
+	if resp.StopReason == "refusal" {
+		// As for the other vendors: a refusal is not a line the agent can
+		// say, and asking again the same way will not change it.
+		return out, llm.NewError(llm.KindBadRequest, 0, nil, "anthropic: the model refused to answer")
+	}
 	u := resp.Usage
 	// input_tokens counts only what the prompt cache did not cover.
 	out.Usage = llm.Usage{

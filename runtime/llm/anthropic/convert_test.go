@@ -22,6 +22,10 @@ func TestCloseObjects(t *testing.T) {
 		{"tuple items", `{"type":"array","items":[{"type":"object"},{"type":"string"}]}`, `{"type":"array","items":[{"type":"object","additionalProperties":false},{"type":"string"}]}`},
 		{"definitions and not", `{"definitions":{"x":{"type":"object"}},"not":{"type":"object","properties":{}}}`, `{"definitions":{"x":{"type":"object","additionalProperties":false}},"not":{"type":"object","properties":{},"additionalProperties":false}}`},
 		{"escaped key", `{"properties":{"a\"b":{"type":"object"}}}`, `{"properties":{"a\"b":{"type":"object","additionalProperties":false}}}`},
+		// Hot Seat's grade and Boardroom's question lengths: bounds the API
+		// refuses stay off the wire (the engine checks the answer).
+		{"unsupported bounds", `{"type":"object","properties":{"grade":{"type":"integer","minimum":0,"maximum":100},"q":{"type":"string","minLength":10,"maxLength":300},"l":{"type":"array","minItems":1,"maxItems":3},"m":{"type":"array","minItems":2}},"required":["grade"]}`,
+			`{"type":"object","properties":{"grade":{"type":"integer"},"q":{"type":"string"},"l":{"type":"array","minItems":1},"m":{"type":"array"}},"required":["grade"],"additionalProperties":false}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

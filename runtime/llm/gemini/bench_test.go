@@ -189,8 +189,14 @@ func TestSharedModelDoesNotSerialize(t *testing.T) {
 			errs <- err
 		}()
 	}
-	for range n {
-		<-arrived // all n requests are in the server at once
+	for i := range n {
+		select {
+		case <-arrived: // all n requests are in the server at once
+		case err := <-errs:
+			t.Fatalf("call %d ended before the others arrived: %v", i, err)
+		case <-time.After(time.Minute):
+			t.Fatalf("only %d of %d calls reached the server at once", i, n)
+		}
 	}
 	close(release)
 	for range n {

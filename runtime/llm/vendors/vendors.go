@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"os"
 	"slices"
 	"strings"
 
@@ -112,17 +114,48 @@ func (r *Router) Has(name string) bool { _, ok := r.models[name]; return ok }
 func New(ctx context.Context, c Config) (*Router, error) {
 	r := &Router{models: map[string]llm.Model{}, missing: map[string]error{}, def: defaultName(c)}
 	for _, v := range Vendors {
+		name := v.Provider.String()
+		if err := v.checkURL(); err != nil {
+			// A vendor set up wrong is that vendor's problem: packs that
+			// do not use it still run.
+			r.missing[name] = err
+			continue
+		}
 		m, err := v.New(ctx, Config{HTTPClient: c.HTTPClient})
 		switch {
 		case errors.Is(err, v.noKey):
-			r.missing[v.Provider.String()] = fmt.Errorf("%s: no API key: set %s", v.Provider, strings.Join(v.KeyEnv, " or "))
+			r.missing[name] = fmt.Errorf("%s: no API key: set %s", v.Provider, strings.Join(v.KeyEnv, " or "))
 		case err != nil:
-			return nil, err
+			r.missing[name] = fmt.Errorf("%s: %w", name, err)
 		default:
-			r.models[v.Provider.String()] = m
+			r.models[name] = m
 		}
 	}
 	return r, nil
+}
+
+// checkURL checks the vendor's base-URL variable, if set, the same way
+// for every vendor (an SDK left to read it itself takes "localhost:9" and
+// then fails every call as a network error, retried for a minute).
+func (v Vendor) checkURL() error {
+	raw, ok := os.LookupEnv(v.URLEnv)
+	if !ok || raw == "" {
+		return nil
+	}
+	if err := CheckURL(raw); err != nil {
+		return fmt.Errorf("%s: %s=%q: %v", v.Provider, v.URLEnv, raw, err)
+	}
+	return nil
+}
+
+// CheckURL says whether raw is a base URL a vendor SDK can call:
+// http(s), with a host, no spaces around it.
+func CheckURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || strings.TrimSpace(raw) != raw || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("want an http(s)://host[:port][/path] URL")
+	}
+	return nil
 }
 
 // One makes vendor name's adapter alone, for a host that sends every
@@ -132,11 +165,43 @@ func One(ctx context.Context, name string, c Config) (llm.Model, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown vendor %q (vendors: %s)", name, strings.Join(Names(), ", "))
 	}
+	if c.BaseURL != "" {
+		if err := CheckURL(c.BaseURL); err != nil {
+			return nil, fmt.Errorf("%s: base URL %q: %v", name, c.BaseURL, err)
+		}
+	}
+	if err := v.checkURL(); err != nil && c.BaseURL == "" {
+		return nil, err
+	}
 	m, err := v.New(ctx, c)
 	if errors.Is(err, v.noKey) {
 		return nil, fmt.Errorf("%s: no API key: set %s", name, strings.Join(v.KeyEnv, " or "))
 	}
-	return m, err
+	if err != nil {
+		return nil, err
+	}
+	return forced{m: m, vendor: name, model: c.Model}, nil
+}
+
+// forced sends every call to one vendor, whatever provider its role
+// names: a model name another vendor's role carries means nothing here,
+// so it is dropped for the vendor's default, and a model the host chose
+// (-model) replaces any.
+type forced struct {
+	m      llm.Model
+	vendor string
+	model  string
+}
+
+func (f forced) Generate(ctx context.Context, req llm.Request) (llm.Response, error) {
+	switch {
+	case f.model != "":
+		req.Model = f.model
+	case req.Provider != "" && req.Provider != f.vendor:
+		req.Model = ""
+	}
+	req.Provider = f.vendor
+	return f.m.Generate(ctx, req)
 }
 
 // Missing lists the vendors without a key, each with the variable to set.

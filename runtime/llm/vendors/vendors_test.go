@@ -16,6 +16,71 @@ func noKeys(t *testing.T) {
 		for _, k := range v.KeyEnv {
 			t.Setenv(k, "")
 		}
+		t.Setenv(v.URLEnv, "")
+	}
+}
+
+// A base URL that is not one is that vendor's problem, named with its
+// variable, the same for every vendor; packs that do not use the vendor
+// still get a router.
+func TestBadBaseURL(t *testing.T) {
+	for _, raw := range []string{"localhost:9", "ftp://x", " http://x", "http://%zz", "http://"} {
+		noKeys(t)
+		t.Setenv("OPENAI_API_KEY", "k")
+		t.Setenv("ANTHROPIC_API_KEY", "k")
+		t.Setenv("GEMINI_API_KEY", "k")
+		for _, v := range Vendors {
+			t.Setenv(v.URLEnv, raw)
+		}
+		r, err := New(context.Background(), Config{})
+		if err != nil {
+			t.Fatalf("%q: %v", raw, err)
+		}
+		if len(r.Missing()) != len(Vendors) {
+			t.Fatalf("%q: missing %v", raw, r.Missing())
+		}
+		for _, m := range r.Missing() {
+			if !strings.Contains(m, "_BASE_URL=") || !strings.Contains(m, "want an http(s)") {
+				t.Errorf("%q: %s", raw, m)
+			}
+		}
+		if _, err := One(context.Background(), "openai", Config{}); err == nil || !strings.Contains(err.Error(), "OPENAI_BASE_URL") {
+			t.Errorf("%q: One: %v", raw, err)
+		}
+		// An explicit base URL is the host's choice, over the variable.
+		if _, err := One(context.Background(), "anthropic", Config{BaseURL: "http://127.0.0.1:1"}); err != nil {
+			t.Errorf("%q: One with a base URL: %v", raw, err)
+		}
+	}
+}
+
+// One vendor for every call: another vendor's model name is dropped for
+// the vendor's default, the host's -model wins, and the pack's own model
+// for roles that name no vendor goes through.
+func TestForcedVendorModels(t *testing.T) {
+	var got []string
+	inner := llm.ModelFunc(func(_ context.Context, req llm.Request) (llm.Response, error) {
+		got = append(got, req.Provider+"/"+req.Model)
+		return llm.Response{Text: "ok"}, nil
+	})
+	for _, tt := range []struct {
+		model string
+		reqs  []llm.Request
+		want  string
+	}{
+		{"", []llm.Request{{Provider: "anthropic", Model: "claude-x"}, {Provider: "openai", Model: "gpt-x"}, {Model: "pack-model"}}, "openai/ openai/gpt-x openai/pack-model"},
+		{"chosen", []llm.Request{{Provider: "anthropic", Model: "claude-x"}, {Model: "pack-model"}}, "openai/chosen openai/chosen"},
+	} {
+		got = nil
+		f := forced{m: inner, vendor: "openai", model: tt.model}
+		for _, req := range tt.reqs {
+			if _, err := f.Generate(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if g := strings.Join(got, " "); g != tt.want {
+			t.Errorf("-model %q: %s, want %s", tt.model, g, tt.want)
+		}
 	}
 }
 

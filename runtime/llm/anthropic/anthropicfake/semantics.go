@@ -290,6 +290,20 @@ func checkOutputSchema(at string, schema json.RawMessage) []string {
 				errs = append(errs, fmt.Sprintf("%s: For 'object' type, 'additionalProperties' must be explicitly set to false", path))
 			}
 		}
+		// The structured outputs guide's unsupported constraints.
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
+			v := string(bytes.TrimSpace(obj[k]))
+			switch k {
+			case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "maxItems":
+			case "minItems":
+				if v == "0" || v == "1" {
+					continue
+				}
+			default:
+				continue
+			}
+			errs = append(errs, fmt.Sprintf("%s: property '%s' is not supported", path, k))
+		}
 		for _, k := range []string{"items", "not", "if", "then", "else", "contains", "additionalItems", "propertyNames", "additionalProperties"} {
 			if sub, ok := obj[k]; ok {
 				walk(path+"."+k, sub)

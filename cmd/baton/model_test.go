@@ -1,0 +1,49 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func clearVendorEnv(t *testing.T) {
+	for _, k := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL"} {
+		t.Setenv(k, "")
+	}
+}
+
+// -llm live checks, before any call, that every vendor the pack's roles
+// name has its key, and names each role and variable that is missing.
+func TestDryrunLiveNamesMissingKeys(t *testing.T) {
+	clearVendorEnv(t)
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	code, _, errs := runCLI(t, "dryrun", "-llm", "live", "brain")
+	if code != 1 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"role claude uses anthropic: no API key: set ANTHROPIC_API_KEY", "role gemini uses gemini: no API key: set GEMINI_API_KEY or GOOGLE_API_KEY"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr %q lacks %q", errs, want)
+		}
+	}
+	if strings.Contains(errs, "role gpt") {
+		t.Errorf("stderr names a role whose key is set: %s", errs)
+	}
+}
+
+func TestDryrunVendorFlags(t *testing.T) {
+	clearVendorEnv(t)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-llm", "live", "-model", "x"}, "-base-url and -model go with one vendor"},
+		{[]string{"-llm", "openai"}, "openai: no API key: set OPENAI_API_KEY"},
+		{[]string{"-llm", "anthropic", "-base-url", "localhost:9"}, `anthropic: base URL "localhost:9": want an http(s)`},
+		{[]string{"-model", "x"}, "-base-url and -model go with -llm gemini|openai|anthropic"},
+	} {
+		code, _, errs := runCLI(t, append(append([]string{"dryrun"}, tt.args...), "dayone")...)
+		if code != 1 || !strings.Contains(errs, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %q", tt.args, code, errs, tt.want)
+		}
+	}
+}
