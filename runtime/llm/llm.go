@@ -14,6 +14,7 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 )
 
 // Message roles. Tool results travel in their own role so adapters can map
@@ -120,4 +121,15 @@ type ModelFunc func(ctx context.Context, req Request) (Response, error)
 // Generate calls f.
 func (f ModelFunc) Generate(ctx context.Context, req Request) (Response, error) {
 	return f(ctx, req)
+}
+
+// AttachmentLabel is the text part every adapter sends right before an
+// attached file, so the model knows which file it is reading: its name
+// (quoted, so no name can pass for more text) and MIME type. An unnamed
+// file is numbered from 1 within its message.
+func AttachmentLabel(i int, b Blob) string {
+	if b.Name == "" {
+		return fmt.Sprintf("Attached file %d (%s):", i+1, b.MIME)
+	}
+	return fmt.Sprintf("Attached file %q (%s):", b.Name, b.MIME)
 }

@@ -127,7 +127,7 @@ func blocksOf(msg llm.Message) (sdk.MessageParamRole, []sdk.ContentBlockParamUni
 			if err != nil {
 				return "", nil, fmt.Errorf("file %d: %w", j+1, err)
 			}
-			blocks = append(blocks, textBlock(AttachmentLabel(j, b)), file)
+			blocks = append(blocks, textBlock(llm.AttachmentLabel(j, b)), file)
 		}
 		return sdk.MessageParamRoleUser, blocks, nil
 	case llm.RoleModel:
@@ -153,17 +153,6 @@ func blocksOf(msg llm.Message) (sdk.MessageParamRole, []sdk.ContentBlockParamUni
 		return sdk.MessageParamRoleUser, []sdk.ContentBlockParamUnion{{OfToolResult: res}}, nil
 	}
 	return "", nil, fmt.Errorf("unknown role %q", msg.Role)
-}
-
-// AttachmentLabel is the text block sent right before an attached file's
-// block, so the model knows which file it is reading: its name (quoted, so
-// no name can pass for more text) and MIME type. An unnamed file is
-// numbered from 1 within its message.
-func AttachmentLabel(i int, b llm.Blob) string {
-	if b.Name == "" {
-		return fmt.Sprintf("Attached file %d (%s):", i+1, b.MIME)
-	}
-	return fmt.Sprintf("Attached file %q (%s):", b.Name, b.MIME)
 }
 
 // imageTypes are the image media types the vision guide lists.

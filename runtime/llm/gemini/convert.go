@@ -47,7 +47,7 @@ func toGenai(req llm.Request) ([]*genai.Content, *genai.GenerateContentConfig, e
 			}
 			for j, b := range msg.Blobs {
 				c.Parts = append(c.Parts,
-					&genai.Part{Text: AttachmentLabel(j, b)},
+					&genai.Part{Text: llm.AttachmentLabel(j, b)},
 					&genai.Part{InlineData: &genai.Blob{MIMEType: b.MIME, Data: b.Data}})
 			}
 			if len(c.Parts) > 0 {
@@ -111,17 +111,6 @@ func toGenai(req llm.Request) ([]*genai.Content, *genai.GenerateContentConfig, e
 		config.ResponseJsonSchema = req.ResponseSchema
 	}
 	return contents, config, nil
-}
-
-// AttachmentLabel is the text part sent right before an attached file's
-// blob, so the model knows which file it is reading: its name (quoted, so
-// no name can pass for more text) and MIME type. An unnamed file is
-// numbered from 1 within its message.
-func AttachmentLabel(i int, b llm.Blob) string {
-	if b.Name == "" {
-		return fmt.Sprintf("Attached file %d (%s):", i+1, b.MIME)
-	}
-	return fmt.Sprintf("Attached file %q (%s):", b.Name, b.MIME)
 }
 
 // FunctionCallPart converts a tool call from history back to a model part,

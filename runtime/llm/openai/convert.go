@@ -160,21 +160,9 @@ func userParts(msg llm.Message) ([]sdk.ChatCompletionContentPartUnionParam, erro
 		if err != nil {
 			return nil, fmt.Errorf("file %d %q: %w", j+1, b.Name, err)
 		}
-		parts = append(parts, sdk.TextContentPart(AttachmentLabel(j, b)), fp)
+		parts = append(parts, sdk.TextContentPart(llm.AttachmentLabel(j, b)), fp)
 	}
 	return parts, nil
-}
-
-// AttachmentLabel is the text part sent right before an attached file, so
-// the model knows which file it is reading: its name (quoted, so no name
-// can pass for more text) and MIME type. An unnamed file is numbered from
-// 1 within its message. It reads like gemini.AttachmentLabel on purpose: a
-// pack's prompts refer to files the same way whatever the vendor.
-func AttachmentLabel(i int, b llm.Blob) string {
-	if b.Name == "" {
-		return fmt.Sprintf("Attached file %d (%s):", i+1, b.MIME)
-	}
-	return fmt.Sprintf("Attached file %q (%s):", b.Name, b.MIME)
 }
 
 // Chat Completions takes files in three shapes only, and anything else is
