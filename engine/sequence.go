@@ -795,7 +795,8 @@ func declaredFlag(g *rules.Gate, l string) bool {
 // sets a declared flag, and every other line that sets one; it reports
 // whether it took anything out.
 func stripFlags(g *rules.Gate, text string) (string, bool) {
-	if !strings.Contains(text, "=") && !strings.Contains(text, ":") {
+	// Most answers name no flag at all.
+	if !slices.ContainsFunc(g.Flags, func(f rules.GateFlag) bool { return strings.Contains(text, f.ID) }) {
 		return text, false
 	}
 	lines := strings.Split(text, "\n")
