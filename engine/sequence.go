@@ -28,7 +28,8 @@ type sequences struct {
 	history       []string
 	historyStarts [][]int
 	// ended are exchanges whose sequence:ID rules have yet to run.
-	ended []endedRun
+	ended    []endedRun
+	draining bool
 	// started counts exchanges by pack sequence; runIDs are every run id
 	// used in the session, so a retried start is refused, not rerun.
 	started []int
@@ -223,7 +224,13 @@ func (q *sequences) start(s *Session, a *rules.SequenceAction, rule string) {
 	// else (a timer, another exchange's end) names what it asks.
 	var prompt, runID string
 	if ev := s.cand.handling; ev != nil {
-		prompt, runID = ev.Text, ev.RunID
+		// As the input checks left it: redacted, if they redacted it.
+		prompt, runID = s.env.Msg.Text, ev.RunID
+		if ev.Type == EventMessage && s.input.refused != nil && !a.Prompt.Set() {
+			raw, _ := json.Marshal(Exchange{RunID: runID, Sequence: seq.ID, Reason: "an input check refused the prompt (" + s.input.refuser + ")"})
+			s.emit(Effect{Type: EffectSequence, Kind: SeqRefused, Rule: rule, Reason: "an input check refused the prompt", Data: raw})
+			return
+		}
 	}
 	if a.Prompt.Set() {
 		prompt, _ = s.evalString(&a.Prompt, rule)
@@ -245,7 +252,7 @@ func (q *sequences) start(s *Session, a *rules.SequenceAction, rule string) {
 	case len(runID) > MaxRunID:
 		refuse(fmt.Sprintf("run id is longer than %d bytes", MaxRunID), "")
 		return
-	case strings.ContainsFunc(runID, unicode.IsControl):
+	case strings.ContainsFunc(runID, func(c rune) bool { return unicode.IsControl(c) || c == '\u2028' || c == '\u2029' }):
 		refuse("a run id is one line of text", "")
 		return
 	case runID != "" && q.runIDs[runID]:
@@ -434,6 +441,7 @@ func (q *sequences) result(s *Session, res *LLMResult) bool {
 	s.timers.cancel(tLLMTimeout, 0, res.ID)
 	role := r.seq.Steps[r.step].Role
 	a := AgentResponse{Agent: role, RunID: r.runID, Round: r.round}
+	read := false // the gate read this answer, whatever it found
 	switch e := res.Err; {
 	case e != nil && e.Kind == "timeout":
 		a.Status, a.ErrorMessage = StatusTimeout, e.Message
@@ -442,7 +450,7 @@ func (q *sequences) result(s *Session, res *LLMResult) bool {
 	default:
 		text := res.Text
 		if g := r.seq.Gate; g != nil && g.Role == role {
-			text = q.gate(s, r, g, text)
+			text, read = q.gate(s, r, g, text), true
 		} else if g != nil {
 			// Another agent copying the block's form routes nothing, and
 			// its flags are no more content than the gate role's.
@@ -453,7 +461,7 @@ func (q *sequences) result(s *Session, res *LLMResult) bool {
 			a.Status, a.ErrorCode, a.ErrorMessage = StatusError, "unknown", "empty reply"
 		}
 	}
-	q.answered(s, r, a)
+	q.answered(s, r, a, read)
 	return true
 }
 
@@ -470,14 +478,15 @@ func errorCode(kind string) string {
 }
 
 // answered records a's answer and moves on as the failure policy says.
-func (q *sequences) answered(s *Session, r *seqRun, a AgentResponse) {
+func (q *sequences) answered(s *Session, r *seqRun, a AgentResponse, read bool) {
+	if g := r.seq.Gate; g != nil && g.Role == a.Agent && !read {
+		// Before the answer, as a read block's GATE is.
+		q.gateMissed(s, r, g, a.Agent+" gave no answer ("+a.Status+")")
+	}
 	s.seqEmit(SeqAgentCompleted, r, a.Agent, &a)
 	r.reqID = ""
 	r.answer(a)
 	r.step++
-	if g := r.seq.Gate; g != nil && g.Role == a.Agent && a.Status != StatusSuccess {
-		q.gateMissed(s, r, g, a.Agent+" gave no answer ("+a.Status+")")
-	}
 	switch {
 	case a.Status == StatusTimeout && r.seq.OnTimeout == rules.FailEnd:
 		q.finish(s, r, SeqTimeout, EndTimeout)
@@ -507,7 +516,7 @@ func (q *sequences) timedOut(s *Session, id string) bool {
 		return true
 	}
 	q.answered(s, r, AgentResponse{Agent: role, RunID: r.runID, Round: r.round, Status: StatusTimeout,
-		ErrorMessage: "no answer within " + seconds(r.seq.CallTimeout.MS)})
+		ErrorMessage: "no answer within " + seconds(r.seq.CallTimeout.MS)}, false)
 	return true
 }
 
@@ -593,6 +602,25 @@ func (q *sequences) finish(s *Session, r *seqRun, kind, reason string) {
 type endedRun struct {
 	r    *seqRun
 	data json.RawMessage
+}
+
+// abandon drops the ended exchanges whose rules have not run: the settle
+// bound stopped a pack that keeps restarting one, and the next step must
+// not pick the loop up again.
+func (q *sequences) abandon() { q.ended = nil }
+
+// drain runs the rules of every ended exchange before the session ends,
+// as a step that settled would have; draining is set meanwhile, so an end
+// they cause does not drain again.
+func (q *sequences) drain(s *Session) {
+	if q.draining || len(q.ended) == 0 {
+		return
+	}
+	q.draining = true
+	defer func() { q.draining = false }()
+	if !converge(maxSettle, func() bool { return !s.ended && q.fireEnded(s) }) {
+		q.abandon()
+	}
 }
 
 // fireEnded runs the sequence:ID rules of the first exchange ended and
@@ -730,7 +758,7 @@ func endBlock(g *rules.Gate, text string) (flags []flagValue, rest, why string, 
 			open = i
 			break
 		}
-		if l != "" && !flagLike(l) {
+		if l != "" && !blockLine(g, l) {
 			break
 		}
 	}
@@ -775,10 +803,14 @@ func endBlock(g *rules.Gate, text string) (flags []flagValue, rest, why string, 
 	return flags, rest, "", true
 }
 
-// flagLike says whether a line reads KEY=VALUE or KEY: VALUE.
-func flagLike(l string) bool {
-	i := strings.IndexAny(l, "=:")
-	return i > 0 && rules.IsIdent(strings.TrimSpace(l[:i]))
+// blockLine says whether a line can belong to a flag block: KEY=VALUE,
+// or a declared flag written another way (KEY: VALUE). Prose such as
+// "Note: ..." or a URL ends the block.
+func blockLine(g *rules.Gate, l string) bool {
+	if i := strings.IndexByte(l, '='); i > 0 && rules.IsIdent(strings.TrimSpace(l[:i])) {
+		return true
+	}
+	return declaredFlag(g, l)
 }
 
 // declaredFlag says whether a line sets one of g's flags, either way.
@@ -791,9 +823,10 @@ func declaredFlag(g *rules.Gate, l string) bool {
 	return slices.ContainsFunc(g.Flags, func(f rules.GateFlag) bool { return f.ID == k })
 }
 
-// stripFlags takes out of text every fenced run of KEY=VALUE lines that
-// sets a declared flag, and every other line that sets one; it reports
-// whether it took anything out.
+// stripFlags takes out of text every fenced run of flag lines that sets
+// a declared flag, and, anywhere else, every line that sets one
+// (KEY=...); it reports whether it took anything out. A fenced run with
+// prose in it keeps the prose.
 func stripFlags(g *rules.Gate, text string) (string, bool) {
 	// Most answers name no flag at all.
 	if !slices.ContainsFunc(g.Flags, func(f rules.GateFlag) bool { return strings.Contains(text, f.ID) }) {
@@ -806,29 +839,36 @@ func stripFlags(g *rules.Gate, text string) (string, bool) {
 		if strings.TrimSpace(lines[i]) != g.Fence {
 			continue
 		}
-		declared := false
+		declared, prose := false, false
 		j := i + 1
 		for ; j < len(lines); j++ {
 			l := strings.TrimSpace(lines[j])
-			if l == g.Fence || l != "" && !flagLike(l) {
+			if l == g.Fence {
 				break
 			}
-			declared = declared || declaredFlag(g, l)
-		}
-		if declared {
-			last := j - 1
-			if j < len(lines) && strings.TrimSpace(lines[j]) == g.Fence {
-				last = j
+			switch {
+			case l == "":
+			case declaredFlag(g, l):
+				declared = true
+			case !blockLine(g, l):
+				prose = true
 			}
-			for k := i; k <= last; k++ {
-				drop[k] = true
-			}
-			any = true
-			i = last
 		}
+		if !declared || prose {
+			continue
+		}
+		last := j - 1
+		if j < len(lines) {
+			last = j // the closing fence
+		}
+		for k := i; k <= last; k++ {
+			drop[k] = true
+		}
+		any = true
+		i = last
 	}
 	for i, l := range lines {
-		if !drop[i] && declaredFlag(g, strings.TrimSpace(l)) {
+		if !drop[i] && setsFlag(g, strings.TrimSpace(l)) {
 			drop[i], any = true, true
 		}
 	}
@@ -842,6 +882,17 @@ func stripFlags(g *rules.Gate, text string) (string, bool) {
 		}
 	}
 	return strings.TrimRight(strings.Join(kept, "\n"), " \t\r\n"), true
+}
+
+// setsFlag says whether a line outside a block sets a declared flag:
+// KEY=VALUE only, as a short id followed by a colon is as likely prose.
+func setsFlag(g *rules.Gate, l string) bool {
+	i := strings.IndexByte(l, '=')
+	if i <= 0 {
+		return false
+	}
+	k := strings.TrimSpace(l[:i])
+	return slices.ContainsFunc(g.Flags, func(f rules.GateFlag) bool { return f.ID == k })
 }
 
 // gateScript asks the gate's script for the flags: it gets {text, flags:

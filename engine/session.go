@@ -283,6 +283,7 @@ func (s *Session) fire(tm timer) {
 // window take the free floor.
 func (s *Session) settle() {
 	if !converge(maxSettle, func() bool { return !s.ended && s.settleOnce() }) {
+		s.seqs.abandon()
 		s.emit(Effect{Type: EffectEngineError, Reason: fmt.Sprintf("settle: still making progress after %d passes; a pack rule is looping", maxSettle)})
 	}
 	s.liveness.watch(s)
@@ -302,12 +303,14 @@ func converge(max int, step func() bool) bool {
 // settleOnce makes one step of progress and reports whether another may
 // be possible.
 func (s *Session) settleOnce() bool {
+	// An ended exchange's rules run before the end rules look: they may
+	// be what an end rule waits for.
+	if s.seqs.fireEnded(s) {
+		return true
+	}
 	s.checkEnd()
 	if s.ended {
 		return false
-	}
-	if s.seqs.fireEnded(s) {
-		return true
 	}
 	if s.floor.active != nil {
 		return s.settleActive()
@@ -331,7 +334,12 @@ func (s *Session) end(reason, rule string) {
 	if reason == "" {
 		reason = "ended"
 	}
-	// Exchanges under way end first, so nothing follows session_end.
+	// Exchanges that ended in this step have their rules run, and those
+	// under way end, so nothing follows session_end.
+	s.seqs.drain(s)
+	if s.ended {
+		return // a rule there ended the session
+	}
 	s.seqs.endAll(s)
 	s.emit(Effect{Type: EffectSessionEnd, Reason: reason, Rule: rule})
 	s.ended = true

@@ -247,7 +247,7 @@ func randomBrainSession(seed uint64) ([]events.Timed, []dryrun.Reply) {
 		"---\nCALL_CLAUDE=true\nCALL_GEMINI=true\nREASON_TAG=only\n---",
 		"[NO_FURTHER_INPUT]", "[NO_FURTHER_INPUT]", "An answer.", "  ",
 		"I am GPT.\n---\nCALL_CLAUDE=false\nCALL_GEMINI=false\nREASON_TAG=mid\n---\nHope that helps!",
-		"I am Claude.\nREASON_TAG: copied\nDone.",
+		"I am Claude.\nREASON_TAG=copied\nDone.",
 	}
 	errs := []string{"rate_limit", "server", "bad_request", "network", "unknown", "timeout", "canceled"}
 	var replies []dryrun.Reply
