@@ -4,17 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"google.golang.org/genai"
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/runtime/llm"
+	"github.com/batonhq/baton/runtime/llm/llmtest"
 )
 
 var cannedResponse = []byte(`{"candidates":[{"content":{"role":"model","parts":[{"text":"Share your first containment step. I will validate with replay tests."}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":412,"candidatesTokenCount":17,"totalTokenCount":429},"modelVersion":"gemini-test"}`)
@@ -35,43 +32,13 @@ func benchRequest() llm.Request {
 	})
 }
 
-func benchClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 256
-	return &http.Client{Transport: t}
-}
-
-// cannedServer answers every request with cannedResponse after delay. It
-// tracks how many requests are in flight at once.
-func cannedServer(b *testing.B, delay time.Duration) (*httptest.Server, *atomic.Int64) {
-	var inflight, peak atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := inflight.Add(1)
-		defer inflight.Add(-1)
-		for {
-			p := peak.Load()
-			if n <= p || peak.CompareAndSwap(p, n) {
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, r.Body)
-		if delay > 0 {
-			time.Sleep(delay)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(cannedResponse)
-	}))
-	b.Cleanup(srv.Close)
-	return srv, &peak
-}
-
 // BenchmarkAdapterOverhead measures one turn through the full adapter path
 // (llm.Request -> genai -> HTTP -> genai -> llm.Response) against an
 // in-process server, next to a bare net/http round trip with the same body
 // and the conversion alone, so the SDK's and the adapter's shares can be
 // told apart. Server-side work is in all three HTTP figures alike.
 func BenchmarkAdapterOverhead(b *testing.B) {
-	srv, _ := cannedServer(b, 0)
+	srv, _ := llmtest.CannedServer(b, cannedResponse, 0)
 	req := benchRequest()
 	ctx := context.Background()
 
@@ -81,7 +48,7 @@ func BenchmarkAdapterOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		body, _ := json.Marshal(map[string]any{"contents": contents, "systemInstruction": config.SystemInstruction})
-		hc := benchClient()
+		hc := llmtest.BenchClient()
 		url := srv.URL + "/v1beta/models/gemini-test:generateContent"
 		b.ReportAllocs()
 		for b.Loop() {
@@ -98,7 +65,7 @@ func BenchmarkAdapterOverhead(b *testing.B) {
 	})
 
 	b.Run("gemini_adapter", func(b *testing.B) {
-		m, err := New(ctx, Config{APIKey: "bench", BaseURL: srv.URL, Model: "gemini-test", HTTPClient: benchClient()})
+		m, err := New(ctx, Config{APIKey: "bench", BaseURL: srv.URL, Model: "gemini-test", HTTPClient: llmtest.BenchClient()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -131,77 +98,17 @@ func BenchmarkAdapterOverhead(b *testing.B) {
 	})
 }
 
-// BenchmarkAdapterParallel runs many goroutines through one shared Model
-// against a server that takes 2 ms per request. If calls serialized on a
-// lock, ns/op would stay near 2 ms and max_inflight at 1; it reports the
-// peak number of requests the server saw at once.
+// BenchmarkAdapterParallel: calls on one shared Model run side by side
+// (llmtest.BenchParallel reports the peak the server saw at once).
 func BenchmarkAdapterParallel(b *testing.B) {
-	const delay = 2 * time.Millisecond
-	srv, peak := cannedServer(b, delay)
-	m, err := New(context.Background(), Config{APIKey: "bench", BaseURL: srv.URL, Model: "gemini-test", HTTPClient: benchClient()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	req := benchRequest()
-	b.ReportAllocs()
-	b.SetParallelism(16)
-	b.RunParallel(func(pb *testing.PB) {
-		ctx := context.Background()
-		for pb.Next() {
-			if _, err := m.Generate(ctx, req); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(peak.Load()), "max_inflight")
-	b.ReportMetric(float64(delay.Nanoseconds()), "serial_ns/op")
+	llmtest.BenchParallel(b, cannedResponse, func(url string, hc *http.Client) (llm.Model, error) {
+		return New(context.Background(), Config{APIKey: "bench", BaseURL: url, Model: "gemini-test", HTTPClient: hc})
+	}, benchRequest())
 }
 
-// TestSharedModelDoesNotSerialize is the assertion behind the parallel
-// benchmark: a server that only answers once it holds several requests at
-// the same time can be satisfied only if calls on one Model run in
-// parallel. It waits on a barrier, not on timing.
+// TestSharedModelDoesNotSerialize is the assertion behind it.
 func TestSharedModelDoesNotSerialize(t *testing.T) {
-	const n = 4
-	arrived := make(chan struct{}, n)
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		arrived <- struct{}{}
-		select {
-		case <-release:
-		case <-r.Context().Done():
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(cannedResponse)
-	}))
-	defer srv.Close()
-	m, err := New(context.Background(), Config{APIKey: "k", BaseURL: srv.URL, Model: "gemini-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	errs := make(chan error, n)
-	for range n {
-		go func() {
-			_, err := m.Generate(context.Background(), benchRequest())
-			errs <- err
-		}()
-	}
-	for i := range n {
-		select {
-		case <-arrived: // all n requests are in the server at once
-		case err := <-errs:
-			t.Fatalf("call %d ended before the others arrived: %v", i, err)
-		case <-time.After(time.Minute):
-			t.Fatalf("only %d of %d calls reached the server at once", i, n)
-		}
-	}
-	close(release)
-	for range n {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
+	llmtest.NoSerialize(t, cannedResponse, func(url string) (llm.Model, error) {
+		return New(context.Background(), Config{APIKey: "k", BaseURL: url, Model: "gemini-test"})
+	}, benchRequest())
 }

@@ -7,13 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/batonhq/baton/engine"
-	"github.com/batonhq/baton/runtime/clock"
 	"github.com/batonhq/baton/runtime/llm"
 	"github.com/batonhq/baton/runtime/llm/gemini/geminifake"
 	"github.com/batonhq/baton/runtime/llm/llmtest"
@@ -382,44 +379,6 @@ func TestGenerateNetworkError(t *testing.T) {
 	_, err = m.Generate(context.Background(), hi)
 	if e := llm.Classify(err); e == nil || e.Kind != llm.KindNetwork || !e.Retryable {
 		t.Fatalf("err = %v, want retryable network", err)
-	}
-}
-
-func TestRetryPolicyOverSDK(t *testing.T) {
-	s, model := newFake(t, geminifake.Script(
-		geminifake.Error(429, "quota"),
-		geminifake.Error(503, "overloaded"),
-		geminifake.Text("finally"),
-	))
-	// The backoffs wait on the policy's clock, here a fake one that the
-	// test moves past each wait.
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	m := llm.WithPolicy(model, llm.DefaultRetryPolicy(), clk)
-	type result struct {
-		resp llm.Response
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		resp, err := m.Generate(context.Background(), hi)
-		done <- result{resp, err}
-	}()
-	for _, wait := range []time.Duration{time.Second, 2 * time.Second} {
-		want := clk.Now().Add(wait)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := clk.WaitFor(ctx, func(armed []time.Time) bool { return slices.ContainsFunc(armed, want.Equal) })
-		cancel()
-		if err != nil {
-			t.Fatalf("no %v backoff on the clock (armed: %v)", wait, clk.Armed())
-		}
-		clk.Advance(wait)
-	}
-	r := <-done
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	if n := len(requireValid(t, s)); r.resp.Text != "finally" || n != 3 {
-		t.Fatalf("text %q after %d requests", r.resp.Text, n)
 	}
 }
 

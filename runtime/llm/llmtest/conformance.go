@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/runtime/clock"
 	"github.com/batonhq/baton/runtime/llm"
 )
 
@@ -40,6 +42,7 @@ var properties = []struct {
 	{"deadline", testDeadline},
 	{"canceled", testCanceled},
 	{"retry_sends_the_same_request", testRetryIdentical},
+	{"retries_are_the_policys", testRetryPolicy},
 	{"invalid_request_stays_local", testInvalidStaysLocal},
 	{"concurrent_calls", testConcurrent},
 	{"fake_is_strict", testFakeIsStrict},
@@ -552,6 +555,42 @@ func testRetryIdentical(t *testing.T, v Vendor) {
 	got := requireValid(t, f, 2)
 	if !bytes.Equal(got[0].Body, got[1].Body) {
 		t.Errorf("the retry sent different bytes:\n%s\n%s", got[0].Body, got[1].Body)
+	}
+}
+
+// testRetryPolicy: with the SDK's own retries off, llm.WithPolicy owns
+// them: a rate limit and an overloaded server are each retried once the
+// policy's backoff has passed on its clock (a fake one the test moves),
+// and the third call's answer comes back.
+func testRetryPolicy(t *testing.T, v Vendor) {
+	f := v.Start(t, Fail(http.StatusTooManyRequests), Fail(http.StatusServiceUnavailable), Say("finally"))
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	m := llm.WithPolicy(f.Model(), llm.DefaultRetryPolicy(), clk)
+	type result struct {
+		resp llm.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := m.Generate(context.Background(), hello)
+		done <- result{resp, err}
+	}()
+	for _, wait := range []time.Duration{time.Second, 2 * time.Second} {
+		want := clk.Now().Add(wait)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := clk.WaitFor(ctx, func(armed []time.Time) bool { return slices.ContainsFunc(armed, want.Equal) })
+		cancel()
+		if err != nil {
+			t.Fatalf("no %v backoff on the policy's clock (armed: %v)", wait, clk.Armed())
+		}
+		clk.Advance(wait)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if requireValid(t, f, 3); r.resp.Text != "finally" {
+		t.Fatalf("text %q after the retries", r.resp.Text)
 	}
 }
 

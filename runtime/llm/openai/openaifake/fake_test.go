@@ -146,7 +146,7 @@ func TestRejectsUndocumentedRequests(t *testing.T) {
 		{"stream_options without stream", body(`"stream_options":{"include_usage":true}`), "stream_options", "only allowed when 'stream' is enabled"},
 		{"temperature on a reasoning model", `{"model":"gpt-5-mini","messages":[` + user + `],"temperature":0.2}`, "temperature", "Unsupported value: 'temperature' does not support 0.2 with this model. Only the default (1) value is supported."},
 		{"max_tokens on a reasoning model", `{"model":"o3","messages":[` + user + `],"max_tokens":10}`, "max_tokens", "Use 'max_completion_tokens' instead."},
-		{"streaming", body(`"stream":true`), "stream", "streaming is not implemented"},
+		{"streaming", body(`"stream":true`), "stream", "stream: true would send chunks"},
 	}
 	s := start(t, nil)
 	for _, tt := range tests {

@@ -400,11 +400,15 @@ func (v *validator) options(req *Request) {
 	if FixedSampling(req.Model) {
 		v.fixedSampling(req)
 	}
+	// The adapter asks for one whole answer: a request that would get a
+	// stream of chunks or several choices back is one its response
+	// decoder cannot read, so the fake refuses it, to catch an adapter
+	// that starts sending either.
 	if streaming {
-		v.fail("stream", "unsupported_value", "openaifake: streaming is not implemented")
+		v.fail("stream", "unsupported_value", "openaifake: the adapter reads one whole answer; stream: true would send chunks")
 	}
 	if req.N != nil && *req.N > 1 {
-		v.fail("n", "unsupported_value", "openaifake: n > 1 is not implemented")
+		v.fail("n", "unsupported_value", "openaifake: the adapter reads one choice; n > 1 would send several")
 	}
 }
 
