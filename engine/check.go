@@ -12,7 +12,7 @@ const MaxReason = 512
 
 // builtinEvents are the candidate event types the engine gives meaning to,
 // with what each must carry. Any other type must be handled by a rule of
-// the pack (on: TYPE), or nobody would notice it arrive.
+// the pack (trigger: TYPE), or nobody would notice it arrive.
 var builtinEvents = [...]struct {
 	typ   string
 	check func(*CandidateEvent) error

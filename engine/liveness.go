@@ -5,7 +5,7 @@ import "github.com/batonhq/baton/rules"
 // liveness notices a session that has nothing left to do: no turn on the
 // floor or queued, no job running, no silence step or timer waiting (the
 // session's duration limit aside), and a candidate neither talking nor
-// typing. After the pack's stall_after of that, the rules on: stalled run
+// typing. After the pack's stall_after of that, the rules trigger: stalled run
 // once; the watch starts again when something happens. Without it a panel
 // whose candidate stopped answering would idle to its hard limit and end
 // with no outcome.

@@ -126,8 +126,8 @@ duration: 10m
 roles: [{id: a, persona: p}]
 sequences: [{id: s, steps: [{role: a, when: "false"}]}]
 rules:
-  - {id: submit, on: user_prompt, do: [{sequence: s}]}
-  - {id: again, on: "sequence:s", do: [{sequence: {id: s, prompt: "'again'"}}]}
+  - {id: submit, trigger: user_prompt, do: [{sequence: s}]}
+  - {id: again, trigger: "sequence:s", do: [{sequence: {id: s, prompt: "'again'"}}]}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +193,7 @@ guardrails:
     - {id: rude, when: "has_word(msg.text, 'ignore')", do: [{refuse: {role: a, kind: refusal, line: "No."}}]}
 sequences: [{id: s, steps: [a]}]
 rules:
-  - {id: ask, on: candidate_message, do: [{sequence: s}]}
+  - {id: ask, trigger: candidate_message, do: [{sequence: s}]}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -225,9 +225,9 @@ sequences:
     steps: [a, {role: b, when: sequence.flags.B}]
     gate: {role: a, flags: [{id: B, type: bool, fallback: true}]}
 rules:
-  - {id: ask, on: ask, do: [{sequence: s}]}
-  - {id: bye, on: bye, do: [{cancel_sequence: s}, {end: {reason: bye}}]}
-  - {id: log, on: "sequence:s", do: [{report: {kind: ended, value: result.reason}}]}
+  - {id: ask, trigger: ask, do: [{sequence: s}]}
+  - {id: bye, trigger: bye, do: [{cancel_sequence: s}, {end: {reason: bye}}]}
+  - {id: log, trigger: "sequence:s", do: [{report: {kind: ended, value: result.reason}}]}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -259,8 +259,8 @@ duration: 10m
 roles: [{id: a, persona: p}]
 sequences: [{id: s, steps: [{role: a, when: "false"}]}]
 rules:
-  - {id: submit, on: user_prompt, do: [{sequence: s}]}
-  - {id: again, on: "sequence:s", do: [{sequence: {id: s, prompt: "'again'"}}]}
+  - {id: submit, trigger: user_prompt, do: [{sequence: s}]}
+  - {id: again, trigger: "sequence:s", do: [{sequence: {id: s, prompt: "'again'"}}]}
 `))
 	if err != nil {
 		t.Fatal(err)

@@ -14,13 +14,13 @@ import (
 // ToolLoopLimit is how many refused rounds of tool calls in a row from one
 // role count as a loop. It is also the most rounds one turn may take: the
 // turn that reaches it ends (with the role's fallback line if it said
-// nothing), an adapter_error is reported and rules on: tool_loop run, so
+// nothing), an adapter_error is reported and rules trigger: tool_loop run, so
 // the two limits can never disagree. A live model keeps calling by
 // itself, so each of its refused calls counts as a round.
 const ToolLoopLimit = 3
 
 // tools are functions agents call. A call is checked (offered now, valid
-// arguments) and handed to the pack's rules on: tool:NAME, whose
+// arguments) and handed to the pack's rules trigger: tool:NAME, whose
 // tool_result and tool_error actions answer it; a refused call goes back
 // to the model so it can correct itself.
 type tools struct {

@@ -63,7 +63,7 @@ func (c *compiler) check() {
 	for i := range p.Rules {
 		p.Rules[i].check(c)
 	}
-	p.Liveness.check(c) // after the rules: it looks for on: stalled
+	p.Liveness.check(c) // after the rules: it looks for trigger: stalled
 	for i := range p.End {
 		p.End[i].check(c)
 	}
@@ -229,7 +229,7 @@ func (l *Liveness) check(c *compiler) {
 	if !l.StallAfter.IsSet() {
 		for i := range c.p.Rules {
 			if r := &c.p.Rules[i]; r.On.Trigger == EngineTrigger(TriggerStalled) {
-				c.errorf(r.On.Pos, "rule %s runs on: stalled, which never fires without liveness.stall_after; set it (say, liveness: {stall_after: 45s})", r.ID)
+				c.errorf(r.On.Pos, "rule %s runs trigger: stalled, which never fires without liveness.stall_after; set it (say, liveness: {stall_after: 45s})", r.ID)
 			}
 		}
 		return
@@ -242,7 +242,7 @@ func (l *Liveness) check(c *compiler) {
 			return
 		}
 	}
-	c.errorf(l.Pos, "liveness.stall_after is set but no rule runs on: stalled; add one (say, end the session with its outcome)")
+	c.errorf(l.Pos, "liveness.stall_after is set but no rule runs trigger: stalled; add one (say, end the session with its outcome)")
 }
 
 func (s *Silence) check(c *compiler) {
@@ -426,7 +426,7 @@ func (r *Rule) check(c *compiler) {
 		}
 	}
 	if triggers != 1 {
-		c.errorf(r.Pos, "rule %s needs exactly one of on, at, every", r.ID)
+		c.errorf(r.Pos, "rule %s needs exactly one of trigger, at, every", r.ID)
 	}
 	if r.Every.IsSet() && r.Every.MS < c.p.Tick.MS {
 		c.errorf(r.Every.Pos, "rule %s: every must be at least one tick", r.ID)
@@ -434,17 +434,17 @@ func (r *Rule) check(c *compiler) {
 	c.within(r.At, "rule "+r.ID)
 	if r.On.Set() && r.On.Kind == TriggerTool {
 		if _, ok := c.p.Tool(r.On.Name); !ok {
-			c.errorf(r.On.Pos, "rule %s: on: %s names no tool of this pack%s", r.ID, r.On.Trigger, c.suggest(r.On.Name, c.p.toolNames()))
+			c.errorf(r.On.Pos, "rule %s: trigger: %s names no tool of this pack%s", r.ID, r.On.Trigger, c.suggest(r.On.Name, c.p.toolNames()))
 		}
 	}
 	if r.On.Set() && r.On.Kind == TriggerJob {
 		if _, ok := c.p.Job(r.On.Name); !ok {
-			c.errorf(r.On.Pos, "rule %s: on: %s names no job of this pack%s", r.ID, r.On.Trigger, c.suggest(r.On.Name, c.p.jobNames()))
+			c.errorf(r.On.Pos, "rule %s: trigger: %s names no job of this pack%s", r.ID, r.On.Trigger, c.suggest(r.On.Name, c.p.jobNames()))
 		}
 	}
 	if r.On.Set() && r.On.Kind == TriggerSequence {
 		if _, ok := c.p.Sequence(r.On.Name); !ok {
-			c.errorf(r.On.Pos, "rule %s: on: %s names no sequence of this pack%s", r.ID, r.On.Trigger, c.suggest(r.On.Name, c.p.sequenceNames()))
+			c.errorf(r.On.Pos, "rule %s: trigger: %s names no sequence of this pack%s", r.ID, r.On.Trigger, c.suggest(r.On.Name, c.p.sequenceNames()))
 		}
 	}
 	if len(r.Do) == 0 {

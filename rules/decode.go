@@ -260,7 +260,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) {
 		k, val := kv[0], kv[1]
 		fi, ok := idx[k.Value]
 		if !ok {
-			d.errorf(k, "unknown field %q (known: %s)", k.Value, strings.Join(names, ", "))
+			d.unknownField(k, idx, names)
 			continue
 		}
 		if d.unique && seen[k.Value] {
@@ -274,6 +274,28 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) {
 		}
 		d.decode(val, f)
 	}
+}
+
+// renamedKeys maps a key the format no longer takes to the one that
+// replaced it. YAML 1.1 tools (PyYAML, most JavaScript YAML libraries and
+// the editors built on them) read on, off, yes and no as booleans, so a
+// pack with such a key cannot be read or validated by them.
+var renamedKeys = map[string]string{"on": "trigger"}
+
+// unknownField reports a key the struct does not have, naming the key it
+// was renamed to, or the nearest known key, before listing them all.
+func (d *decoder) unknownField(k *yaml.Node, idx map[string]int, names []string) {
+	if to, ok := renamedKeys[k.Value]; ok {
+		if _, known := idx[to]; known {
+			d.errorf(k, "%s: is now written %s: (YAML 1.1 tools read %s: as a boolean); rename the key", k.Value, to, k.Value)
+			return
+		}
+	}
+	if near, ok := Nearest(k.Value, names); ok {
+		d.errorf(k, "unknown field %q: did you mean %s? (known: %s)", k.Value, near, strings.Join(names, ", "))
+		return
+	}
+	d.errorf(k, "unknown field %q (known: %s)", k.Value, strings.Join(names, ", "))
 }
 
 // decodeSlice accepts a list, or for slices of structs with an "id" field,

@@ -44,7 +44,7 @@ tags: [a, b]
 	}
 	want := `t.yaml:5:24: expected a whole number, found "many"
 t.yaml:6:12: expected text, found a list
-t.yaml:6:17: unknown field "txt" (known: count, text)`
+t.yaml:6:17: unknown field "txt": did you mean text? (known: count, text)`
 	if err.Error() != want {
 		t.Fatalf("errors:\n%v\nwant:\n%s", err, want)
 	}

@@ -8,7 +8,7 @@
 //     panel.go, by reflection over their yaml tags, keeping every value's
 //     file:line:col. Settings that take one of a few words are typed enums
 //     (enum.go); actions are one interface with a type per kind
-//     (action.go); a rule's on: is a typed Trigger (trigger.go). YAML
+//     (action.go); a rule's trigger: is a typed Trigger (trigger.go). YAML
 //     merge keys are expanded.
 //   - compile (compile.go): defaults (compiler.defaults, the one place a
 //     pack's defaults are set: an enum's zero value is its default; a say

@@ -161,7 +161,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("constants: {A: &x 1, B: *x}\nend: [{id: e, when: 'A + '}]\n"))
 	f.Add([]byte("roles: {a: &r {persona: p}, b: {<<: *r, voice: v}}\n"))
 	f.Add([]byte("{{{"))
-	f.Add([]byte("name: x\nduration: 1m\nroles: {a: {persona: p}}\nfiles: {n.md: {class: append_only, roles: [a], max_chars: 9}, c.md: {class: write_few, max_writes: 2, text: t}}\nllm: {assembly: [n.md, c.md, goal], context_budget: {max_chars: 20, trim: [n.md]}}\nrules: [{id: r, on: e, do: [append: {file: n.md, role: \"'a'\", text: hi}]}]\n"))
+	f.Add([]byte("name: x\nduration: 1m\nroles: {a: {persona: p}}\nfiles: {n.md: {class: append_only, roles: [a], max_chars: 9}, c.md: {class: write_few, max_writes: 2, text: t}}\nllm: {assembly: [n.md, c.md, goal], context_budget: {max_chars: 20, trim: [n.md]}}\nrules: [{id: r, trigger: e, do: [append: {file: n.md, role: \"'a'\", text: hi}]}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > maxFuzzInput {
 			return

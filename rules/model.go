@@ -421,7 +421,7 @@ type Rule struct {
 	ID string `yaml:"id"`
 	// On is a candidate event type or one of the engine's triggers
 	// (session_start, tool:NAME...); unset with At/Every for time triggers.
-	On       TriggerSpec `yaml:"on"`
+	On       TriggerSpec `yaml:"trigger"`
 	At       Duration    `yaml:"at"`
 	Every    Duration    `yaml:"every"`
 	When     Expr        `yaml:"when"`
@@ -530,7 +530,7 @@ type Hook struct {
 // Liveness keeps a session from idling silently. When no turn, job,
 // silence step or timer (other than the session's duration) is pending
 // and the candidate is neither talking nor typing for StallAfter, the
-// rules on: stalled run, once, until something happens again.
+// rules trigger: stalled run, once, until something happens again.
 type Liveness struct {
 	Pos
 	StallAfter Duration `yaml:"stall_after"`

@@ -213,7 +213,7 @@ func (s *Sequence) check(c *compiler) {
 	c.id(s.Pos, "sequence", "sequence:"+s.ID)
 	where := "sequence " + s.ID
 	if !isName(s.ID) {
-		c.errorf(s.Pos, "sequence %q: its id is what rules name (on: sequence:ID): letters, digits, '_' and '-'", s.ID)
+		c.errorf(s.Pos, "sequence %q: its id is what rules name (trigger: sequence:ID): letters, digits, '_' and '-'", s.ID)
 	}
 	if len(s.Steps) == 0 {
 		c.errorf(s.Pos, "%s needs steps: the roles that answer, in order", where)

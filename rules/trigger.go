@@ -39,7 +39,7 @@ const (
 )
 
 // engineTriggers is the one list of the engine's own trigger names, as a
-// rule's on: spells them. A name ending in ':' is written with what it
+// rule's trigger: spells them. A name ending in ':' is written with what it
 // names after it: "tool:NAME", "job:NAME".
 var engineTriggers = [...]struct {
 	kind TriggerKind
@@ -90,7 +90,7 @@ func (t Trigger) String() string {
 	return fmt.Sprintf("trigger(%d)", t.Kind)
 }
 
-// ParseTrigger reads a rule's on: value.
+// ParseTrigger reads a rule's trigger: value.
 func ParseTrigger(s string) (Trigger, error) {
 	for _, e := range engineTriggers {
 		if !named(e.name) {
@@ -159,7 +159,7 @@ func ReservedEventType(typ string) bool {
 	return false
 }
 
-// EngineTriggerNames lists the engine's trigger names as on: spells them,
+// EngineTriggerNames lists the engine's trigger names as trigger: spells them,
 // for documentation and schemas.
 func EngineTriggerNames() []string {
 	out := make([]string, 0, len(engineTriggers))
@@ -173,14 +173,14 @@ func EngineTriggerNames() []string {
 	return out
 }
 
-// TriggerSpec is a rule's on: as written, with its position.
+// TriggerSpec is a rule's trigger: as written, with its position.
 type TriggerSpec struct {
 	Pos
 	Trigger
 	set bool
 }
 
-// Set reports whether on: was written (a pack with a bad one does not load).
+// Set reports whether trigger: was written (a pack with a bad one does not load).
 func (t *TriggerSpec) Set() bool { return t.set }
 
 func (t *TriggerSpec) decodeNode(d *decoder, n *yaml.Node) {
@@ -188,12 +188,12 @@ func (t *TriggerSpec) decodeNode(d *decoder, n *yaml.Node) {
 	// rule without a trigger.
 	t.Pos, t.set = d.pos(n), true
 	if n.Kind != yaml.ScalarNode || n.Value == "" {
-		d.errorf(n, "on: names a candidate event type or one of %s", strings.Join(EngineTriggerNames(), ", "))
+		d.errorf(n, "trigger: names a candidate event type or one of %s", strings.Join(EngineTriggerNames(), ", "))
 		return
 	}
 	tr, err := ParseTrigger(n.Value)
 	if err != nil {
-		d.errorf(n, "on: %v", err)
+		d.errorf(n, "trigger: %v", err)
 		return
 	}
 	t.Trigger = tr

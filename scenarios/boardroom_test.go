@@ -430,7 +430,7 @@ func TestBoardroomTurnLimit(t *testing.T) {
 // its closing and the files are as they were.
 func TestBoardroomWritesRefused(t *testing.T) {
 	p := withRule(t, `  - id: tamper
-    on: tamper
+    trigger: tamper
     do:
       - run: {script: tamper.js#tamper}
 `, `function tamper(arg) {
