@@ -47,6 +47,12 @@ type Options struct {
 	// must not change (tested). It may not exceed the pack's tick: a coarser
 	// step would deliver adapter results later than they arrived.
 	StepMS int64
+	// OnRecord, if set, is given each record as the run produces it, so a
+	// run against a real model can be shown as it happens. An error from
+	// it stops the run.
+	OnRecord func(*Record) error
+	// EventsName names where Events came from (a file), in errors.
+	EventsName string
 }
 
 // Record is one effect with what the simulated host added to it.
@@ -111,12 +117,17 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error
 		llm:   model,
 		voice: sim.NewVoice(p),
 		res:   &Result{},
+		on:    opt.OnRecord,
 	}
 	// Every event is checked against the pack before the run starts, with
 	// the one check a live session applies before it logs an input.
 	for i := range opt.Events {
 		if err := engine.CheckEvent(p, &opt.Events[i].Event); err != nil {
-			return nil, fmt.Errorf("%s: %w", opt.Events[i].Where(i), err)
+			where := opt.Events[i].Where(i)
+			if opt.EventsName != "" {
+				where = opt.EventsName + ": " + where
+			}
+			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 	}
 	for i := range opt.Events {
@@ -184,6 +195,7 @@ type host struct {
 	seq       int
 	res       *Result
 	buf       []engine.Effect
+	on        func(*Record) error
 }
 
 type earlyAnswer struct {
@@ -243,6 +255,11 @@ func (h *host) pop() engine.Input {
 }
 
 func (h *host) step(in engine.Input) error {
+	// A cancelled run stops between steps; the cause (an interrupt, or a
+	// caller giving up on a model that cannot be reached) is the error.
+	if h.ctx.Err() != nil {
+		return context.Cause(h.ctx)
+	}
 	if in.T < h.s.Now() {
 		in.T = h.s.Now() // a reply scheduled inside the current tick lands on it
 	}
@@ -279,6 +296,11 @@ func (h *host) step(in engine.Input) error {
 			h.push(engine.Input{T: e.T + rec.SpeechMS, Type: engine.InputSpeechDone, Speech: &engine.SpeechDone{ID: e.ID}})
 		}
 		h.res.Records = append(h.res.Records, rec)
+		if h.on != nil {
+			if err := h.on(&h.res.Records[len(h.res.Records)-1]); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

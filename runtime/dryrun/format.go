@@ -28,27 +28,69 @@ func quiet(t engine.EffectType) bool {
 
 // WriteText prints the readable timeline: mm:ss.s  role  kind  text.
 func WriteText(w io.Writer, recs []Record, opt FormatOptions) error {
+	t := NewTextStream(w, opt)
 	for i := range recs {
-		if !opt.Verbose && (quiet(recs[i].Type) || restated(recs, i) || quietSequence(&recs[i])) {
-			continue
-		}
-		if _, err := io.WriteString(w, TextLine(&recs[i])+"\n"); err != nil {
+		if err := t.Add(&recs[i]); err != nil {
 			return err
 		}
+	}
+	return t.Close()
+}
+
+// TextStream prints a timeline a record at a time, as a run produces
+// them. A record whose line depends on the next one (a job result that
+// the next effect restates) is held until that one comes or Close.
+type TextStream struct {
+	w    io.Writer
+	opt  FormatOptions
+	held *Record
+}
+
+// NewTextStream prints the records it is given to w.
+func NewTextStream(w io.Writer, opt FormatOptions) *TextStream {
+	return &TextStream{w: w, opt: opt}
+}
+
+// Add prints r, or holds it until the next record says whether to.
+func (t *TextStream) Add(r *Record) error {
+	if h := t.held; h != nil {
+		t.held = nil
+		if !restates(h, r) {
+			if err := t.print(h); err != nil {
+				return err
+			}
+		}
+	}
+	if !t.opt.Verbose && r.Type == engine.EffectJobResult {
+		c := *r
+		t.held = &c
+		return nil
+	}
+	return t.print(r)
+}
+
+// Close prints a record still held.
+func (t *TextStream) Close() error {
+	if h := t.held; h != nil {
+		t.held = nil
+		return t.print(h)
 	}
 	return nil
 }
 
-// restated reports a job result whose handler's next effect writes it to
-// a context file: the write's line says it (a question buffer refreshed
-// every 15 s would otherwise take two lines each time).
-func restated(recs []Record, i int) bool {
-	r := &recs[i]
-	if r.Type != engine.EffectJobResult || i+1 >= len(recs) {
-		return false
+func (t *TextStream) print(r *Record) error {
+	if !t.opt.Verbose && (quiet(r.Type) || quietSequence(r)) {
+		return nil
 	}
-	n := &recs[i+1]
-	return n.Type == engine.EffectContext && n.T == r.T && n.Agent == r.Agent && n.Rule == r.Rule
+	_, err := io.WriteString(t.w, TextLine(r)+"\n")
+	return err
+}
+
+// restates reports that n writes job result r to a context file: the
+// write's line says it (a question buffer refreshed every 15 s would
+// otherwise take two lines each time).
+func restates(r, n *Record) bool {
+	return r.Type == engine.EffectJobResult && n.Type == engine.EffectContext && n.T == r.T && n.Agent == r.Agent && n.Rule == r.Rule
 }
 
 // TextLine renders one record as a timeline line.
@@ -181,16 +223,57 @@ func WriteSummary(w io.Writer, recs []Record) error {
 		}
 	}
 	var errs []string
-	for _, t := range []engine.EffectType{engine.EffectAdapterError, engine.EffectJobError, engine.EffectScriptError, engine.EffectEngineError} {
+	for _, t := range ErrorTypes {
 		if n := counts[t]; n > 0 {
 			errs = append(errs, fmt.Sprintf("%s %d", t, n))
 		}
 	}
 	if len(errs) > 0 {
 		b.WriteString("# errors: " + strings.Join(errs, ", ") + "\n")
+		b.WriteString(errorDigest(recs))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// ErrorTypes are the effects that report something failing: what the
+// summary counts and what a strict run refuses.
+var ErrorTypes = []engine.EffectType{engine.EffectAdapterError, engine.EffectJobError, engine.EffectScriptError, engine.EffectEngineError}
+
+// errorDigest lists each distinct error once with how often it happened
+// and when first, so a run where every call failed says why in one line
+// instead of leaving the reader to scroll the timeline.
+func errorDigest(recs []Record) string {
+	type seen struct {
+		first *Record
+		n     int
+	}
+	var order []string
+	by := map[string]*seen{}
+	for i := range recs {
+		r := &recs[i]
+		if !slices.Contains(ErrorTypes, r.Type) {
+			continue
+		}
+		key := string(r.Type) + "\x00" + r.Reason
+		if e, ok := by[key]; ok {
+			e.n++
+			continue
+		}
+		by[key] = &seen{first: r, n: 1}
+		order = append(order, key)
+	}
+	const shown = 5
+	var b strings.Builder
+	for i, key := range order {
+		if i == shown {
+			fmt.Fprintf(&b, "#   and %d more kinds\n", len(order)-shown)
+			break
+		}
+		e := by[key]
+		fmt.Fprintf(&b, "#   %s x%d, first at %s: %s\n", e.first.Type, e.n, rules.FormatClock(e.first.T), clipLine(e.first.Reason, 160))
+	}
+	return b.String()
 }
 
 // WriteJSONL prints one JSON object per effect. Adapter request bodies are

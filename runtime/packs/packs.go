@@ -7,7 +7,10 @@
 //     that happens to share its last element.
 //  2. A bare name is the bundled pack of that name when there is one, even
 //     if the working directory has a folder of that name (write ./NAME for
-//     the folder).
+//     the folder). Where the resolver has a Workspace (the command line
+//     sets "scenarios") and WORKSPACE/NAME holds a pack.yaml, the name is
+//     that folder instead: in a checkout of the packs, the copy being
+//     edited is the one that runs, not the one built into the binary.
 //  3. Any other bare name is a folder in the working directory.
 //
 // The bundled packs come from an fs.FS (scenarios.FS in the binary), one
@@ -27,6 +30,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/batonhq/baton/rules"
@@ -49,6 +53,14 @@ type Resolver struct {
 	// names them relative to its pack roots, so no error tells a client
 	// where they are on its disk.
 	Show func(ref string) string
+	// Workspace, if set, is a folder (relative to the working directory)
+	// where a checkout keeps the bundled packs' sources: a bundled name
+	// with a pack.yaml under WORKSPACE/NAME opens that folder (rule 2).
+	// The server leaves it empty: what a client names never depends on
+	// the server's working directory.
+	Workspace string
+
+	hashes sync.Map // bundled name -> hash, for BundledHash
 }
 
 // Names lists the bundled packs: the folders at the root of Bundled that
@@ -91,6 +103,11 @@ func (r *Resolver) Open(ref string) (*rules.Pack, error) {
 	switch {
 	case ref == "":
 		return nil, errors.New("no pack named: give a pack folder or a bundled pack name")
+	case r.IsBundled(ref) && r.inWorkspace(ref):
+		dir := filepath.Join(r.Workspace, ref)
+		return r.openFolder(dir, r.show(dir), func() error {
+			return fmt.Errorf("%s: no %s there", dir, rules.PackFile)
+		})
 	case r.IsBundled(ref):
 		p, err := rules.Load(r.Bundled, ref)
 		if p != nil {
@@ -110,6 +127,34 @@ func (r *Resolver) Open(ref string) (*rules.Pack, error) {
 		return fmt.Errorf("%s: no bundled pack of that name (bundled: %s) and no folder %s with a %s",
 			shown, strings.Join(r.Names(), ", "), shown, rules.PackFile)
 	})
+}
+
+// inWorkspace reports whether the workspace holds a folder for bundled
+// pack name.
+func (r *Resolver) inWorkspace(name string) bool {
+	if r.Workspace == "" {
+		return false
+	}
+	st, err := os.Stat(filepath.Join(r.Workspace, name, rules.PackFile))
+	return err == nil && !st.IsDir()
+}
+
+// BundledHash is the content hash of the bundled pack name, or "" when
+// there is none (or it does not load), so a command can say that the
+// folder it ran differs from the copy in the binary.
+func (r *Resolver) BundledHash(name string) string {
+	if !r.IsBundled(name) {
+		return ""
+	}
+	if h, ok := r.hashes.Load(name); ok {
+		return h.(string)
+	}
+	h := ""
+	if p, err := rules.Load(r.Bundled, name); err == nil {
+		h = p.Hash
+	}
+	r.hashes.Store(name, h)
+	return h
 }
 
 func (r *Resolver) show(ref string) string {
