@@ -20,9 +20,10 @@ func TestWriteSummary(t *testing.T) {
 		{Effect: engine.Effect{T: 1850, Type: engine.EffectAgentMessage, Agent: "qa", Outcome: "pass"}},
 		{Effect: engine.Effect{T: 1900, Type: engine.EffectAgentMessage, Agent: "qa", Kind: "repeat_request"}},
 		{Effect: engine.Effect{T: 1950, Type: engine.EffectFlag, Agent: "qa", Rule: "leak", Reason: "told the result"}},
-		{Effect: engine.Effect{T: 2000, Type: engine.EffectAdapterError}},
-		{Effect: engine.Effect{T: 2100, Type: engine.EffectAdapterError}},
-		{Effect: engine.Effect{T: 3000, Type: engine.EffectJobError}},
+		{Effect: engine.Effect{T: 2000, Type: engine.EffectAdapterError, Reason: "network: connection refused"}},
+		{Effect: engine.Effect{T: 2100, Type: engine.EffectAdapterError, Reason: "network: connection refused"}},
+		{Effect: engine.Effect{T: 2500, Type: engine.EffectAdapterError, Reason: "timeout: no result within 8s"}},
+		{Effect: engine.Effect{T: 3000, Type: engine.EffectJobError, Reason: "bad result"}},
 		{Effect: engine.Effect{T: 4000, Type: engine.EffectReport, Kind: "verdict", Data: json.RawMessage(`{"verdict": "pass"}`)}},
 		{Effect: engine.Effect{T: 4000, Type: engine.EffectSessionEnd, Reason: "verdict", Rule: "deliberate"}},
 	}
@@ -40,7 +41,10 @@ func TestWriteSummary(t *testing.T) {
 #   00:01.9 leak (qa): told the result
 # warnings: 1
 #   00:01.2 analyze: analysis failed
-# errors: adapter_error 2, job_error 1
+# errors: adapter_error 3, job_error 1
+#   adapter_error x2, first at 00:02.0: network: connection refused
+#   adapter_error x1, first at 00:02.5: timeout: no result within 8s
+#   job_error x1, first at 00:03.0: bad result
 `
 	if b.String() != want {
 		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
