@@ -10,8 +10,11 @@
 //     (a constant Map, Set or Date refuses to change, as freezing does not
 //     reach their contents).
 //     That makes a runtime reusable by any call of any session, and
-//     runtimes are pooled: building one costs tens of microseconds, a call
-//     on a warm one a few.
+//     runtimes are pooled: building one costs a few milliseconds, most of
+//     it the freeze (BenchmarkBuildVM), a call on a warm one microseconds.
+//     The runtime that ran the top-level code when the pack loaded serves
+//     the first call, so a process that loads a pack and runs a session
+//     builds one.
 //   - There is no require, eval, Function constructor, timers, I/O or
 //     wall clock. Date reads the session clock (Date.now() is engine ms);
 //     Math.random reads the session's seeded generator.
@@ -69,28 +72,28 @@ type File struct {
 	funcs  []string
 }
 
-// Error is a problem in a script file at a position.
+// Error is a problem in a script file at a position (Line 0 when goja
+// gave none).
 type Error struct {
 	File      string
 	Line, Col int
 	Msg       string
 }
 
-func (e Error) Error() string { return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg) }
+func (e Error) Error() string {
+	if e.Line == 0 {
+		return e.File + ": " + e.Msg
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
+}
 
 // Compile parses and checks one file. All problems are returned.
 func Compile(name, src string) (*File, []Error) {
-	prg, err := goja.Parse(name, src, parser.WithDisableSourceMaps)
+	// goja.Parse would flatten the parser's errors into one string
+	// placed nowhere; the parser itself keeps their positions.
+	prg, err := parser.ParseFile(nil, name, src, 0, parser.WithDisableSourceMaps)
 	if err != nil {
-		var el parser.ErrorList
-		if errors.As(err, &el) {
-			out := make([]Error, 0, len(el))
-			for _, e := range el {
-				out = append(out, Error{File: name, Line: e.Position.Line, Col: e.Position.Column, Msg: "syntax: " + e.Message})
-			}
-			return nil, out
-		}
-		return nil, []Error{{File: name, Line: 1, Col: 1, Msg: err.Error()}}
+		return nil, []Error{syntaxError(name, err)}
 	}
 	f := &File{Name: name}
 	var errs []Error
@@ -127,10 +130,44 @@ func Compile(name, src string) (*File, []Error) {
 	}
 	p, err := goja.CompileAST(prg, true)
 	if err != nil {
-		return nil, []Error{{File: name, Line: 1, Col: 1, Msg: err.Error()}}
+		return nil, []Error{syntaxError(name, err)}
 	}
 	f.prog = p
 	return f, nil
+}
+
+// syntaxError places a parse or compile error at its position. The
+// parser does not recover from an error: what it reports after the first
+// follows from the first (most often "unexpected end of input" at the end
+// of the file), so only the first is kept.
+func syntaxError(name string, err error) Error {
+	var el parser.ErrorList
+	var ce *goja.CompilerSyntaxError
+	switch {
+	case errors.As(err, &el) && len(el) > 0:
+		return Error{File: name, Line: el[0].Position.Line, Col: el[0].Position.Column, Msg: "syntax error: " + sentence(el[0].Message)}
+	case errors.As(err, &ce) && ce.File != nil:
+		p := ce.File.Position(ce.Offset)
+		return Error{File: name, Line: p.Line, Col: p.Column, Msg: "syntax error: " + sentence(ce.Message)}
+	}
+	return Error{File: name, Msg: "syntax error: " + err.Error()}
+}
+
+// sentence turns goja's "Unexpected token =" into "unexpected token =",
+// to read on after "syntax error:" as the project's other messages do.
+// A leading acronym ("ES6") keeps its case.
+func sentence(msg string) string {
+	if msg == "Unexpected token ILLEGAL" {
+		// The scanner's name for a character that starts no token.
+		return "invalid or unexpected token"
+	}
+	if msg == "" || msg[0] < 'A' || msg[0] > 'Z' {
+		return msg
+	}
+	if len(msg) > 1 && ('A' <= msg[1] && msg[1] <= 'Z' || '0' <= msg[1] && msg[1] <= '9') {
+		return msg
+	}
+	return string(msg[0]+'a'-'A') + msg[1:]
 }
 
 // Funcs lists the functions a file declares at the top level.
@@ -146,13 +183,20 @@ type Pool struct {
 	funcs map[string]bool
 	mu    sync.Mutex
 	idle  []*vm
+	// checked is the runtime that ran the top-level code when the pack
+	// loaded, not yet frozen: the first call freezes and uses it rather
+	// than build a second, so a process that loads a pack and runs one
+	// session builds one runtime, and one that never calls a script
+	// freezes none.
+	checked *vm
 }
 
 // MaxIdle bounds how many warm runtimes a pool keeps.
 const MaxIdle = 64
 
-// NewPool checks that the files' top-level code runs (in a runtime that is
-// then discarded: warm runtimes are built on first use).
+// NewPool checks that the files' top-level code runs, within LoadBudget.
+// A file whose top-level code fails is reported as an Error, at the
+// position goja gives (Line 0 when it gives none).
 func NewPool(files []*File) (*Pool, error) {
 	p := &Pool{files: files, funcs: map[string]bool{}}
 	for _, f := range files {
@@ -160,9 +204,11 @@ func NewPool(files []*File) (*Pool, error) {
 			p.funcs[fn] = true
 		}
 	}
-	if err := p.check(); err != nil {
+	v, err := p.check()
+	if err != nil {
 		return nil, err
 	}
+	p.checked = v
 	return p, nil
 }
 
@@ -176,7 +222,7 @@ func (p *Pool) Warm(n int) error {
 		if have >= min(n, MaxIdle) {
 			return nil
 		}
-		v, err := p.build(true)
+		v, err := p.fresh()
 		if err != nil {
 			return err
 		}
@@ -193,7 +239,29 @@ func (p *Pool) get() (*vm, error) {
 		return v, nil
 	}
 	p.mu.Unlock()
-	return p.build(true)
+	return p.fresh()
+}
+
+// fresh is a frozen runtime no call has used: the load check's, the first
+// time, then a new one.
+func (p *Pool) fresh() (*vm, error) {
+	p.mu.Lock()
+	v := p.checked
+	p.checked = nil
+	p.mu.Unlock()
+	if v == nil {
+		var err error
+		if v, err = newVM(); err != nil {
+			return nil, err
+		}
+		if err := p.load(v); err != nil {
+			return nil, err
+		}
+	}
+	if err := v.freeze(); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 func (p *Pool) put(v *vm) {
@@ -213,105 +281,131 @@ type vm struct {
 	now   int64
 	rand  func() float64
 	spent bool
+	// user is what freezing walks deeply: the pack's constants and
+	// functions.
+	user []goja.Value
+	// freezer is the sandbox's freezing function, in Go's hands only.
+	freezer goja.Callable
 }
 
 // sandboxJS runs before the pack's scripts: it removes what a pack must
-// not reach and caps the builtins that run uninterruptibly in Go.
+// not reach, caps the builtins that run uninterruptibly in Go, and
+// returns the function that freezes the runtime once the pack is loaded.
+//
+// A pack's top-level code runs after this and before the freeze, while
+// every builtin can still be changed: so what the caps and the freezer
+// rely on (String, Reflect.apply, Object.freeze, Set.prototype.has, the
+// intrinsic prototypes...) is taken here, before a pack could replace it.
 const sandboxJS = `(function (g, MAX) {
   "use strict";
+  const { freeze, isFrozen, getOwnPropertyDescriptor: describe, getPrototypeOf: protoOf, hasOwn, defineProperty } = Object;
+  const { apply, ownKeys } = Reflect;
+  const toTag = Object.prototype.toString, Str = String, Num = Number, SafeSet = Set, A = Array;
+  // Methods bound to their receiver, so a call looks nothing up.
+  const bindTo = Function.prototype.call.bind(Function.prototype.bind);
+  const setHas = Set.prototype.has, setAdd = Set.prototype.add;
+  const intrinsics = [
+    protoOf(protoOf([][Symbol.iterator]())), protoOf([][Symbol.iterator]()), protoOf(new Map()[Symbol.iterator]()),
+    protoOf(new Set()[Symbol.iterator]()), protoOf(""[Symbol.iterator]()), protoOf(function* () {}), protoOf(function* () {}).prototype,
+    protoOf(async function () {}), protoOf(/x/[Symbol.matchAll](""))];
+
   for (const k of ["eval", "WeakRef", "FinalizationRegistry"]) { delete g[k]; }
   const cap = (n, what) => { if (!(n <= MAX)) throw new RangeError(what + ": result over " + MAX + " (sandbox limit)"); };
   const wrap = (proto, name, check) => {
     const orig = proto[name];
-    Object.defineProperty(proto, name, { value: function (...a) { check(this, a); return orig.apply(this, a); }, writable: false, configurable: false });
+    defineProperty(proto, name, { value: function (...a) { check(this, a); return apply(orig, this, a); }, writable: false, configurable: false });
   };
-  wrap(String.prototype, "repeat", (s, a) => cap(String(s).length * Number(a[0]), "repeat"));
-  wrap(String.prototype, "padStart", (s, a) => cap(Number(a[0]), "padStart"));
-  wrap(String.prototype, "padEnd", (s, a) => cap(Number(a[0]), "padEnd"));
+  wrap(String.prototype, "repeat", (s, a) => cap(Str(s).length * Num(a[0]), "repeat"));
+  wrap(String.prototype, "padStart", (s, a) => cap(Num(a[0]), "padStart"));
+  wrap(String.prototype, "padEnd", (s, a) => cap(Num(a[0]), "padEnd"));
   wrap(Array.prototype, "join", (s) => cap(s.length, "join"));
   wrap(Array.prototype, "fill", (s) => cap(s.length, "fill"));
   // Freezing a Map, Set or Date leaves its contents changeable; a
   // constant one would carry data from one call (and session) to the
   // next. Their mutators refuse a frozen receiver: constants are frozen
   // after loading, what a call builds is not.
-  const constant = (s) => { if (Object.isFrozen(s)) throw new TypeError("a constant " + Object.prototype.toString.call(s).slice(8, -1) + " cannot change (build it inside the function)"); };
+  const constant = (s) => { if (isFrozen(s)) throw new TypeError("a constant " + apply(toTag, s, []).slice(8, -1) + " cannot change (build it inside the function)"); };
   for (const [C, names] of [[Map, ["set", "delete", "clear"]], [Set, ["add", "delete", "clear"]],
       [WeakMap, ["set", "delete"]], [WeakSet, ["add", "delete"]],
       [Date, Object.getOwnPropertyNames(Date.prototype).filter((n) => n.startsWith("set"))]]) {
     for (const n of names) wrap(C.prototype, n, constant);
   }
-  const A = Array;
   const SafeArray = function Array(...a) { if (a.length === 1 && typeof a[0] === "number") cap(a[0], "Array"); return new A(...a); };
   SafeArray.prototype = A.prototype;
   Object.setPrototypeOf(SafeArray, A);
-  Object.defineProperty(g, "Array", { value: SafeArray, writable: false, configurable: false });
+  defineProperty(g, "Array", { value: SafeArray, writable: false, configurable: false });
   // The Function constructor compiles text at run time, like eval.
-  Object.defineProperty(Function.prototype, "constructor", { value: undefined, writable: false, configurable: false });
+  defineProperty(Function.prototype, "constructor", { value: undefined, writable: false, configurable: false });
+
+  // The freezer freezes what a call could change for the next one: the
+  // global object, every builtin constructor, prototype and namespace
+  // object and the functions hanging off them, the intrinsic iterator
+  // prototypes, and (deeply) the pack's own functions and constants,
+  // leaving nothing writable that a script can name. Loops count rather
+  // than iterate, as an iterator allocates a result per step.
+  return function (extra) {
+    const seen = new SafeSet();
+    const has = bindTo(setHas, seen), add = bindTo(setAdd, seen);
+    const isObject = (o) => o !== null && (typeof o === "object" || typeof o === "function");
+    const shallow = (o) => {
+      if (!isObject(o) || has(o)) return false;
+      add(o);
+      freeze(o);
+      return true;
+    };
+    const withMethods = (o) => {
+      if (!shallow(o)) return;
+      const keys = ownKeys(o);
+      for (let i = 0; i < keys.length; i++) {
+        const d = describe(o, keys[i]);
+        if (!d) continue;
+        if (hasOwn(d, "value")) {
+          if (typeof d.value === "function") shallow(d.value);
+        } else {
+          shallow(d.get);
+          shallow(d.set);
+        }
+      }
+    };
+    const deep = (o) => {
+      if (!isObject(o) || has(o)) return;
+      add(o);
+      const keys = ownKeys(o);
+      for (let i = 0; i < keys.length; i++) {
+        const d = describe(o, keys[i]);
+        if (d && hasOwn(d, "value")) deep(d.value);
+      }
+      freeze(o);
+    };
+    // User code first, deeply (a function's prototype object included).
+    for (let i = 0; i < extra.length; i++) deep(extra[i]);
+    for (let i = 0; i < intrinsics.length; i++) withMethods(intrinsics[i]);
+    const globals = ownKeys(g);
+    for (let i = 0; i < globals.length; i++) {
+      const d = describe(g, globals[i]);
+      if (!d || !hasOwn(d, "value") || !isObject(d.value)) continue;
+      const v = d.value;
+      withMethods(v);
+      if (typeof v === "function" && hasOwn(v, "prototype")) withMethods(v.prototype);
+    }
+    freeze(g);
+  };
 })(globalThis, %d);`
 
-// freezeJS freezes what a call could change for the next one: the global
-// object, every builtin constructor, prototype and namespace object and
-// the functions hanging off them, the intrinsic iterator prototypes, and
-// (deeply) the pack's own functions and constants. A full deep walk of
-// every builtin costs ~10 ms per runtime; this costs a fraction of that
-// and leaves nothing writable that a script can name.
-const freezeJS = `(function (g, extra) {
-  "use strict";
-  const seen = new Set();
-  const shallow = (o) => {
-    if (o === null || (typeof o !== "object" && typeof o !== "function") || seen.has(o)) return false;
-    seen.add(o);
-    Object.freeze(o);
-    return true;
-  };
-  const withMethods = (o) => {
-    if (!shallow(o)) return;
-    for (const k of Reflect.ownKeys(o)) {
-      const d = Object.getOwnPropertyDescriptor(o, k);
-      if (d && typeof d.value === "function") shallow(d.value);
-      if (d && d.get) shallow(d.get);
-      if (d && d.set) shallow(d.set);
-    }
-  };
-  const deep = (o) => {
-    if (o === null || (typeof o !== "object" && typeof o !== "function") || seen.has(o)) return;
-    seen.add(o);
-    for (const k of Reflect.ownKeys(o)) {
-      const d = Object.getOwnPropertyDescriptor(o, k);
-      if (d && "value" in d) deep(d.value);
-    }
-    Object.freeze(o);
-  };
-  // User code first, deeply (a function's prototype object included).
-  for (const v of extra) deep(v);
-  const iter = (x) => Object.getPrototypeOf(x);
-  const intrinsics = [
-    iter(iter([][Symbol.iterator]())), iter([][Symbol.iterator]()), iter(new Map()[Symbol.iterator]()),
-    iter(new Set()[Symbol.iterator]()), iter(""[Symbol.iterator]()), iter(function* () {}), iter(function* () {}).prototype,
-    iter(async function () {}), iter(/x/[Symbol.matchAll](""))];
-  for (const o of intrinsics) withMethods(o);
-  for (const k of Reflect.ownKeys(g)) {
-    const d = Object.getOwnPropertyDescriptor(g, k);
-    if (!d || !("value" in d)) continue;
-    const v = d.value;
-    if (v !== null && (typeof v === "object" || typeof v === "function")) {
-      withMethods(v);
-      if (typeof v === "function" && v.prototype) withMethods(v.prototype);
-    }
-  }
-  Object.freeze(g);
-})`
-
-func (p *Pool) build(freeze bool) (*vm, error) {
-	v, err := newVM()
-	if err != nil {
-		return nil, err
-	}
-	return p.load(v, freeze)
-}
+// The sandbox is compiled once per process, on first use: a process that
+// never runs a script does not pay for parsing it, and each runtime after
+// the first runs it without parsing it again. A Program is not tied to a
+// runtime.
+var sandboxProg = sync.OnceValues(func() (*goja.Program, error) {
+	return goja.Compile("", fmt.Sprintf(sandboxJS, MaxBuiltinResult), false)
+})
 
 // newVM is a sandboxed runtime with none of the pack's files loaded.
 func newVM() (*vm, error) {
+	prog, err := sandboxProg()
+	if err != nil {
+		return nil, fmt.Errorf("script sandbox: %w", err)
+	}
 	v := &vm{rt: goja.New(), fns: map[string]goja.Callable{}}
 	rt := v.rt
 	rt.SetMaxCallStackSize(MaxStack)
@@ -322,9 +416,11 @@ func newVM() (*vm, error) {
 		return v.rand()
 	})
 	rt.SetTimeSource(func() time.Time { return time.UnixMilli(v.now) })
-	if _, err := rt.RunString(fmt.Sprintf(sandboxJS, MaxBuiltinResult)); err != nil {
+	fz, err := rt.RunProgram(prog)
+	if err != nil {
 		return nil, fmt.Errorf("script sandbox: %w", err)
 	}
+	v.freezer, _ = goja.AssertFunction(fz)
 	if err := rt.Set("baton", helpers(rt)); err != nil {
 		return nil, err
 	}
@@ -339,62 +435,98 @@ const LoadBudget = time.Second
 // that loops at load is refused instead of hanging its pack's load. Only
 // here: the same code does the same work whenever a runtime is built for
 // a call, and a wall-clock limit there would make a step's outcome depend
-// on the machine's load.
-func (p *Pool) check() error {
+// on the machine's load. The runtime it returns has run exactly what a
+// new one would, at the same clock and random source, so the first call
+// may use it.
+func (p *Pool) check() (*vm, error) {
 	v, err := newVM()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	timer := time.AfterFunc(LoadBudget, func() { v.rt.Interrupt("load budget") })
-	_, err = p.load(v, false)
+	err = p.load(v)
 	if !timer.Stop() && err == nil {
-		// It fired as the load ended: over budget all the same. The
-		// runtime is dropped either way.
-		err = fmt.Errorf("scripts: top-level code ran longer than %s; move the work into a function", LoadBudget)
+		// It fired as the load ended: over budget all the same, and the
+		// interrupt is still pending in the runtime, which is dropped.
+		// No one file is to blame.
+		err = fmt.Errorf("top-level code ran longer than %s; move the work into a function", LoadBudget)
 	}
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
-func (p *Pool) load(v *vm, freeze bool) (*vm, error) {
+// load runs the files' top-level code in v and collects their functions.
+func (p *Pool) load(v *vm) error {
 	rt := v.rt
-	var consts []goja.Value
-	var user []goja.Value
+	var funcs []goja.Value
 	for _, f := range p.files {
 		if _, err := rt.RunProgram(f.prog); err != nil {
-			var ie *goja.InterruptedError
-			if errors.As(err, &ie) {
-				return nil, fmt.Errorf("%s: loading: top-level code ran longer than %s; move the work into a function", f.Name, LoadBudget)
-			}
-			return nil, fmt.Errorf("%s: loading: %w", f.Name, describe(err))
+			return loadError(f.Name, err)
 		}
 		for _, c := range f.consts {
-			val, err := rt.RunString(c)
-			if err == nil {
-				consts = append(consts, val)
+			// A top-level const is a binding of the global scope, not a
+			// property of the global object; Get reads both.
+			if val := rt.Get(c); val != nil {
+				v.user = append(v.user, val)
 			}
 		}
 		for _, fn := range f.funcs {
-			c, ok := goja.AssertFunction(rt.Get(fn))
+			val := rt.Get(fn)
+			c, ok := goja.AssertFunction(val)
 			if !ok {
-				return nil, fmt.Errorf("%s: %s is not a function after loading", f.Name, fn)
+				return Error{File: f.Name, Msg: "loading: " + fn + " is not a function"}
 			}
 			v.fns[fn] = c
-			user = append(user, rt.Get(fn))
+			funcs = append(funcs, val)
 		}
 	}
-	consts = append(consts, user...)
-	if !freeze {
-		return v, nil
+	v.user = append(v.user, funcs...)
+	return nil
+}
+
+// freeze runs the sandbox's freezer over the builtins and, deeply, the
+// pack's constants and functions, after which a call can leave nothing
+// behind for the next.
+func (v *vm) freeze() error {
+	user := make([]any, len(v.user))
+	for i, u := range v.user {
+		user[i] = u
 	}
-	fzv, err := rt.RunString(freezeJS)
-	if err != nil {
-		return nil, fmt.Errorf("script sandbox: %w", err)
+	if _, err := v.freezer(goja.Undefined(), v.rt.NewArray(user...)); err != nil {
+		return fmt.Errorf("script sandbox: freezing: %w", err)
 	}
-	fz, _ := goja.AssertFunction(fzv)
-	if _, err := fz(goja.Undefined(), rt.GlobalObject(), rt.ToValue(consts)); err != nil {
-		return nil, fmt.Errorf("script sandbox: freezing: %w", err)
+	v.user, v.freezer = nil, nil
+	return nil
+}
+
+// loadError places what stopped a file's top-level code where goja says
+// it happened: in that file, or in a function of another file it called.
+func loadError(name string, err error) error {
+	var ie *goja.InterruptedError
+	var so *goja.StackOverflowError
+	var ex *goja.Exception
+	var st []goja.StackFrame
+	var what string
+	switch {
+	case errors.As(err, &ie):
+		st, what = ie.Stack(), fmt.Sprintf("ran longer than %s; move the work into a function", LoadBudget)
+	case errors.As(err, &so):
+		st, what = so.Stack(), fmt.Sprintf("exceeded the call stack (%d frames)", MaxStack)
+	case errors.As(err, &ex):
+		st, what = ex.Stack(), "threw "+thrown(ex)
+	default:
+		return Error{File: name, Msg: "loading: " + err.Error()}
 	}
-	return v, nil
+	e := Error{File: name, Msg: "loading: top-level code " + what}
+	if file, line, col := stackAt(st); file != "" {
+		if file != name {
+			e.Msg = "loading " + name + ": top-level code " + what
+		}
+		e.File, e.Line, e.Col = file, line, col
+	}
+	return e
 }
 
 // helpers is the `baton` object: the text counters the guardrails use, so
@@ -564,25 +696,40 @@ func describe(err error) *RunError {
 	case errors.As(err, &so):
 		return &RunError{Kind: "stack", Pos: stackPos(so.Stack()), Msg: "call stack exceeded " + fmt.Sprint(MaxStack) + " frames"}
 	case errors.As(err, &ex):
-		msg := ex.Value().String()
-		if o, ok := ex.Value().(*goja.Object); ok {
-			if m := o.Get("message"); m != nil && !goja.IsUndefined(m) {
-				msg = o.Get("name").String() + ": " + m.String()
-			}
-		}
-		return &RunError{Kind: "throw", Pos: stackPos(ex.Stack()), Msg: msg}
+		return &RunError{Kind: "throw", Pos: stackPos(ex.Stack()), Msg: thrown(ex)}
 	}
 	return &RunError{Kind: "throw", Msg: err.Error()}
 }
 
+// thrown is what a script threw: "TypeError: bad type" for an error
+// object, the value itself otherwise.
+func thrown(ex *goja.Exception) string {
+	msg := ex.Value().String()
+	if o, ok := ex.Value().(*goja.Object); ok {
+		if m := o.Get("message"); m != nil && !goja.IsUndefined(m) {
+			msg = o.Get("name").String() + ": " + m.String()
+		}
+	}
+	return msg
+}
+
 func stackPos(st []goja.StackFrame) string {
+	if file, line, col := stackAt(st); file != "" {
+		return fmt.Sprintf("%s:%d:%d", file, line, col)
+	}
+	return ""
+}
+
+// stackAt is the innermost frame in a pack file: the sandbox's own
+// frames have no file name.
+func stackAt(st []goja.StackFrame) (file string, line, col int) {
 	for _, f := range st {
 		p := f.Position()
 		if p.Filename != "" && p.Line > 0 {
-			return fmt.Sprintf("%s:%d:%d", p.Filename, p.Line, p.Column)
+			return p.Filename, p.Line, p.Column
 		}
 	}
-	return ""
+	return "", 0, 0
 }
 
 // capInput returns arg with long strings truncated, so builtins that run

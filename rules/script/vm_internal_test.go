@@ -1,0 +1,103 @@
+package script
+
+import (
+	"fmt"
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/batonhq/baton/scenarios"
+)
+
+// The runtime that ran the top-level code when the pack loaded is the one
+// the first call (or Warm) uses, frozen first: loading a pack and calling
+// a script builds one runtime, not two.
+func TestCheckedRuntimeServesFirstCall(t *testing.T) {
+	f, errs := Compile("t.js", "const T = {n: 1};\nfunction leak() { globalThis.leaked = 1; return 1; }\nfunction bump() { T.n++; return T.n; }")
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	cases := []struct {
+		name  string
+		first func(p *Pool) error
+	}{
+		{"Run", func(p *Pool) error {
+			for _, fn := range []string{"leak", "bump"} {
+				if _, err := p.Run(Call{Func: fn}); err == nil || !strings.Contains(err.Error(), "TypeError") {
+					return fmt.Errorf("%s on the first runtime: %v, want a TypeError (frozen)", fn, err)
+				}
+			}
+			return nil
+		}},
+		{"Warm", func(p *Pool) error { return p.Warm(1) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := NewPool([]*File{f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked := p.checked
+			if checked == nil {
+				t.Fatal("NewPool kept no runtime")
+			}
+			if err := c.first(p); err != nil {
+				t.Fatal(err)
+			}
+			if p.checked != nil || len(p.idle) != 1 || p.idle[0] != checked {
+				t.Fatalf("the load check's runtime was not the one used: %d idle", len(p.idle))
+			}
+		})
+	}
+}
+
+// BenchmarkNewVM is a sandboxed runtime with no pack loaded.
+func BenchmarkNewVM(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := newVM(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBuildVM is each runtime a pool builds after the first: the
+// sandbox, the pack's top-level code and the freeze.
+func BenchmarkBuildVM(b *testing.B) {
+	for _, pack := range []string{"dayone", "hotseat"} {
+		b.Run(pack, func(b *testing.B) {
+			p := &Pool{files: compiled(b, pack)}
+			b.ReportAllocs()
+			for b.Loop() {
+				v, err := newVM()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := p.load(v); err != nil {
+					b.Fatal(err)
+				}
+				if err := v.freeze(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func compiled(t testing.TB, pack string) []*File {
+	t.Helper()
+	names, _ := fs.Glob(scenarios.FS, pack+"/scripts/*.js")
+	var out []*File
+	for _, n := range names {
+		data, err := fs.ReadFile(scenarios.FS, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, errs := Compile(n, string(data))
+		if errs != nil {
+			t.Fatalf("%s: %v", n, errs)
+		}
+		out = append(out, f)
+	}
+	return out
+}
