@@ -1,7 +1,10 @@
 package events_test
 
 import (
+	"errors"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,4 +119,124 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted a bad event: %+v", ev)
 		}
 	})
+}
+
+// ReadFile names every problem of a file at once, each at the line and
+// column it is at: a misspelt key with the nearest known one, a value of
+// the wrong kind at the value, giving both times at the second key, a
+// problem of the whole event at its brace.
+func TestReadFileNamesEveryProblem(t *testing.T) {
+	cases := []struct {
+		name, in, want string
+	}{
+		{"good", `{"event_type":"speech_end","ts_sec":5}` + "\r\n\n" + `{"event_type":"speech_end","ts_ms":6000}`, ""},
+		{"unknown key", `{"event_type":"candidate_message","ts_sec":6,"data":{"source":"text","txt":"hi"}}`,
+			`c.jsonl:1:70: unknown field "txt": did you mean text? (known: addressed_to, code, language, mic_active, run_id, source, stt_confidence, text, typing)`},
+		{"unknown top key", `{"event_type":"x","ts_sec":11,"dta":{}}`,
+			`c.jsonl:1:31: unknown field "dta": did you mean data? (known: data, event_type, session_id, ts_ms, ts_sec)`},
+		{"wrong kind", `  {"event_type":"speech_end","ts_sec":"x"}`, `c.jsonl:1:39: expected a number, found "x"`},
+		// The YAML decoder takes "1" as a number; JSON does not, and says
+		// so at the value.
+		{"quoted number", `{"event_type":"speech_end","ts_sec":"1"}`, `c.jsonl:1:37: invalid JSON: ts_sec: expected a number, found "1"`},
+		{"nested kinds", `{"event_type":"speech_end","ts_sec":9,"data":{"typing":"maybe","mic_active":1}}`,
+			"c.jsonl:1:56: expected true or false, found \"maybe\"\nc.jsonl:1:77: expected true or false, found \"1\""},
+		{"both times", `{"event_type":"speech_end","ts_sec":7,"ts_ms":9}`, `c.jsonl:1:39: give ts_sec or ts_ms, not both`},
+		{"out of range", `{"event_type":"spéech_end","ts_sec":-7}`, `c.jsonl:1:37: ts_sec -7 out of range`},
+		{"no type", ` {"ts_sec":10}`, `c.jsonl:1:2: missing event_type`},
+		{"no time", `{"event_type":"speech_end"}`, `c.jsonl:1:1: missing ts_sec or ts_ms`},
+		{"cut short", `{"event_type":"speech_end",`, `c.jsonl:1:28: invalid JSON: the line ends inside a value`},
+		{"syntax", `{"event_type" "speech_end"}`, `c.jsonl:1:15: invalid JSON: invalid character '"' after object key`},
+		{"two values", `{"event_type":"speech_end","ts_sec":9} {}`, `c.jsonl:1:40: invalid JSON: more than one value on the line`},
+		{"backwards", "{\"event_type\":\"speech_end\",\"ts_sec\":5}\n{\"event_type\":\"speech_end\",\"ts_ms\":4000}",
+			`c.jsonl:2:36: time goes backwards (00:04.0 after 00:05.0)`},
+		{"every line", "{\"event_type\":\"speech_end\"}\n\n{\"event_type\":\"speech_end\",\"ts_sec\":1,\"x\":1}\n{\"ts_sec\":2}",
+			"c.jsonl:1:1: missing ts_sec or ts_ms\nc.jsonl:3:39: unknown field \"x\" (known: data, event_type, session_id, ts_ms, ts_sec)\nc.jsonl:4:1: missing event_type"},
+		// JSON that YAML reads otherwise, or not at all, is read as JSON.
+		{"json escapes", `{"event_type":"candidate_message","ts_sec":1,"data":{"text":"a\/b \ud83d\ude00"}}`, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			evs, err := events.ReadFile("c.jsonl", strings.NewReader(c.in))
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != c.want {
+				t.Fatalf("error:\n%s\nwant:\n%s", got, c.want)
+			}
+			if err == nil && len(evs) == 0 {
+				t.Fatal("no events")
+			}
+		})
+	}
+}
+
+// Events read from a file keep where they were, so a check of one made
+// later (the pack's event types) points at its event_type.
+func TestReadFilePositions(t *testing.T) {
+	in := "\n{\"event_type\":\"speech_end\",\"ts_sec\":5}\n  {\"ts_ms\": 6000, \"event_type\": \"candidate_message\", \"data\": {\"text\": \"é\"}}\n"
+	evs, err := events.ReadFile("dir/c.jsonl", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i := range evs {
+		got = append(got, evs[i].Where(i))
+	}
+	if w := []string{"dir/c.jsonl:2:15", "dir/c.jsonl:3:33"}; !slices.Equal(got, w) {
+		t.Fatalf("got %v, want %v", got, w)
+	}
+	if evs[1].T != 6000 || evs[1].Event.Text != "é" {
+		t.Fatalf("event %+v", evs[1])
+	}
+	// ReadAll's events have a line and no file.
+	evs, err = events.ReadAll(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := evs[1].Where(1); w != "line 3" {
+		t.Fatalf("Where = %q", w)
+	}
+	if w := (&events.Timed{}).Where(4); w != "event 5" {
+		t.Fatalf("Where = %q", w)
+	}
+}
+
+// With problems, ReadFile still hands back the events that read, so a
+// checker can check those too; ReadAll stops at the first problem.
+func TestReadFileKeepsWhatRead(t *testing.T) {
+	in := "{\"event_type\":\"speech_end\",\"ts_sec\":5}\n{oops\n{\"event_type\":\"slide_changed\",\"ts_sec\":6}\n"
+	evs, err := events.ReadFile("c.jsonl", strings.NewReader(in))
+	if err == nil || len(evs) != 2 || evs[1].Event.Type != "slide_changed" || evs[1].Line != 3 {
+		t.Fatalf("events %+v, err %v", evs, err)
+	}
+	evs, err = events.ReadAll(strings.NewReader(in))
+	if err == nil || evs != nil || !strings.HasPrefix(err.Error(), "line 2: invalid JSON") {
+		t.Fatalf("events %+v, err %v", evs, err)
+	}
+}
+
+// A file that is not events at all is not reported line by line without
+// end.
+func TestReadFileBoundsProblems(t *testing.T) {
+	in := strings.Repeat("{\"ts_sec\":1}\n", 500)
+	_, err := events.ReadFile("c.jsonl", strings.NewReader(in))
+	var el rules.ErrorList
+	if !errors.As(err, &el) || len(el) != 101 || el[100].Msg != "more than 100 problems; fix these first" {
+		t.Fatalf("%d problems, last %v", len(el), el[len(el)-1])
+	}
+}
+
+// DecodeLine decodes again as YAML to place a problem, which only works
+// while the json and yaml tags of the wire types name the same fields.
+func TestWireTagsAgree(t *testing.T) {
+	for _, typ := range []reflect.Type{reflect.TypeFor[events.Wire](), reflect.TypeFor[events.Data]()} {
+		for f := range typ.Fields() {
+			j, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			y, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if j != y {
+				t.Errorf("%s.%s: json %q, yaml %q", typ.Name(), f.Name, j, y)
+			}
+		}
+	}
 }

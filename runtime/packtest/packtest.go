@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -38,15 +39,19 @@ type Case struct {
 	// JSON-lines file in the pack instead ("candidate.jsonl"). Each event
 	// keeps where it was written, for the checks that convert it.
 	Events     rules.At[[]rules.At[events.Wire]] `yaml:"events"`
-	EventsFile string                            `yaml:"events_file"`
-	LLM        []dryrun.Reply                    `yaml:"llm"`
-	Expect     []Match                           `yaml:"expect"`
-	Forbid     []Match                           `yaml:"forbid"`
+	EventsFile rules.At[string]                  `yaml:"events_file"`
+	// LLM scripts the model; LLMFile names a reply script in the pack
+	// instead (the format of baton dryrun -llm), for replies cases share.
+	LLM     rules.At[[]dryrun.Reply] `yaml:"llm"`
+	LLMFile rules.At[string]         `yaml:"llm_file"`
+	Expect  []Match                  `yaml:"expect"`
+	Forbid  []Match                  `yaml:"forbid"`
 	// Golden compares the whole printed timeline with tests/NAME.golden.
 	Golden bool `yaml:"golden"`
 
-	file  string
-	timed []events.Timed // Events, checked and converted when read
+	file    string
+	timed   []events.Timed // Events or EventsFile's, checked and converted when read
+	replies []dryrun.Reply // LLM or LLMFile's
 }
 
 // Match selects effects. Every field that is set must hold. Times keep
@@ -93,57 +98,45 @@ type Options struct {
 	// Update rewrites golden files; needs the pack on disk (WriteDir).
 	Update   bool
 	WriteDir string
+	// Run, if set, runs only the cases whose name, or file name without
+	// .yaml, it matches (as go test -run does); the others are left out of
+	// the results.
+	Run *regexp.Regexp
 }
 
 // Run runs every tests/*.yaml case of p.
 func Run(p *rules.Pack, opt Options) ([]Result, error) {
-	names, err := fs.Glob(p.FS, Dir+"/*.yaml")
+	names, err := caseFiles(p)
 	if err != nil {
 		return nil, err
 	}
 	if len(names) == 0 {
 		return nil, fmt.Errorf("pack %s has no tests (%s/*.yaml)", p.Name, Dir)
 	}
-	slices.Sort(names)
-	var out []Result
+	fx := newFixtures(p)
+	out := []Result{}
 	for _, n := range names {
-		out = append(out, runFile(p, n, opt))
+		res := Result{File: n, Name: strings.TrimSuffix(path.Base(n), ".yaml")}
+		stem := res.Name
+		c, err := readCase(p, n, fx)
+		if c != nil && c.Name != "" {
+			res.Name = c.Name
+		}
+		if opt.Run != nil && !opt.Run.MatchString(res.Name) && !opt.Run.MatchString(stem) {
+			continue
+		}
+		if err != nil {
+			res.Err = err
+		} else {
+			res.Updated, res.Err = c.run(p, opt)
+		}
+		out = append(out, res)
 	}
 	return out, nil
 }
 
-func runFile(p *rules.Pack, name string, opt Options) Result {
-	res := Result{File: name, Name: strings.TrimSuffix(path.Base(name), ".yaml")}
-	c, err := readCase(p.FS, name)
-	if err != nil {
-		res.Err = err
-		return res
-	}
-	if c.Name != "" {
-		res.Name = c.Name
-	}
-	res.Updated, res.Err = c.run(p, opt)
-	return res
-}
-
-func (c *Case) events(p *rules.Pack) ([]events.Timed, error) {
-	if c.EventsFile == "" {
-		return c.timed, nil
-	}
-	f, err := p.FS.Open(c.EventsFile)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return events.ReadAll(f)
-}
-
 func (c *Case) run(p *rules.Pack, opt Options) (updated bool, err error) {
-	evs, err := c.events(p)
-	if err != nil {
-		return false, fmt.Errorf("%s: %w", c.file, err)
-	}
-	res, err := dryrun.Run(p, dryrun.Options{Events: evs, Replies: c.LLM})
+	res, err := dryrun.Run(p, dryrun.Options{Events: c.timed, Replies: c.replies})
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", c.file, err)
 	}

@@ -25,6 +25,7 @@ const pack = "testdata/pack"
 var want = map[string]string{
 	"pass_conversation.yaml":  "",
 	"pass_model_failure.yaml": "",
+	"pass_files.yaml":         "",
 
 	"fail_expect.yaml": `tests/fail_expect.yaml:
 expect[1] {type=agent_message kind=window}: not found after 00:13.5
@@ -59,13 +60,13 @@ diff tests/fail_golden_differs.golden got
 -01:00.0  -          session_end          END  timeout
 +01:00.0  -          session_end          END  time_up`,
 
-	"fail_unknown_keys.yaml": `tests/fail_unknown_keys.yaml:3:1: unknown field "event": did you mean events? (known: about, events, events_file, expect, forbid, golden, llm, name)
+	"fail_unknown_keys.yaml": `tests/fail_unknown_keys.yaml:3:1: unknown field "event": did you mean events? (known: about, events, events_file, expect, forbid, golden, llm, llm_file, name)
 tests/fail_unknown_keys.yaml:6:69: unknown field "txt": did you mean text? (known: addressed_to, code, language, mic_active, run_id, source, stt_confidence, text, typing)
 tests/fail_unknown_keys.yaml:8:42: unknown field "txt": did you mean text? (known: after, agent, at, before, data_contains, fallback, guardrail, intent_tag, is_error, kind, outcome, reason_contains, request_contains, rule, text, text_contains, then_nothing_until, type)
 tests/fail_unknown_keys.yaml:10:5: unknown field "then_nothing_untill": did you mean then_nothing_until? (known: after, agent, at, before, data_contains, fallback, guardrail, intent_tag, is_error, kind, outcome, reason_contains, request_contains, rule, text, text_contains, then_nothing_until, type)
 tests/fail_unknown_keys.yaml:12:40: field "kind" given twice
 tests/fail_unknown_keys.yaml:14:60: unknown field "argz": did you mean args? (known: args, name)
-tests/fail_unknown_keys.yaml:15:1: unknown field "goldne": did you mean golden? (known: about, events, events_file, expect, forbid, golden, llm, name)`,
+tests/fail_unknown_keys.yaml:15:1: unknown field "goldne": did you mean golden? (known: about, events, events_file, expect, forbid, golden, llm, llm_file, name)`,
 
 	"fail_bad_values.yaml": `tests/fail_bad_values.yaml:5:5: time goes backwards (00:05.0 after 00:30.0)
 tests/fail_bad_values.yaml:6:5: missing ts_sec or ts_ms
@@ -78,9 +79,30 @@ tests/fail_bad_values.yaml:12:47: then_nothing_until: bad duration "-1s": negati
 tests/fail_bad_values.yaml:13:9: expected a list, found a mapping
 tests/fail_bad_values.yaml:14:9: expected true or false, found "yes please"`,
 
-	"fail_events_and_file.yaml": `tests/fail_events_and_file.yaml:3:1: give events or events_file, not both`,
+	"fail_events_and_file.yaml": `tests/fail_events_and_file.yaml:5:1: give events or events_file, not both
+tests/fail_events_and_file.yaml:8:1: give llm or llm_file, not both`,
 
-	"fail_syntax.yaml": `tests/fail_syntax.yaml:4:1: YAML syntax: did not find expected ',' or '}'`,
+	// The engine's check of an event, at the event, with the nearest type
+	// the pack takes.
+	"fail_unknown_event.yaml": `tests/fail_unknown_event.yaml:4:5: unknown event type: "candidate_mesage" is not handled by pack packtest (did you mean candidate_message?) (it takes candidate_message, mic_state_changed, speech_end, typing_state_changed, code_submitted)
+tests/fail_unknown_event.yaml:5:5: candidate_message needs data.text
+tests/fail_unknown_event.yaml:6:5: stt_confidence 2 must be between 0 and 1`,
+
+	// The files a case names, each problem at its own line and column
+	// (an event's check at its event_type), sorted with the case's own.
+	"fail_files.yaml": `fixtures/bad_candidate.jsonl:1:70: unknown field "txt": did you mean text? (known: addressed_to, code, language, mic_active, run_id, source, stt_confidence, text, typing)
+fixtures/bad_candidate.jsonl:2:15: unknown event type: "candidate_mesage" is not handled by pack packtest (did you mean candidate_message?) (it takes candidate_message, mic_state_changed, speech_end, typing_state_changed, code_submitted)
+fixtures/bad_candidate.jsonl:3:44: time goes backwards (00:04.0 after 00:06.0)
+fixtures/bad_candidate.jsonl:4:15: candidate_message needs data.text
+fixtures/bad_replies.yaml:3:32: unknown field "txt": did you mean text? (known: call, delay_ms, error, goal, intent_tag, job, json, kind, no_reply, repeat, role, text, tool_calls)
+fixtures/bad_replies.yaml:4:27: expected a whole number, found "soon"
+fixtures/bad_replies.yaml:6:17: unknown field "nme": did you mean name? (known: args, name)
+tests/fail_files.yaml:8:10: at: bad duration "later": want a number with a unit (800ms, 12s, 1m30s) or mm:ss`,
+
+	"fail_missing_files.yaml": `tests/fail_missing_files.yaml:3:14: events_file: no file fixtures/nothing.jsonl in the pack (names are from the pack's folder)
+tests/fail_missing_files.yaml:4:11: llm_file: "../outside.yaml" is not a path inside the pack (write a/b.jsonl, from the pack's folder)`,
+
+	"fail_syntax.yaml": `tests/fail_syntax.yaml:5:12: YAML syntax: did not find expected ',' or '}'`,
 
 	"fail_empty.yaml": `tests/fail_empty.yaml: empty test case`,
 }

@@ -10,19 +10,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"time"
-
-	"go.yaml.in/yaml/v3"
+	"unicode/utf8"
 
 	"github.com/batonhq/baton/rules/script"
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/rules/text"
+	"github.com/batonhq/baton/runtime/events"
 	"github.com/batonhq/baton/runtime/llm"
 	"github.com/batonhq/baton/runtime/voice"
 )
@@ -61,42 +62,124 @@ type ReplyTool struct {
 	Args map[string]any `json:"args,omitempty" yaml:"args"`
 }
 
-// ReadReplies reads a script as a YAML or JSON list, or JSON lines.
+// ReadReplies reads a script as a YAML or JSON list, or JSON lines, from
+// r. Its problems are named at file:line:col, the file being r's name
+// when r is a file (an *os.File), else "LLM script".
 func ReadReplies(r io.Reader) ([]Reply, error) {
-	data, err := io.ReadAll(io.LimitReader(r, 16<<20))
+	data, err := io.ReadAll(io.LimitReader(r, MaxReplies+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading LLM script: %w", err)
 	}
+	name := "LLM script"
+	if f, ok := r.(interface{ Name() string }); ok && f.Name() != "" {
+		name = f.Name()
+	}
+	return ReadRepliesFile(name, data)
+}
+
+// MaxReplies bounds a reply script.
+const MaxReplies = 16 << 20
+
+// maxProblems bounds the problems reported for a script of JSON lines.
+const maxProblems = 100
+
+// ReadRepliesFile reads a reply script, data, named name in errors: a
+// YAML list (or a JSON list, which is YAML too) decoded as the pack
+// loader decodes a pack, or JSON lines, one reply an object per line,
+// when the first thing in data is "{". Every problem comes back at once, as
+// a rules.ErrorList at name:line:col, a misspelt key with the nearest
+// known one. A script with no replies is none.
+func ReadRepliesFile(name string, data []byte) ([]Reply, error) {
+	if len(data) > MaxReplies {
+		return nil, fmt.Errorf("%s: LLM script larger than %d bytes", name, MaxReplies)
+	}
 	trim := bytes.TrimSpace(data)
+	if len(trim) == 0 {
+		return nil, nil
+	}
 	var out []Reply
-	if len(trim) > 0 && trim[0] == '{' {
-		for i, line := range bytes.Split(trim, []byte("\n")) {
-			line = bytes.TrimSpace(line)
-			if len(line) == 0 {
-				continue
+	if trim[0] != '{' {
+		if trim[0] == '[' {
+			if err := decodeJSONList(data, &out); err == nil {
+				return out, nil
+			} else if json.Valid(data) && yamlCannotRead(name, data) {
+				// JSON with an escape YAML lacks: JSON's own error, placed.
+				return nil, offsetError(name, data, err)
 			}
-			var rep Reply
-			dec := json.NewDecoder(bytes.NewReader(line))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&rep); err != nil {
-				return nil, fmt.Errorf("LLM script line %d: %w", i+1, err)
-			}
-			out = append(out, rep)
+			out = nil
+		}
+		if err := rules.DecodeFile(name, data, &out); err != nil {
+			return nil, err
 		}
 		return out, nil
 	}
-	var n yaml.Node
-	if err := yaml.Unmarshal(data, &n); err != nil {
-		return nil, fmt.Errorf("LLM script: %w", err)
+	var errs rules.ErrorList
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		line = bytes.TrimRight(line, "\r")
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var rep Reply
+		if err := events.DecodeLine(name, i+1, line, &rep); err != nil {
+			var el rules.ErrorList
+			if !errors.As(err, &el) {
+				return nil, err
+			}
+			errs = append(errs, el...)
+			if len(errs) > maxProblems {
+				// One mistake repeated, or not a script at all: the first
+				// ones say which.
+				errs = append(errs[:maxProblems], &rules.Error{Pos: el[0].Pos, Msg: fmt.Sprintf("more than %d problems; fix these first", maxProblems)})
+				break
+			}
+			continue
+		}
+		out = append(out, rep)
 	}
-	if len(n.Content) == 0 {
-		return nil, nil
-	}
-	dec := n.Content[0]
-	if err := dec.Decode(&out); err != nil {
-		return nil, fmt.Errorf("LLM script: %w", err)
+	if err := errs.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// decodeJSONList decodes a script written as a JSON list as any JSON
+// reader would, unknown fields refused.
+func decodeJSONList(data []byte, out *[]Reply) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		return err
+	}
+	if dec.More() {
+		return &json.SyntaxError{Offset: dec.InputOffset()}
+	}
+	return nil
+}
+
+// yamlCannotRead reports whether the pack loader's decoder fails to parse
+// data, which it does for some valid JSON ("\/" escapes).
+func yamlCannotRead(name string, data []byte) bool {
+	var v any
+	var el rules.ErrorList
+	return errors.As(rules.DecodeFile(name, data, &v), &el) && len(el) > 0 && strings.HasPrefix(el[0].Msg, "YAML syntax")
+}
+
+// offsetError places a JSON decoding error at its line and column.
+func offsetError(name string, data []byte, err error) error {
+	off := int64(0)
+	var syn *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		off = syn.Offset - 1
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	off = min(max(off, 0), int64(len(data)))
+	before := data[:off]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:]) + 1
+	return rules.ErrorList{{Pos: rules.Pos{File: name, Line: line, Col: col}, Msg: "invalid JSON: " + err.Error()}}
 }
 
 // Model answers llm_request effects from a script, then from the pack's
