@@ -10,44 +10,34 @@ import (
 // MaxReason bounds the reason a host gives for ending a session.
 const MaxReason = 512
 
-// builtinEvents are the candidate event types the engine gives meaning to,
-// with what each must carry. Any other type must be handled by a rule of
-// the pack (trigger: TYPE), or nobody would notice it arrive.
-var builtinEvents = [...]struct {
-	typ   string
-	check func(*CandidateEvent) error
-}{
-	{EventMessage, func(ev *CandidateEvent) error {
+// eventChecks says what each built-in candidate event type (the list is
+// rules.BuiltinEventTypes, which the loader shares) must carry; a type
+// without an entry needs nothing. Any other type must be handled by a rule
+// of the pack (trigger: TYPE), or nobody would notice it arrive.
+var eventChecks = map[string]func(*CandidateEvent) error{
+	rules.EventMessage: func(ev *CandidateEvent) error {
 		if ev.Text == "" {
-			return fmt.Errorf("%s needs data.text", EventMessage)
+			return fmt.Errorf("%s needs data.text", rules.EventMessage)
 		}
 		return nil
-	}},
-	{EventMicState, func(ev *CandidateEvent) error {
+	},
+	rules.EventMicState: func(ev *CandidateEvent) error {
 		if ev.MicActive == nil {
-			return fmt.Errorf("%s needs data.mic_active", EventMicState)
+			return fmt.Errorf("%s needs data.mic_active", rules.EventMicState)
 		}
 		return nil
-	}},
-	{EventSpeechEnd, nil},
-	{EventTypingState, func(ev *CandidateEvent) error {
+	},
+	rules.EventTypingState: func(ev *CandidateEvent) error {
 		if ev.Typing == nil {
-			return fmt.Errorf("%s needs data.typing", EventTypingState)
+			return fmt.Errorf("%s needs data.typing", rules.EventTypingState)
 		}
 		return nil
-	}},
-	{EventCodeSubmitted, nil},
+	},
 }
 
 // BuiltinEventTypes lists the candidate event types the engine itself
 // understands.
-func BuiltinEventTypes() []string {
-	out := make([]string, len(builtinEvents))
-	for i, b := range builtinEvents {
-		out[i] = b.typ
-	}
-	return out
-}
+func BuiltinEventTypes() []string { return rules.BuiltinEventTypes() }
 
 // EventTypes lists every candidate event type a session of p accepts: the
 // built-in ones, then those the pack's rules name, in pack order.
@@ -170,13 +160,11 @@ func CheckEvent(p *rules.Pack, ev *CandidateEvent) error {
 	if c := ev.STTConfidence; c != nil && (math.IsNaN(*c) || *c < 0 || *c > 1) {
 		return fmt.Errorf("stt_confidence %v must be between 0 and 1", *c)
 	}
-	for _, b := range builtinEvents {
-		if b.typ == ev.Type {
-			if b.check != nil {
-				return b.check(ev)
-			}
-			return nil
+	if rules.IsBuiltinEvent(ev.Type) {
+		if check := eventChecks[ev.Type]; check != nil {
+			return check(ev)
 		}
+		return nil
 	}
 	if len(p.RulesOn(rules.EventTrigger(ev.Type))) > 0 {
 		return nil

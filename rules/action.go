@@ -352,7 +352,7 @@ func (a *SayAction) check(c *compiler, where string) {
 func (a *SetAction) check(c *compiler, where string) {
 	kind, declared := c.p.varKind(a.Var)
 	if !declared {
-		c.errorf(a.Pos, "%s: set: %q is not a declared variable%s", where, a.Var, c.suggest(a.Var, c.p.varNames()))
+		c.missingf(a.Pos, "vars", "%s: set: %q is not a declared variable%s", where, a.Var, c.suggest(a.Var, c.p.varNames()))
 	}
 	if !a.Value.Set() {
 		c.errorf(a.Pos, "%s: set needs a value", where)
@@ -377,6 +377,7 @@ func (a *EndAction) check(c *compiler, where string) {
 }
 
 func (a *RunAction) check(c *compiler, where string) {
+	c.dynamicGoals = true // the actions it returns may say turns of any goal
 	c.hook(&a.Hook, a.Pos, where+" run", ErrorSkip, ErrorEnd)
 }
 
@@ -413,7 +414,7 @@ func (a *InjectAction) check(c *compiler, where string) {
 func (a *JobAction) check(c *compiler, where string) {
 	var ok bool
 	if a.job, ok = c.p.Job(a.ID); !ok {
-		c.errorf(a.Pos, "%s: unknown job %q%s", where, a.ID, c.suggest(a.ID, c.p.jobNames()))
+		c.missingf(a.Pos, "jobs", "%s: unknown job %q%s", where, a.ID, c.suggest(a.ID, c.p.jobNames()))
 		return
 	}
 	if name := a.job.RoleArg(); name != "" && !slices.ContainsFunc(a.Args, func(x Arg) bool { return x.ID == name }) {

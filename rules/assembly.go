@@ -105,6 +105,6 @@ func (c *compiler) checkAssemblies() {
 }
 
 func (c *compiler) unknownPart(item AssemblyItem, where string) {
-	c.errorf(item.Pos, "%s: %q is neither a prompt part (%s) nor a context file%s", where, item.Name,
+	c.missingf(item.Pos, "files", "%s: %q is neither a prompt part (%s) nor a context file%s", where, item.Name,
 		strings.Join(partWords(), ", "), c.suggest(item.Name, append(partWords(), c.p.fileNames()...)))
 }

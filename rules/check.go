@@ -72,24 +72,24 @@ func (c *compiler) check() {
 
 func (p *Pack) checkHeader(c *compiler) {
 	if p.Name == "" {
-		c.errorf(p.Pos, "the pack needs a name")
+		c.missingf(p.Pos, "name", "the pack needs a name")
 	}
 	if p.Schema != 1 {
 		c.errorf(p.Pos, "schema %d is not supported (only 1)", p.Schema)
 	}
-	if b := p.Scripting.Budget.MS; b <= 0 || b > 1000 {
+	if b := p.Scripting.Budget.MS; p.Scripting.Budget.ok() && (b <= 0 || b > 1000) {
 		c.errorf(p.Scripting.Budget.Pos, "scripting.budget must be between 1ms and 1s")
 	}
-	if p.Tick.MS <= 0 {
+	if p.Tick.ok() && p.Tick.MS <= 0 {
 		c.errorf(p.Tick.Pos, "tick must be positive")
 	}
-	if p.Duration.MS <= 0 {
-		c.errorf(p.Pos, "the pack needs a positive duration (the longest a session runs)")
+	if p.Duration.ok() && p.Duration.MS <= 0 {
+		c.missingf(p.Pos, "duration", "the pack needs a positive duration (the longest a session runs)")
 	}
 }
 
 func (l *LLMConfig) check(c *compiler) {
-	if l.Timeout.MS <= 0 || l.AttemptTimeout.MS <= 0 || l.AttemptTimeout.MS > l.Timeout.MS {
+	if l.Timeout.ok() && l.AttemptTimeout.ok() && (l.Timeout.MS <= 0 || l.AttemptTimeout.MS <= 0 || l.AttemptTimeout.MS > l.Timeout.MS) {
 		c.errorf(l.Timeout.Pos, "llm: timeout must be positive and attempt_timeout within it")
 	}
 	if l.MaxTokens < 0 || l.MaxTokens > MaxTokensCap {
@@ -99,6 +99,9 @@ func (l *LLMConfig) check(c *compiler) {
 		c.errorf(c.p.Pos, "llm.retries must be between 0 and 10")
 	}
 	c.hook(l.Shape, l.Timeout.Pos, "llm.shape", ErrorSkip, ErrorEnd)
+	if l.Shape != nil {
+		c.dynamicGoals = true // it may replace a call's turn_goal
+	}
 	l.checkPrepare(c)
 }
 
@@ -128,7 +131,7 @@ func (c *compiler) roles() {
 	p := c.p
 	p.roles = map[string]int{}
 	if len(p.Roles) == 0 {
-		c.errorf(p.Pos, "the pack needs at least one role")
+		c.missingf(p.Pos, "roles", "the pack needs at least one role")
 	}
 	for i, r := range p.Roles {
 		if _, dup := p.roles[r.ID]; dup {
@@ -152,7 +155,7 @@ func (r *Role) check(c *compiler) {
 	}
 	if r.Template != "" {
 		if _, ok := c.p.Template(r.Template); !ok {
-			c.errorf(r.Pos, "role %s: unknown template %q%s", r.ID, r.Template, c.suggest(r.Template, c.p.templateNames()))
+			c.missingf(r.Pos, "templates", "role %s: unknown template %q%s", r.ID, r.Template, c.suggest(r.Template, c.p.templateNames()))
 		}
 	}
 }
@@ -207,6 +210,7 @@ func (r *Route) check(c *compiler) {
 		c.roleRef(r.Pos, "route "+r.ID, r.Role, RoleLast, RoleActive)
 		r.Who = c.ref(r.Role)
 	case RouteScript:
+		c.dynamicGoals = true // its answer may name a goal
 		h := Hook{Script: r.Script, OnError: r.OnError}
 		c.hook(&h, r.Pos, "route "+r.ID, ErrorSkip, ErrorEnd)
 	}
@@ -234,7 +238,7 @@ func (l *Liveness) check(c *compiler) {
 		}
 		return
 	}
-	if l.StallAfter.MS <= 0 {
+	if l.StallAfter.ok() && l.StallAfter.MS <= 0 {
 		c.errorf(l.StallAfter.Pos, "liveness.stall_after must be positive")
 	}
 	for i := range c.p.Rules {
@@ -407,7 +411,7 @@ func (j *Job) check(c *compiler) {
 func (ph *Phase) check(c *compiler, i int) {
 	var ok bool
 	if ph.job, ok = c.p.Job(ph.Job); !ok {
-		c.errorf(ph.Pos, "phase %d: unknown job %q%s", i+1, ph.Job, c.suggest(ph.Job, c.p.jobNames()))
+		c.missingf(ph.Pos, "jobs", "phase %d: unknown job %q%s", i+1, ph.Job, c.suggest(ph.Job, c.p.jobNames()))
 		return
 	}
 	name := ph.job.RoleArg()
@@ -419,32 +423,35 @@ func (ph *Phase) check(c *compiler, i int) {
 
 func (r *Rule) check(c *compiler) {
 	c.id(r.Pos, "rule", r.ID)
+	// A trigger written wrong counts as written: its own error says what
+	// is wrong with it. A rule with none but a key spelt like one (on:)
+	// has had that key reported.
 	triggers := 0
-	for _, set := range []bool{r.On.Set(), r.At.IsSet(), r.Every.IsSet()} {
+	for _, set := range []bool{r.On.Set(), r.At.IsSet() || !r.At.ok(), r.Every.IsSet() || !r.Every.ok()} {
 		if set {
 			triggers++
 		}
 	}
-	if triggers != 1 {
+	if triggers > 1 || triggers == 0 && !r.strayTrigger {
 		c.errorf(r.Pos, "rule %s needs exactly one of trigger, at, every", r.ID)
 	}
-	if r.Every.IsSet() && r.Every.MS < c.p.Tick.MS {
+	if r.Every.IsSet() && r.Every.ok() && c.p.Tick.ok() && r.Every.MS < c.p.Tick.MS {
 		c.errorf(r.Every.Pos, "rule %s: every must be at least one tick", r.ID)
 	}
 	c.within(r.At, "rule "+r.ID)
 	if r.On.Set() && r.On.Kind == TriggerTool {
 		if _, ok := c.p.Tool(r.On.Name); !ok {
-			c.errorf(r.On.Pos, "rule %s: trigger: %s names no tool of this pack%s", r.ID, r.On.Trigger, c.suggest(r.On.Name, c.p.toolNames()))
+			c.missingf(r.On.Pos, "tools", "rule %s: trigger: %s names no tool of this pack%s", r.ID, r.On.Trigger, c.suggest(r.On.Name, c.p.toolNames()))
 		}
 	}
 	if r.On.Set() && r.On.Kind == TriggerJob {
 		if _, ok := c.p.Job(r.On.Name); !ok {
-			c.errorf(r.On.Pos, "rule %s: trigger: %s names no job of this pack%s", r.ID, r.On.Trigger, c.suggest(r.On.Name, c.p.jobNames()))
+			c.missingf(r.On.Pos, "jobs", "rule %s: trigger: %s names no job of this pack%s", r.ID, r.On.Trigger, c.suggest(r.On.Name, c.p.jobNames()))
 		}
 	}
 	if r.On.Set() && r.On.Kind == TriggerSequence {
 		if _, ok := c.p.Sequence(r.On.Name); !ok {
-			c.errorf(r.On.Pos, "rule %s: trigger: %s names no sequence of this pack%s", r.ID, r.On.Trigger, c.suggest(r.On.Name, c.p.sequenceNames()))
+			c.missingf(r.On.Pos, "sequences", "rule %s: trigger: %s names no sequence of this pack%s", r.ID, r.On.Trigger, c.suggest(r.On.Name, c.p.sequenceNames()))
 		}
 	}
 	if len(r.Do) == 0 {
@@ -527,6 +534,7 @@ func (c *compiler) turn(parent Pos, t *TurnSpec, what string, specifiers ...stri
 	if t.Pos.Line == 0 {
 		t.Pos = parent // the turn was left out: point at its owner
 	}
+	c.turns = append(c.turns, checkedTurn{t, what})
 	c.roleRef(t.Pos, what, t.Role, specifiers...)
 	t.Who = c.ref(t.Role)
 	if t.Kind == "" {
@@ -563,12 +571,13 @@ func (c *compiler) roleRef(pos Pos, what, role string, specifiers ...string) {
 		return
 	}
 	if _, ok := c.p.roles[role]; !ok {
-		c.errorf(pos, "%s: unknown role %q%s (roles: %s)", what, role, c.suggest(role, c.p.RoleIDs()), strings.Join(c.p.RoleIDs(), ", "))
+		c.missingf(pos, "roles", "%s: unknown role %q%s (roles: %s)", what, role, c.suggest(role, c.p.RoleIDs()), strings.Join(c.p.RoleIDs(), ", "))
 	}
 }
 
 func (c *compiler) within(d Duration, what string) {
-	if d.MS > c.p.Duration.MS {
+	// Against a duration that is itself wrong, every time would be late.
+	if c.p.Duration.ok() && c.p.Duration.MS > 0 && d.MS > c.p.Duration.MS {
 		c.errorf(d.Pos, "%s %s is after the end of the session (%s)", what, FormatClock(d.MS), FormatClock(c.p.Duration.MS))
 	}
 }

@@ -60,16 +60,33 @@ type compiler struct {
 	// exprs and exprText count the expressions compiled so far and their
 	// text, against MaxExprs and MaxExprText.
 	exprs, exprText int
+	// times is set while walk resolves durations and numbers, which it
+	// does before anything else (see compile).
+	times bool
+	// turns are the turns check saw, and dynamicGoals whether a script can
+	// name a turn's goal at run time; warnings look at both.
+	turns        []checkedTurn
+	dynamicGoals bool
 }
 
 func compile(p *Pack, errs *ErrorList) {
 	c := &compiler{p: p, errs: errs, ids: map[string]Pos{}}
 	c.defaults()
 	c.constants()
+	// Durations and numbers are resolved first: a text constant used as a
+	// duration is then reported once where it is defined, and is a
+	// duration to the expressions compiled after, so none of its uses adds
+	// a knock-on error of its own.
+	c.times = true
+	c.walk(reflect.ValueOf(p).Elem())
+	c.times = false
 	p.buildEnvSpec()
 	c.scripts()
 	c.walk(reflect.ValueOf(p).Elem())
 	c.check()
+	if len(*errs) == 0 {
+		p.Warnings = c.warnings()
+	}
 }
 
 // scripts indexes the compiled script files and builds their pool, which
@@ -114,6 +131,16 @@ func (c *compiler) errorf(pos Pos, format string, args ...any) {
 		pos = c.p.Pos // a value that was never written (null): blame the pack
 	}
 	c.errs.add(pos, format, args...)
+}
+
+// missingf reports a reference to something the pack does not define, or
+// a section it lacks. A root cause that dropped the section that would
+// define it (one of sections, separated by spaces) explains it.
+func (c *compiler) missingf(pos Pos, sections, format string, args ...any) {
+	if pos.File == "" {
+		pos = c.p.Pos
+	}
+	c.errs.addNeeds(pos, sections, format, args...)
 }
 
 func (c *compiler) defaults() {
@@ -261,34 +288,41 @@ var (
 // walk visits every Duration, Number, Expr, Value, script reference and
 // Template in the pack, actions included, resolving constant references
 // and compiling expressions, so no field can be forgotten by a
-// hand-written list.
+// hand-written list. With c.times it resolves durations and numbers
+// only; without, it does the rest.
 func (c *compiler) walk(v reflect.Value) {
-	switch v.Type() {
-	case durationType:
-		c.resolveDuration(v.Addr().Interface().(*Duration))
+	switch t := v.Type(); {
+	case t == durationType:
+		if c.times {
+			c.resolveDuration(v.Addr().Interface().(*Duration))
+		}
 		return
-	case numberType:
-		c.resolveNumber(v.Addr().Interface().(*Number))
+	case t == numberType:
+		if c.times {
+			c.resolveNumber(v.Addr().Interface().(*Number))
+		}
 		return
-	case exprType:
+	case c.times && (t == exprType || t == valueType || t == scriptType || t == templateType):
+		return // compiled in the second pass
+	case t == exprType:
 		x := v.Addr().Interface().(*Expr)
 		c.scriptRef(&x.Script)
 		c.compileExpr(x, true)
 		return
-	case valueType:
+	case t == valueType:
 		x := &v.Addr().Interface().(*Value).Expr
 		c.scriptRef(&x.Script)
 		c.compileExpr(x, false)
 		return
-	case scriptType:
+	case t == scriptType:
 		c.scriptRef(v.Addr().Interface().(*ScriptRef))
 		return
-	case templateType:
-		t := v.Addr().Interface().(*Template)
-		if err := t.parse(); err != nil {
-			c.errorf(t.Pos, "%v", err)
+	case t == templateType:
+		tpl := v.Addr().Interface().(*Template)
+		if err := tpl.parse(); err != nil {
+			c.errorf(tpl.Pos, "%v", err)
 		}
-		for _, part := range t.parts {
+		for _, part := range tpl.parts {
 			if part.expr != nil {
 				c.compileExpr(part.expr, false)
 			}
@@ -363,14 +397,35 @@ func (c *compiler) resolveDuration(d *Duration) {
 	k, ok := c.constant(d.Ref)
 	switch {
 	case !ok:
-		c.errorf(d.Pos, "unknown constant %q%s", d.Ref, c.suggest(d.Ref, c.p.constantNames()))
+		c.missingf(d.Pos, "constants", "unknown constant %q%s", d.Ref, c.suggest(d.Ref, c.p.constantNames()))
 		d.broken = true
+	case k.badDuration:
+		d.broken = true // reported where the constant is defined
 	case !k.IsDuration:
-		c.errorf(d.Pos, "constant %q is not a duration (write it like 12s or 03:00)", d.Ref)
+		if text, ok := k.Norm.(string); ok {
+			c.badDurationConstant(k, text, d.Pos)
+		} else {
+			// A number is a number written right; using it for a time
+			// is the mistake, at each place it is made.
+			c.errorf(d.Pos, "constant %q is not a duration (write it like 12s or 03:00)", d.Ref)
+		}
 		d.broken = true
 	default:
 		d.MS = k.Norm.(int64)
 	}
+}
+
+// badDurationConstant reports text constant k, used as a duration at use,
+// once, where it is defined: text where a time belongs is a time written
+// wrong. From then on it is a duration to the rest of the pack, so that
+// its other uses and the expressions that read it add no knock-on error.
+func (c *compiler) badDurationConstant(k *Constant, text string, use Pos) {
+	fix := "a number with a unit (800ms, 12s, 1m30s) or mm:ss"
+	if d, ok := durationFix(text); ok {
+		fix = d
+	}
+	c.errs.addRoot(k.Pos, "constant:"+k.ID, "constant %s is %q, which is not a duration, and %s uses it as one: write %s", k.ID, clip(text), use, fix)
+	k.Norm, k.IsDuration, k.badDuration = int64(0), true, true
 }
 
 func (c *compiler) resolveNumber(n *Number) {
@@ -379,7 +434,7 @@ func (c *compiler) resolveNumber(n *Number) {
 	}
 	k, ok := c.constant(n.Ref)
 	if !ok {
-		c.errorf(n.Pos, "unknown constant %q", n.Ref)
+		c.missingf(n.Pos, "constants", "unknown constant %q", n.Ref)
 		return
 	}
 	switch v := k.Norm.(type) {
@@ -421,6 +476,11 @@ func (c *compiler) compileExpr(x *Expr, asBool bool) {
 			"type *rules.SessionView", "session", "type rules.SessionView", "session",
 			"type *rules.FloorView", "floor", "type rules.FloorView", "floor",
 			"type *rules.ReplyView", "reply", "type rules.ReplyView", "reply").Replace(msg)
+		if strings.HasPrefix(msg, "unknown name ") {
+			// A name a dropped file or section would have declared.
+			c.missingf(pos, "constants vars", "expression %q: %s", clip(x.Src), msg)
+			return
+		}
 		c.errorf(pos, "expression %q: %s", clip(x.Src), msg)
 		return
 	}

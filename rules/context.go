@@ -332,7 +332,7 @@ func (a *AppendAction) check(c *compiler, where string) {
 func (w *WriteAction) checkOp(c *compiler, where string, op FileOp) {
 	i, ok := c.p.fileByID[w.File]
 	if !ok {
-		c.errorf(w.Pos, "%s: %s: unknown context file %q%s", where, op, w.File, c.suggest(w.File, c.p.fileNames()))
+		c.missingf(w.Pos, "files", "%s: %s: unknown context file %q%s", where, op, w.File, c.suggest(w.File, c.p.fileNames()))
 		return
 	}
 	w.file = &c.p.Files[i]
@@ -385,7 +385,7 @@ func (b *ContextBudget) check(c *compiler) {
 	}
 	for i, id := range b.Trim {
 		if _, ok := c.p.fileByID[id]; !ok && !slices.Contains(SequenceParts, id) {
-			c.errorf(b.Pos, "llm.context_budget.trim: %q is neither a context file nor a sequence part (%s)%s", id, strings.Join(SequenceParts, ", "), c.suggest(id, append(c.p.fileNames(), SequenceParts...)))
+			c.missingf(b.Pos, "files", "llm.context_budget.trim: %q is neither a context file nor a sequence part (%s)%s", id, strings.Join(SequenceParts, ", "), c.suggest(id, append(c.p.fileNames(), SequenceParts...)))
 		}
 		if slices.Contains(b.Trim[:i], id) {
 			c.errorf(b.Pos, "llm.context_budget.trim: %s is listed twice", id)

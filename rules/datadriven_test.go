@@ -16,7 +16,7 @@ import (
 // TestLoadTranscripts plays testdata/load/*.txt: each `file NAME` directive
 // holds one file of a pack (pack.yaml, an include, a script), `load`
 // loads the files given so far and prints every error as file:line:col,
-// or a summary; `rules-on TRIGGER` and `role ID` print what the loaded
+// or a summary and the pack's warnings; `rules-on TRIGGER` and `role ID` print what the loaded
 // pack holds. Rewrite with -rewrite.
 func TestLoadTranscripts(t *testing.T) {
 	datadriven.Walk(t, filepath.Join("testdata", "load"), func(t *testing.T, path string) {
@@ -42,8 +42,12 @@ func TestLoadTranscripts(t *testing.T) {
 					}
 					return err.Error()
 				}
-				return fmt.Sprintf("ok: %d roles, %d anchors, %d windows, %d routes, %d rules",
+				out := fmt.Sprintf("ok: %d roles, %d anchors, %d windows, %d routes, %d rules",
 					len(p.Roles), len(p.Timeline.Anchors), len(p.Timeline.Windows), len(p.Routing), len(p.Rules))
+				for _, w := range p.Warnings {
+					out += "\nwarning: " + w.Error()
+				}
+				return out
 			case "rules-on":
 				if p == nil {
 					t.Fatal("rules-on before a pack loaded")

@@ -83,7 +83,7 @@ func TestDecodeFileKeyTwice(t *testing.T) {
 func TestDecodeFileSyntaxAndEmpty(t *testing.T) {
 	var d doc
 	err := rules.DecodeFile("t.yaml", []byte("name: [a\n"), &d)
-	if w := "t.yaml:1:1: YAML syntax: did not find expected ',' or ']'"; err == nil || err.Error() != w {
+	if w := "t.yaml:1:8: YAML syntax: did not find expected ',' or ']'"; err == nil || err.Error() != w {
 		t.Fatalf("err = %v, want %s", err, w)
 	}
 	for _, src := range []string{"", "# nothing\n", "~\n"} {

@@ -13,9 +13,11 @@ import (
 	"path"
 	"reflect"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing/fstest"
+	"unicode/utf8"
 
 	"github.com/batonhq/baton/rules/script"
 
@@ -79,7 +81,7 @@ func LoadFS(fsys fs.FS) (*Pack, error) {
 			return
 		}
 		if n.Kind != yaml.MappingNode {
-			errs.add(Pos{File: file, Line: n.Line, Col: n.Column}, "a pack file must be a mapping of sections")
+			errs.addRoot(Pos{File: file, Line: n.Line, Col: n.Column}, causeAll, "a pack file must be a mapping of sections")
 			return
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -93,17 +95,23 @@ func LoadFS(fsys fs.FS) (*Pack, error) {
 		}
 		var inc []string
 		d := &decoder{file: s.file, errs: &errs}
+		before := len(errs)
 		d.decode(s.val, refValue(&inc))
-		at := Pos{File: s.file, Line: s.val.Line, Col: s.val.Column}
+		// A file that is not read may have held any definition: every
+		// problem with the include list is a root cause.
+		errs.markRoots(before, causeAll)
+		p.Include = append(p.Include, inc...)
+		entries := includeEntries(d, s.val, len(inc))
 		if len(inc) > MaxIncludes {
-			errs.add(at, "include lists %d files; at most %d", len(inc), MaxIncludes)
+			errs.addRoot(d.pos(s.val), causeAll, "include lists %d files; at most %d", len(inc), MaxIncludes)
 			continue
 		}
 		included := map[string]bool{}
-		for _, name := range inc {
+		for i, name := range inc {
+			at := entries[i]
 			clean := path.Clean(name)
 			if !fs.ValidPath(clean) || clean == PackFile || !strings.HasSuffix(clean, ".yaml") && !strings.HasSuffix(clean, ".yml") {
-				errs.add(at, "include %q: must be a .yaml file inside the pack folder", clip(name))
+				errs.addRoot(at, causeAll, "include %q: must be a .yaml file inside the pack folder", clip(name))
 				continue
 			}
 			if included[clean] {
@@ -111,16 +119,20 @@ func LoadFS(fsys fs.FS) (*Pack, error) {
 				continue
 			}
 			included[clean] = true
+			before := len(errs)
 			n, data, err := parseFile(fsys, clean, yamlLeft, &errs)
 			if err != nil {
-				errs.add(at, "include %q: %v", clip(name), err)
+				errs.addRoot(at, causeAll, "include %q: %v", clip(name), includeErr(fsys, clean, err))
 				continue
 			}
 			yamlLeft -= int64(len(data))
 			hashFile(clean, data)
-			if n != nil {
-				collect(clean, n)
+			if n == nil {
+				// Its syntax errors leave the whole file out.
+				errs.markRoots(before, causeAll)
+				continue
 			}
+			collect(clean, n)
 		}
 	}
 
@@ -132,18 +144,20 @@ func LoadFS(fsys fs.FS) (*Pack, error) {
 		d := &decoder{file: s.file, errs: &errs}
 		k := s.key.Value
 		if first, dup := seen[k]; dup {
-			d.errorf(s.key, "section %q is already defined at %s", k, first)
+			errs.addRoot(d.pos(s.key), k, "section %q is already defined at %s", k, first)
 			continue
 		}
 		seen[k] = d.pos(s.key)
 		fi, ok := idx[k]
 		if !ok {
-			d.errorf(s.key, "unknown section %q (known: %s)", k, strings.Join(names, ", "))
+			unknownSection(d, s.key, names)
 			continue
 		}
-		if k == "include" && s.file != PackFile {
-			d.errorf(s.key, "include is only allowed in %s", PackFile)
-			continue
+		if k == "include" {
+			if s.file != PackFile {
+				errs.addRoot(d.pos(s.key), causeAll, "include is only allowed in %s", PackFile)
+			}
+			continue // read above, before the sections it brings
 		}
 		d.decode(s.val, pv.Field(fi))
 	}
@@ -310,6 +324,70 @@ func pathErr(err error) error {
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
+// yamlMessage is a yaml.v3 syntax error without its "yaml: line N:"
+// prefix, whose line is where the block that broke began (and is counted
+// from 0 for some errors, from 1 for others), not where it broke.
+func yamlMessage(msg string) string {
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		return m[2]
+	}
+	return strings.TrimPrefix(msg, "yaml: ")
+}
+
+// maxSyntaxSearch bounds the files syntaxError searches: each step of the
+// search parses the file up to a point again.
+const maxSyntaxSearch = 1 << 20
+
+// syntaxError finds where the YAML in data breaks, which yaml.v3 does not
+// say: its message names the line where the enclosing block began. The
+// place is the shortest start of the file that fails with the same
+// message: the first line whose text makes the file fail, then the first
+// character of that line that does. Each is found by bisection, so the
+// search costs some twenty parses; past maxSyntaxSearch bytes, or if the
+// search finds nothing, the message's own line is used.
+func syntaxError(file string, data []byte, msg string) Pos {
+	fallback := Pos{File: file, Col: 1}
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		fallback.Line, _ = strconv.Atoi(m[1])
+	}
+	if len(data) > maxSyntaxSearch {
+		return fallback
+	}
+	fails := func(n int) bool {
+		var node yaml.Node
+		err := yaml.Unmarshal(data[:n], &node)
+		return err != nil && err.Error() == msg
+	}
+	// ends[i] is the offset just past line i+1, its newline included.
+	var ends []int
+	for i, b := range data {
+		if b == '\n' {
+			ends = append(ends, i+1)
+		}
+	}
+	if len(ends) == 0 || ends[len(ends)-1] != len(data) {
+		ends = append(ends, len(data))
+	}
+	line, ok := firstTrue(len(ends), func(i int) bool { return fails(ends[i]) })
+	if !ok {
+		return fallback
+	}
+	start := 0
+	if line > 0 {
+		start = ends[line-1]
+	}
+	// The first n bytes of the line fail: its n-th character is where.
+	n, _ := firstTrue(ends[line]-start, func(i int) bool { return fails(start + i + 1) })
+	return Pos{File: file, Line: line + 1, Col: utf8.RuneCount(data[start:start+n]) + 1}
+}
+
+// firstTrue is the smallest i in [0, n) for which f holds, found by
+// bisection, assuming f holds from some i on.
+func firstTrue(n int, f func(int) bool) (int, bool) {
+	i := sort.Search(n, f)
+	return i, i < n
+}
+
 // parseFile parses one YAML file. Syntax errors are added to errs; the
 // returned error is only for files that cannot be read at all.
 func parseFile(fsys fs.FS, name string, limit int64, errs *ErrorList) (*yaml.Node, []byte, error) {
@@ -326,21 +404,57 @@ func parseFile(fsys fs.FS, name string, limit int64, errs *ErrorList) (*yaml.Nod
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		msg := err.Error()
-		line := 0
-		if m := yamlLine.FindStringSubmatch(msg); m != nil {
-			line, _ = strconv.Atoi(m[1])
-			msg = m[2]
-		} else {
-			msg = strings.TrimPrefix(msg, "yaml: ")
-		}
-		errs.add(Pos{File: name, Line: line, Col: 1}, "YAML syntax: %s", msg)
+		errs.addRoot(syntaxError(name, data, err.Error()), causeAll, "YAML syntax: %s", yamlMessage(err.Error()))
 		return nil, data, nil
 	}
 	if !checkTree(name, &root, errs) {
 		return nil, data, nil
 	}
 	return &root, data, nil
+}
+
+// includeEntries gives the position of each of the n names an include
+// list holds, so a problem with one points at it; a list written some
+// other way (already reported) points at the list.
+func includeEntries(d *decoder, list *yaml.Node, n int) []Pos {
+	out := make([]Pos, n)
+	items := resolve(list)
+	for i := range out {
+		out[i] = d.pos(list)
+		if items != nil && items.Kind == yaml.SequenceNode && i < len(items.Content) {
+			out[i] = d.pos(items.Content[i])
+		}
+	}
+	return out
+}
+
+// includeErr says why an included file could not be read; for a file that
+// is not there, it names the pack's YAML file nearest to the name.
+func includeErr(fsys fs.FS, name string, err error) error {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	var files []string
+	for _, pat := range []string{"*.yaml", "*.yml", path.Join(path.Dir(name), "*.yaml"), path.Join(path.Dir(name), "*.yml")} {
+		m, _ := fs.Glob(fsys, pat)
+		for _, f := range m {
+			if f != PackFile && !slices.Contains(files, f) {
+				files = append(files, f)
+			}
+		}
+	}
+	return fmt.Errorf("there is no such file in the pack folder%s", DidYouMean(name, files))
+}
+
+// unknownSection reports a top-level key that is no section. One close to
+// a section's name is that section misspelt, so its content is missing:
+// what refers to it is left for after the fix.
+func unknownSection(d *decoder, key *yaml.Node, names []string) {
+	if near, ok := Nearest(key.Value, names); ok {
+		d.errs.addRoot(d.pos(key), near, "unknown section %q: did you mean %s? (known: %s)", key.Value, near, strings.Join(names, ", "))
+		return
+	}
+	d.errorf(key, "unknown section %q (known: %s)", key.Value, strings.Join(names, ", "))
 }
 
 // ErrNotPack is returned for folders without a pack.yaml.

@@ -393,8 +393,8 @@ func TestLoadBounded(t *testing.T) {
 	}
 	_, err := rules.LoadFS(files)
 	for _, want := range []string{
-		`pack.yaml:4:10: include "a.yaml": listed twice`,
-		`pack.yaml:4:10: include "b.yaml": b.yaml: pack.yaml and the files it includes are larger than 4194304 bytes together`,
+		`pack.yaml:4:27: include "a.yaml": listed twice`,
+		`pack.yaml:4:19: include "b.yaml": b.yaml: pack.yaml and the files it includes are larger than 4194304 bytes together`,
 		`scripts/a.js: scripts/a.js is larger than 16384 bytes`,
 		`scripts/g.js: scripts/g.js: scripts/*.js are larger than 65536 bytes together`,
 	} {

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"reflect"
+	"slices"
 	"strings"
 
 	"io/fs"
@@ -57,10 +59,14 @@ type Pack struct {
 	DryRun           DryRun           `yaml:"dryrun"`
 
 	// Set by Load.
-	Dir   string `yaml:"-"`
-	FS    fs.FS  `yaml:"-"` // the pack folder, for sibling files
-	Hash  string `yaml:"-"` // sha256 over every file the pack was read from
-	roles map[string]int
+	Dir  string `yaml:"-"`
+	FS   fs.FS  `yaml:"-"` // the pack folder, for sibling files
+	Hash string `yaml:"-"` // sha256 over every file the pack was read from
+	// Warnings are what loads but is probably a mistake (warnings.go),
+	// each at file:line:col, sorted. They never stop a pack loading;
+	// a pack that does not load has none.
+	Warnings ErrorList `yaml:"-"`
+	roles    map[string]int
 	// Context files (context.go, assembly.go).
 	fileByID   map[string]int
 	fileByPath map[string]int
@@ -87,6 +93,9 @@ type Constant struct {
 	// float64, bool or string.
 	Norm       any  `yaml:"-"`
 	IsDuration bool `yaml:"-"`
+	// badDuration marks text used as a duration that is not one, reported
+	// once where the constant is defined.
+	badDuration bool
 }
 
 func (c *Constant) setShorthand(d *decoder, n *yaml.Node) { d.decode(n, refValue(&c.Value)) }
@@ -427,6 +436,35 @@ type Rule struct {
 	When     Expr        `yaml:"when"`
 	Priority int         `yaml:"priority"`
 	Do       Actions     `yaml:"do"`
+
+	// strayTrigger is set when the rule has a key it does not take that
+	// is spelt like trigger, at or every (on: for trigger:): reported as
+	// unknown already, it is why the rule seems to have no trigger.
+	strayTrigger bool
+}
+
+// ruleTriggers are the keys that say when a rule runs.
+var ruleTriggers = []string{"trigger", "at", "every"}
+
+// decodeNode decodes a rule as any other mapping, then notes a stray key
+// spelt like a trigger, so that check does not report the missing trigger
+// as a second problem.
+func (r *Rule) decodeNode(d *decoder, n *yaml.Node) {
+	d.decodeStruct(n, refValue(r))
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	idx, _ := fieldIndex(reflect.TypeFor[Rule]())
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i].Value
+		if _, known := idx[k]; known {
+			continue
+		}
+		_, near := Nearest(k, ruleTriggers)
+		if near || slices.Contains(ruleTriggers, renamedKeys[k]) {
+			r.strayTrigger = true
+		}
+	}
 }
 
 // EndRule ends the session as soon as When holds.

@@ -347,7 +347,7 @@ func (a *CancelSequenceAction) check(c *compiler, where string) {
 func (c *compiler) sequenceRef(pos Pos, where, id string) *Sequence {
 	s, ok := c.p.Sequence(id)
 	if !ok {
-		c.errorf(pos, "%s: unknown sequence %q%s", where, id, c.suggest(id, c.p.sequenceNames()))
+		c.missingf(pos, "sequences", "%s: unknown sequence %q%s", where, id, c.suggest(id, c.p.sequenceNames()))
 	}
 	return s
 }

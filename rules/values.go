@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -70,6 +71,41 @@ func ParseDuration(s string) (int64, error) {
 		return 0, fmt.Errorf("bad duration %q: negative", s)
 	}
 	return d.Milliseconds(), nil
+}
+
+// durationUnits maps the ways people write a unit of time to the one a
+// pack duration takes.
+var durationUnits = map[string]string{
+	"ms": "ms", "msec": "ms", "msecs": "ms", "millis": "ms", "millisecond": "ms", "milliseconds": "ms",
+	"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
+	"m": "m", "min": "m", "mins": "m", "minute": "m", "minutes": "m",
+	"h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
+}
+
+var durationPart = regexp.MustCompile(`(\d+(?:\.\d+)?)\s*([a-z]+)`)
+
+// durationFix rewrites a duration written as people write one ("12 sec",
+// "1 min 30 secs") as a pack writes it ("12s", "1m30s"), if it is one.
+func durationFix(s string) (string, bool) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	var b strings.Builder
+	rest := durationPart.ReplaceAllStringFunc(s, func(part string) string {
+		m := durationPart.FindStringSubmatch(part)
+		unit, ok := durationUnits[m[2]]
+		if !ok {
+			return part
+		}
+		b.WriteString(m[1] + unit)
+		return " "
+	})
+	rest = strings.NewReplacer(",", " ", " and ", " ").Replace(" " + rest + " ")
+	if b.Len() == 0 || strings.TrimSpace(rest) != "" {
+		return "", false
+	}
+	if _, err := ParseDuration(b.String()); err != nil {
+		return "", false
+	}
+	return b.String(), true
 }
 
 // parseClock reads mm:ss, mm:ss.f or hh:mm:ss.
