@@ -5,7 +5,7 @@ package rules
 func Nearest(s string, candidates []string) (string, bool) {
 	// A third of the word may differ: close enough for a slip of the
 	// fingers, far enough that colour is not taken for cover.
-	best, bestD := "", max(1, len(s)/3)+1
+	best, bestD := "", max(1, (len(s)+1)/3)+1
 	for _, c := range candidates {
 		if d := editDistance(s, c); d < bestD {
 			best, bestD = c, d

@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,134 +23,212 @@ import (
 	"github.com/batonhq/baton/runtime/service"
 )
 
-func version() string { return engine.Version }
-
-// newFlags makes a subcommand's flag set; usage is its synopsis and
-// description, printed above the flags.
-func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
-	fl := flag.NewFlagSet("baton "+name, flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	fl.Usage = func() {
-		fmt.Fprintf(stderr, "%s\n\n", usage)
-		fl.PrintDefaults()
-	}
-	return fl
+var dryrunCommand = &command{
+	name: "dryrun", operands: "PACK", min: 1, max: 1,
+	summary: "play a whole session on a simulated clock",
+	about: `Plays a whole session of PACK on a simulated clock, with the pack's built-in
+candidate (or --events) and its scripted model (or --llm), and prints the
+timeline: mm:ss.s  role  kind  text. The same pack and inputs always print
+the same bytes; how long the run took goes to stderr.`,
+	flags: dryrunFlags,
 }
 
-// parseFlags parses args and checks the number of operands: exactly n, or
-// at least one when n is -1.
-func parseFlags(fl *flag.FlagSet, args []string, n int) error {
-	if err := fl.Parse(args); err != nil {
-		return usageErr(err)
-	}
-	if (n >= 0 && fl.NArg() != n) || (n < 0 && fl.NArg() == 0) {
-		fl.Usage()
-		return errUsage
-	}
-	return nil
-}
-
-func checkFormat(format string) error {
-	if format != "text" && format != "jsonl" {
-		return fmt.Errorf("-format must be text or jsonl, not %q", format)
-	}
-	return nil
-}
-
-func cmdDryrun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fl := newFlags("dryrun", "Usage: baton dryrun [flags] PACK\n\nPlays a whole session on a simulated clock with a scripted LLM and a simulated voice.", stderr)
-	eventsFile := fl.String("events", "", "candidate events, JSON lines in the DayOne §5.2 shape (default: the pack's built-in candidate; an empty file is a silent candidate)")
+func dryrunFlags(fl *flag.FlagSet) runFunc {
+	eventsFile := fl.String("events", "", "candidate events, JSON lines in the DayOne §5.2 shape (default: the pack's built-in candidate; an empty file is a silent candidate; - reads stdin)")
 	llmFile := fl.String("llm", "", llmHelp)
-	baseURL := fl.String("base-url", "", "with -llm VENDOR: the API base URL (a local or proxy endpoint)")
-	model := fl.String("model", "", "with -llm VENDOR: the model (default: the pack's llm.model, else the vendor's default)")
+	baseURL := fl.String("base-url", "", "with --llm VENDOR: the API base URL (a local or proxy endpoint)")
+	model := fl.String("model", "", "with --llm VENDOR: the model (default: the pack's llm.model, else the vendor's default)")
 	format := fl.String("format", "text", "output: text (mm:ss.s role kind text) or jsonl")
 	verbose := fl.Bool("v", false, "also show LLM requests, routing and defer decisions")
 	seed := fl.Uint64("seed", 0, "seed for Math.random in pack scripts")
 	record := fl.String("record", "", "also write the run as a session log in this folder (replay it offline with baton replay, e.g. after a run against the real model), and a pack's context files under FOLDER/archive/")
 	step := fl.Duration("step", 0, "advance the clock in fixed steps (e.g. 100ms) instead of jumping to deadlines")
-	if err := parseFlags(fl, args, 1); err != nil {
-		return err
-	}
-	if err := checkFormat(*format); err != nil {
-		return err
-	}
-	p, err := packRefs.Open(fl.Arg(0))
-	if err != nil {
-		return err
-	}
-	opt := dryrun.Options{StepMS: step.Milliseconds(), Seed: *seed}
-	if opt.Events, err = loadEvents(p, *eventsFile); err != nil {
-		return err
-	}
-	real, err := realModel(ctx, *llmFile, *baseURL, *model, p)
-	switch {
-	case err != nil:
-		return err
-	case real != nil:
-		opt.Model = llm.ForPack(real, p, nil)
-	case *llmFile != "":
-		f, err := os.Open(*llmFile)
+	strict := fl.Bool("strict", false, "exit 1 when the run reports an adapter, job, script or engine error (in CI: a model that failed is a failed run)")
+	failFast := fl.Bool("fail-fast", true, "with a real model, stop when its first calls all fail to connect or are refused (--fail-fast=false plays on with fallback lines)")
+	return func(ctx context.Context, c *cli, args []string) error {
+		if *format != "text" && *format != "jsonl" {
+			return usageError("--format must be text or jsonl, not %q", *format)
+		}
+		p, err := packRefs.Open(args[0])
 		if err != nil {
 			return err
 		}
-		opt.Replies, err = dryrun.ReadReplies(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("%s: %w", *llmFile, err)
+		opt := dryrun.Options{StepMS: step.Milliseconds(), Seed: *seed}
+		if opt.Events, err = loadEvents(p, *eventsFile); err != nil {
+			return err
 		}
-	}
-	start := time.Now()
-	res, err := dryrun.RunContext(ctx, p, opt)
-	if err != nil {
-		return err
-	}
-	elapsed := time.Since(start)
-	if *record != "" {
-		path, err := replay.SaveDryRun(*record, fl.Arg(0), p, *seed, start, res)
-		if err != nil {
-			return fmt.Errorf("recording: %w", err)
-		}
-		fmt.Fprintf(stderr, "recorded %s\n", path)
-		if len(res.Files) > 0 {
-			id := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-			m := archive.Manifest{Session: id, Pack: p.Name, PackHash: p.Hash, Engine: engine.Version, EndedMS: res.EndMS, Reason: res.EndReason()}
-			dir, err := archive.Write(filepath.Join(*record, service.ArchiveDir), m, res.Files)
-			if err != nil {
-				return fmt.Errorf("archiving: %w", err)
+		real, err := realModel(ctx, *llmFile, *baseURL, *model, p)
+		switch {
+		case err != nil:
+			return err
+		case real != nil:
+			watch := newModelWatch(llm.ForPack(real, p, nil), c)
+			if *failFast {
+				var cancel context.CancelCauseFunc
+				ctx, cancel = context.WithCancelCause(ctx)
+				defer cancel(nil)
+				watch.giveUp = cancel
 			}
-			fmt.Fprintf(stderr, "archived %s\n", dir)
+			opt.Model = watch
+			defer watch.done()
+		case *llmFile != "":
+			if opt.Replies, err = readReplies(*llmFile); err != nil {
+				return err
+			}
+		}
+
+		w := bufio.NewWriter(c.stdout)
+		defer w.Flush()
+		fo := dryrun.FormatOptions{Verbose: *verbose}
+		text := dryrun.NewTextStream(w, fo)
+		started := false
+		opt.OnRecord = func(r *dryrun.Record) error {
+			if !started && *format == "text" {
+				// Only once the run starts: refused input prints nothing.
+				fmt.Fprintf(w, "# %s (%s)\n", p.Name, packSource(p))
+			}
+			started = true
+			if *format == "jsonl" {
+				err = dryrun.WriteJSONL(w, []dryrun.Record{*r}, fo)
+			} else {
+				err = text.Add(r)
+			}
+			if real != nil {
+				// A real model takes seconds a call: show each line as it
+				// happens rather than all of them at the end.
+				err = errors.Join(err, w.Flush())
+			}
+			return err
+		}
+		start := time.Now()
+		res, err := dryrun.RunContext(ctx, p, opt)
+		if err != nil {
+			if started {
+				w.Flush()
+			}
+			return err
+		}
+		elapsed := time.Since(start)
+		if *format == "text" {
+			if err := text.Close(); err != nil {
+				return err
+			}
+			if err := dryrun.WriteSummary(w, res.Records); err != nil {
+				return err
+			}
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stderr, "# %s: %d events, simulated %s in %s (%s real time); the whole process took %s\n",
+			p.Name, len(opt.Events), rules.FormatClock(res.EndMS), elapsed.Round(time.Microsecond),
+			speedup(res.EndMS, elapsed), time.Since(processStart).Round(100*time.Microsecond))
+		if *record != "" {
+			if err := saveRecord(c, *record, args[0], p, *seed, start, res); err != nil {
+				return err
+			}
+		}
+		if *strict {
+			if n := countErrors(res.Records); n > 0 {
+				return fmt.Errorf("--strict: the run reported %d error(s) (see # errors above)", n)
+			}
+		}
+		return nil
+	}
+}
+
+// processStart is close to when the process started: package
+// initialisation, which runs before it, is most of a dry run's start-up.
+var processStart = time.Now()
+
+func speedup(simMS int64, took time.Duration) string {
+	if took <= 0 {
+		return "instant"
+	}
+	x := float64(simMS) / float64(took.Milliseconds()+1)
+	if us := took.Microseconds(); us > 0 {
+		x = float64(simMS) * 1000 / float64(us)
+	}
+	return fmt.Sprintf("%.0fx", x)
+}
+
+func countErrors(recs []dryrun.Record) int {
+	n := 0
+	for i := range recs {
+		if slices.Contains(dryrun.ErrorTypes, recs[i].Type) {
+			n++
 		}
 	}
-	w := bufio.NewWriter(stdout)
-	fo := dryrun.FormatOptions{Verbose: *verbose}
-	if *format == "jsonl" {
-		err = dryrun.WriteJSONL(w, res.Records, fo)
-	} else {
-		fmt.Fprintf(w, "# %s: %d events, simulated %s in %s\n", p.Name, len(opt.Events), rules.FormatClock(res.EndMS), elapsed.Round(time.Microsecond))
-		if err = dryrun.WriteText(w, res.Records, fo); err == nil {
-			err = dryrun.WriteSummary(w, res.Records)
+	return n
+}
+
+// packSource says where a pack came from and which content ran: the
+// folder or "bundled", and the first eight hex digits of its hash.
+func packSource(p *rules.Pack) string {
+	src := "bundled"
+	if p.Dir != "" {
+		src = p.Dir
+	}
+	s := fmt.Sprintf("%s, %.8s", src, p.Hash)
+	if p.Dir != "" {
+		if b := packRefs.BundledHash(p.Name); b != "" && b != p.Hash {
+			s += fmt.Sprintf("; the bundled copy is %.8s", b)
 		}
 	}
+	return s
+}
+
+func saveRecord(c *cli, dir, ref string, p *rules.Pack, seed uint64, start time.Time, res *dryrun.Result) error {
+	path, err := replay.SaveDryRun(dir, ref, p, seed, start, res)
 	if err != nil {
-		return err
+		return fmt.Errorf("recording: %w", err)
 	}
-	return w.Flush()
+	fmt.Fprintf(c.stderr, "recorded %s\n", path)
+	if len(res.Files) == 0 {
+		return nil
+	}
+	id := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	m := archive.Manifest{Session: id, Pack: p.Name, PackHash: p.Hash, Engine: engine.Version, EndedMS: res.EndMS, Reason: res.EndReason()}
+	adir, err := archive.Write(filepath.Join(dir, service.ArchiveDir), m, res.Files)
+	if err != nil {
+		return fmt.Errorf("archiving: %w", err)
+	}
+	fmt.Fprintf(c.stderr, "archived %s\n", adir)
+	return nil
+}
+
+func readReplies(name string) ([]dryrun.Reply, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	return dryrun.ReadRepliesFile(name, data)
+}
+
+// eventsName is how errors name where the events came from.
+func eventsName(p *rules.Pack, file string) string {
+	switch {
+	case file == "-":
+		return "stdin"
+	case file != "":
+		return file
+	}
+	return p.DryRun.Candidate
 }
 
 // loadEvents reads the events file, or the pack's built-in candidate.
 func loadEvents(p *rules.Pack, file string) ([]events.Timed, error) {
 	var (
 		r    io.ReadCloser
-		name = file
+		name = eventsName(p, file)
 		err  error
 	)
 	switch {
 	case file == "-":
-		r, name = io.NopCloser(os.Stdin), "stdin"
+		r = io.NopCloser(os.Stdin)
 	case file != "":
 		r, err = os.Open(file)
 	case p.DryRun.Candidate != "":
-		name = p.DryRun.Candidate
 		r, err = p.FS.Open(p.DryRun.Candidate)
 	default:
 		return nil, nil
@@ -157,26 +237,9 @@ func loadEvents(p *rules.Pack, file string) ([]events.Timed, error) {
 		return nil, err
 	}
 	defer r.Close()
-	evs, err := events.ReadAll(r)
+	evs, err := events.ReadFile(name, r)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err // the events read before a problem are not the file's
 	}
 	return evs, nil
-}
-
-func cmdCheck(args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("name at least one pack")
-	}
-	var failed error
-	for _, a := range args {
-		p, err := packRefs.Open(a)
-		if err != nil {
-			fmt.Fprintln(stdout, err)
-			failed = fmt.Errorf("%d pack(s) failed", 1)
-			continue
-		}
-		fmt.Fprintf(stdout, "%s: ok (%d roles, %d anchors, %d windows, %d rules, hash %.12s)\n", a, len(p.Roles), len(p.Timeline.Anchors), len(p.Timeline.Windows), len(p.Rules), p.Hash)
-	}
-	return failed
 }

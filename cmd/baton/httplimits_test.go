@@ -41,7 +41,7 @@ func TestServeMaxConnsFlag(t *testing.T) {
 	out := &lineWriter{lines: make(chan string, 16)}
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--dev", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--max-conns", "1", "--idle-timeout", "1m"}, out, io.Discard)
+		done <- (&cli{stdout: out, stderr: io.Discard}).run(ctx, []string{"serve", "--dev", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--max-conns", "1", "--idle-timeout", "1m"})
 	}()
 	defer func() {
 		cancel()

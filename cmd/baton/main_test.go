@@ -21,7 +21,7 @@ import (
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = run(context.Background(), args, &out, &errb)
+	code = (&cli{stdout: &out, stderr: &errb}).run(context.Background(), args)
 	return code, out.String(), errb.String()
 }
 
@@ -87,13 +87,13 @@ func TestDryrunJSONL(t *testing.T) {
 func TestDryrunBadEvents(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct{ name, pack, content, want string }{
-		{"malformed", "dayone", "{\"event_type\":\"speech_end\",\"ts_sec\":1}\n{\"event_type\":\n", "line 2:"},
-		{"backwards", "dayone", "{\"event_type\":\"speech_end\",\"ts_sec\":5}\n{\"event_type\":\"speech_end\",\"ts_sec\":4}\n", "line 2:"},
+		{"malformed", "dayone", "{\"event_type\":\"speech_end\",\"ts_sec\":1}\n{\"event_type\":\n", "malformed.jsonl:2:15: invalid JSON"},
+		{"backwards", "dayone", "{\"event_type\":\"speech_end\",\"ts_sec\":5}\n{\"event_type\":\"speech_end\",\"ts_sec\":4}\n", "backwards.jsonl:2:37: time goes backwards"},
 		// A client event spelled like an engine trigger once ended a
 		// Hot Seat panel at 00:31 with an undecided verdict.
-		{"engine trigger", "hotseat", "{\"event_type\":\"speech_end\",\"ts_sec\":5}\n{\"event_type\":\"tool_loop\",\"ts_sec\":30,\"data\":{}}\n", "line 2: unknown event type: \"tool_loop\" is one of the engine's own triggers"},
-		{"typo", "dayone", "\n{\"event_type\":\"candidate_mesage\",\"ts_sec\":5,\"data\":{\"text\":\"hi\"}}\n", "line 2: unknown event type: \"candidate_mesage\" is not handled by pack dayone (did you mean candidate_message?)"},
-		{"missing text", "dayone", "{\"event_type\":\"candidate_message\",\"ts_sec\":5}\n", "line 1: candidate_message needs data.text"},
+		{"engine trigger", "hotseat", "{\"event_type\":\"speech_end\",\"ts_sec\":5}\n{\"event_type\":\"tool_loop\",\"ts_sec\":30,\"data\":{}}\n", "engine trigger.jsonl:2:15: unknown event type: \"tool_loop\" is one of the engine's own triggers"},
+		{"typo", "dayone", "\n{\"event_type\":\"candidate_mesage\",\"ts_sec\":5,\"data\":{\"text\":\"hi\"}}\n", "typo.jsonl:2:15: unknown event type: \"candidate_mesage\" is not handled by pack dayone (did you mean candidate_message?)"},
+		{"missing text", "dayone", "{\"event_type\":\"candidate_message\",\"ts_sec\":5}\n", "missing text.jsonl:1:15: candidate_message needs data.text"},
 	}
 	for _, c := range cases {
 		f := filepath.Join(dir, c.name+".jsonl")

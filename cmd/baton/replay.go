@@ -4,8 +4,12 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
@@ -14,28 +18,45 @@ import (
 	"github.com/batonhq/baton/runtime/replay"
 )
 
-func cmdReplay(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fl := newFlags("replay", "Usage: baton replay [flags] LOG\n\nRe-runs a recorded session (DIR/ID.wal or DIR/ID.done) through the engine offline and\nreports every effect that differs from what was recorded. Exits 1 on any difference.", stderr)
+var replayCommand = &command{
+	name: "replay", operands: "LOG", min: 1, max: 1,
+	summary: "re-run a recorded session and report differences",
+	about: `Re-runs a recorded session through the engine offline and reports every effect
+that differs from what was recorded; exits 1 on any difference. LOG is a
+session log (DATA/ID.wal while the session is live or was left unfinished,
+DATA/ID.done once it ended) or a folder holding one, such as the folder a dry
+run's --record wrote.`,
+	flags: replayFlags,
+}
+
+func replayFlags(fl *flag.FlagSet) runFunc {
 	packDir := fl.String("pack", "", "pack folder or bundled name to replay with (default: the one the log names)")
 	verbose := fl.Bool("v", false, "print the replayed timeline")
 	format := fl.String("format", "text", "timeline format with -v: text or jsonl")
 	archiveDir := fl.String("archive", "", "write the ended session's context files as an archive in this folder (as baton serve does at the end)")
-	if err := parseFlags(fl, args, 1); err != nil {
-		return err
+	return func(ctx context.Context, c *cli, args []string) error {
+		if *format != "text" && *format != "jsonl" {
+			return usageError("--format must be text or jsonl, not %q", *format)
+		}
+		logFile, err := findLog(c.stderr, args[0])
+		if err != nil {
+			return err
+		}
+		return replayLog(c.stdout, logFile, *packDir, *verbose, *format, *archiveDir)
 	}
-	if err := checkFormat(*format); err != nil {
-		return err
-	}
+}
+
+func replayLog(stdout io.Writer, logFile, packDir string, verbose bool, format, archiveDir string) error {
 	open := func(ref string) (*rules.Pack, error) {
-		if *packDir != "" {
-			ref = *packDir
+		if packDir != "" {
+			ref = packDir
 		}
 		if ref == "" {
 			return nil, errors.New("the log names no pack; pass -pack")
 		}
 		return packRefs.Open(ref)
 	}
-	res, err := replay.File(fl.Arg(0), open)
+	res, err := replay.File(logFile, open)
 	if err != nil {
 		return err
 	}
@@ -47,8 +68,8 @@ func cmdReplay(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if s.Tail != "" {
 		fmt.Fprintf(w, "# ignored %s\n", s.Tail)
 	}
-	if *verbose {
-		if *format == "jsonl" {
+	if verbose {
+		if format == "jsonl" {
 			err = dryrun.WriteJSONL(w, res.Timeline, dryrun.FormatOptions{})
 		} else {
 			err = dryrun.WriteText(w, res.Timeline, dryrun.FormatOptions{})
@@ -75,7 +96,7 @@ func cmdReplay(_ context.Context, args []string, stdout, stderr io.Writer) error
 		w.Flush()
 		return fmt.Errorf("%d step(s) replay differently: nondeterminism or a changed engine", len(res.Diffs))
 	}
-	if *archiveDir != "" {
+	if archiveDir != "" {
 		switch {
 		case !res.Ended:
 			return errors.New("-archive: the session has not ended, so its files are not final")
@@ -87,11 +108,50 @@ func cmdReplay(_ context.Context, args []string, stdout, stderr io.Writer) error
 			reason = res.Timeline[n-1].Reason // the engine's, as the server archives it
 		}
 		m := archive.Manifest{Session: s.ID, Pack: s.Pack, PackHash: s.PackHash, Engine: s.Engine, EndedMS: res.T, Reason: reason}
-		dir, err := archive.Write(*archiveDir, m, res.Files)
+		dir, err := archive.Write(archiveDir, m, res.Files)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "# archived %s\n", dir)
 	}
 	return nil
+}
+
+// findLog is the session log arg names: the file itself, or in a folder
+// (a data folder, or one a dry run's --record wrote) its newest log. The
+// folder's lock file and archive are not logs.
+func findLog(stderr io.Writer, arg string) (string, error) {
+	st, err := os.Stat(arg)
+	if err != nil || !st.IsDir() {
+		return arg, nil // replay.File says what is wrong with it
+	}
+	ents, err := os.ReadDir(arg)
+	if err != nil {
+		return "", err
+	}
+	var newest string
+	var newestT time.Time
+	n := 0
+	for _, e := range ents {
+		ext := filepath.Ext(e.Name())
+		if e.IsDir() || (ext != ".done" && ext != ".wal") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		n++
+		if newest == "" || info.ModTime().After(newestT) || (info.ModTime().Equal(newestT) && e.Name() > filepath.Base(newest)) {
+			newest, newestT = filepath.Join(arg, e.Name()), info.ModTime()
+		}
+	}
+	switch n {
+	case 0:
+		return "", fmt.Errorf("%s holds no session log (ID.wal or ID.done)", arg)
+	case 1:
+	default:
+		fmt.Fprintf(stderr, "# %s holds %d session logs; replaying the newest, %s\n", arg, n, filepath.Base(newest))
+	}
+	return newest, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,8 +28,17 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fl := newFlags("serve", "Usage: baton serve --data DIR [--addr HOST:PORT] [--dev | --token T] [--origin O]...\n\nHosts live sessions over WebSocket (/ws) and the DayOne HTTP contract (/sim/session/start, /sim/session/event),\nwith a write-ahead log per session, crash recovery and Prometheus metrics (/metrics). See docs/protocol.md.", stderr)
+var serveCommand = &command{
+	name: "serve", operands: "", min: 0, max: 0,
+	summary: "host live sessions (WebSocket, DayOne HTTP, metrics)",
+	about: `Hosts live sessions over WebSocket (/ws) and the DayOne HTTP contract
+(/sim/session/start, /sim/session/event), with a write-ahead log per session,
+crash recovery and Prometheus metrics (/metrics). --data is required. See
+docs/protocol.md.`,
+	flags: serveFlags,
+}
+
+func serveFlags(fl *flag.FlagSet) runFunc {
 	addr := fl.String("addr", "127.0.0.1:8080", "listen address; port 0 picks a free one (the address is printed as \"listening on ADDR\")")
 	data := fl.String("data", "", "data directory for session logs (required; created if missing)")
 	dev := fl.Bool("dev", false, "development mode: no token needed; any Origin, any pack folder and webhooks to private addresses accepted")
@@ -48,53 +58,71 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	idleTimeout := fl.Duration("idle-timeout", 60*time.Second, "time an idle keep-alive HTTP connection is kept open (0: none)")
 	llmLatency := fl.String("llm-latency", "pack", "simulated model latency: a duration such as 300ms, or \"pack\" for the pack's dry-run latency")
 	llmScript := fl.String("llm", "", llmHelp)
-	baseURL := fl.String("base-url", "", "with -llm VENDOR: the API base URL")
-	model := fl.String("model", "", "with -llm VENDOR: the model (default: the vendor's)")
+	baseURL := fl.String("base-url", "", "with --llm VENDOR: the API base URL")
+	model := fl.String("model", "", "with --llm VENDOR: the model (default: the vendor's)")
 	maxOpen := fl.Int("max-open-logs", service.DefaultMaxOpenLogs(), "session logs kept open at once; the least recently written are reopened on demand (0: no bound)")
 	noSync := fl.Bool("no-sync", false, "do not fsync session logs (benchmarking only: a crash can lose acknowledged input)")
 	syncMode := fl.String("sync", "all", "which inputs are fsynced before they are applied: all, or external (client events and model answers; timer advances and simulated speech ends, which recovery re-derives, ride on the next sync)")
 	logFormat := fl.String("log", "text", "log format: text or json")
 	verbose := fl.Bool("v", false, "debug logging")
-	if err := parseFlags(fl, args, 0); err != nil {
-		return err
+	return func(ctx context.Context, c *cli, _ []string) error {
+		return serve(ctx, c.stdout, c.stderr, serveOptions{
+			addr: *addr, data: *data, dev: *dev, token: *token, origins: origins, packRoots: packRoots, hookHosts: hookHosts,
+			maxMsg: *maxMsg, rate: *rate, burst: *burst, sendQueue: *sendQueue, maxConns: *maxConns, maxConnsPerIP: *maxConnsPerIP,
+			readTimeout: *readTimeout, writeTimeout: *writeTimeout, idleTimeout: *idleTimeout, llmLatency: *llmLatency,
+			llmScript: *llmScript, baseURL: *baseURL, model: *model, maxOpen: *maxOpen, noSync: *noSync, syncMode: *syncMode,
+			logFormat: *logFormat, verbose: *verbose,
+		})
 	}
-	if *data == "" {
-		fl.Usage()
-		return errUsage
+}
+
+type serveOptions struct {
+	addr, data, token, llmLatency, llmScript, baseURL, model, syncMode, logFormat string
+	dev, noSync, verbose                                                          bool
+	origins, packRoots, hookHosts                                                 stringList
+	maxMsg                                                                        int64
+	rate                                                                          float64
+	burst, sendQueue, maxConns, maxConnsPerIP, maxOpen                            int
+	readTimeout, writeTimeout, idleTimeout                                        time.Duration
+}
+
+func serve(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error {
+	if o.data == "" {
+		return usageError("--data DIR is required: the folder for session logs")
 	}
 	latency := time.Duration(-1) // the pack's
-	if *llmLatency != "pack" {
-		d, err := time.ParseDuration(*llmLatency)
+	if o.llmLatency != "pack" {
+		d, err := time.ParseDuration(o.llmLatency)
 		if err != nil || d < 0 {
-			return fmt.Errorf("-llm-latency must be a duration such as 300ms, or pack, not %q", *llmLatency)
+			return fmt.Errorf("-llm-latency must be a duration such as 300ms, or pack, not %q", o.llmLatency)
 		}
 		latency = d
 	}
-	if *syncMode != "all" && *syncMode != "external" {
-		return fmt.Errorf("-sync must be all or external, not %q", *syncMode)
+	if o.syncMode != "all" && o.syncMode != "external" {
+		return fmt.Errorf("-sync must be all or external, not %q", o.syncMode)
 	}
-	if *token == "" {
-		*token = os.Getenv("BATON_TOKEN")
+	if o.token == "" {
+		o.token = os.Getenv("BATON_TOKEN")
 	}
-	if *token == "" && !*dev {
+	if o.token == "" && !o.dev {
 		return errors.New("no token: pass --token or set BATON_TOKEN (or use --dev for local work only)")
 	}
 	level := slog.LevelInfo
-	if *verbose {
+	if o.verbose {
 		level = slog.LevelDebug
 	}
 	var h slog.Handler
-	switch *logFormat {
+	switch o.logFormat {
 	case "text":
 		h = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
 	case "json":
 		h = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
 	default:
-		return fmt.Errorf("-log must be text or json, not %q", *logFormat)
+		return fmt.Errorf("-log must be text or json, not %q", o.logFormat)
 	}
 	logger := slog.New(h)
 	var replies []dryrun.Reply
-	real, err := realModel(ctx, *llmScript, *baseURL, *model, nil)
+	real, err := realModel(ctx, o.llmScript, o.baseURL, o.model, nil)
 	if err != nil {
 		return err
 	}
@@ -103,44 +131,38 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			logger.Warn("a vendor has no key; calls of roles that name it will fail", "vendor", m)
 		}
 	}
-	if real == nil && *llmScript != "" {
-		f, err := os.Open(*llmScript)
-		if err != nil {
+	if real == nil && o.llmScript != "" {
+		if replies, err = readReplies(o.llmScript); err != nil {
 			return err
 		}
-		replies, err = dryrun.ReadReplies(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("%s: %w", *llmScript, err)
-		}
 	}
-	if min(*readTimeout, *writeTimeout, *idleTimeout) < 0 {
+	if min(o.readTimeout, o.writeTimeout, o.idleTimeout) < 0 {
 		return errors.New("-read-timeout, -write-timeout and -idle-timeout must not be negative (0 turns a timeout off)")
 	}
-	if *maxConns < 0 || *maxConnsPerIP < 0 {
+	if o.maxConns < 0 || o.maxConnsPerIP < 0 {
 		return errors.New("-max-conns and -max-conns-per-ip must not be negative (0 turns the cap off)")
 	}
 	cfg := service.Config{
-		DataDir: *data, Token: *token, Dev: *dev, Origins: origins, Packs: scenarios.FS, PackRoots: packRoots,
-		Logger: logger, MaxMessageBytes: *maxMsg, EventRate: *rate, EventBurst: *burst, SendQueue: *sendQueue,
-		MaxOpenLogs: *maxOpen, NoSync: *noSync, LazySync: *syncMode == "external",
+		DataDir: o.data, Token: o.token, Dev: o.dev, Origins: o.origins, Packs: scenarios.FS, PackRoots: o.packRoots,
+		Logger: logger, MaxMessageBytes: o.maxMsg, EventRate: o.rate, EventBurst: o.burst, SendQueue: o.sendQueue,
+		MaxOpenLogs: o.maxOpen, NoSync: o.noSync, LazySync: o.syncMode == "external",
 		// The Config takes zero for its default and a negative value for off.
-		MaxConns: offIfZero(*maxConns), MaxConnsPerIP: offIfZero(*maxConnsPerIP),
-		HTTPReadTimeout: offIfZero(*readTimeout), HTTPWriteTimeout: offIfZero(*writeTimeout), HTTPIdleTimeout: offIfZero(*idleTimeout),
+		MaxConns: offIfZero(o.maxConns), MaxConnsPerIP: offIfZero(o.maxConnsPerIP),
+		HTTPReadTimeout: offIfZero(o.readTimeout), HTTPWriteTimeout: offIfZero(o.writeTimeout), HTTPIdleTimeout: offIfZero(o.idleTimeout),
 	}
-	cfg.Contracts = []service.Contract{dayone.New(dayone.Config{WebhookHosts: hookHosts, AllowPrivateWebhooks: *dev})}
+	cfg.Contracts = []service.Contract{dayone.New(dayone.Config{WebhookHosts: o.hookHosts, AllowPrivateWebhooks: o.dev})}
 	cfg.Model = service.SimModel(latency, replies)
 	if real != nil {
 		cfg.Model = service.RealModel(real)
 	}
-	if *noSync {
+	if o.noSync {
 		logger.Warn("fsync disabled: a crash can lose acknowledged input")
 	}
 	srv, err := service.New(cfg)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		srv.Shutdown(context.Background())
 		return err
@@ -164,7 +186,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	damaged := ""
 	if len(rep.Damaged) > 0 {
-		damaged = fmt.Sprintf(" (%d with a damaged log, copied under %s)", len(rep.Damaged), filepath.Join(*data, service.EvidenceDir))
+		damaged = fmt.Sprintf(" (%d with a damaged log, copied under %s)", len(rep.Damaged), filepath.Join(o.data, service.EvidenceDir))
 	}
 	fmt.Fprintf(stdout, "ready: %d sessions resumed, %d closed, %d failed%s, %d unborn logs removed in %s\n",
 		len(rep.Resumed), len(rep.Finished), len(rep.Failed), damaged, len(rep.Unborn), rep.Duration.Round(time.Millisecond))

@@ -30,6 +30,10 @@ type ReplyTool = sim.ReplyTool
 // ReadReplies reads a reply script as a YAML or JSON list, or JSON lines.
 func ReadReplies(r io.Reader) ([]Reply, error) { return sim.ReadReplies(r) }
 
+// ReadRepliesFile reads a replies file's content, naming every problem at
+// name:line:col.
+func ReadRepliesFile(name string, data []byte) ([]Reply, error) { return sim.ReadRepliesFile(name, data) }
+
 // Options configure a dry run.
 type Options struct {
 	Events []events.Timed
@@ -51,8 +55,6 @@ type Options struct {
 	// run against a real model can be shown as it happens. An error from
 	// it stops the run.
 	OnRecord func(*Record) error
-	// EventsName names where Events came from (a file), in errors.
-	EventsName string
 }
 
 // Record is one effect with what the simulated host added to it.
@@ -123,11 +125,7 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error
 	// the one check a live session applies before it logs an input.
 	for i := range opt.Events {
 		if err := engine.CheckEvent(p, &opt.Events[i].Event); err != nil {
-			where := opt.Events[i].Where(i)
-			if opt.EventsName != "" {
-				where = opt.EventsName + ": " + where
-			}
-			return nil, fmt.Errorf("%s: %w", where, err)
+			return nil, fmt.Errorf("%s: %w", opt.Events[i].Where(i), err)
 		}
 	}
 	for i := range opt.Events {
