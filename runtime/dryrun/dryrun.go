@@ -32,7 +32,9 @@ func ReadReplies(r io.Reader) ([]Reply, error) { return sim.ReadReplies(r) }
 
 // ReadRepliesFile reads a replies file's content, naming every problem at
 // name:line:col.
-func ReadRepliesFile(name string, data []byte) ([]Reply, error) { return sim.ReadRepliesFile(name, data) }
+func ReadRepliesFile(name string, data []byte) ([]Reply, error) {
+	return sim.ReadRepliesFile(name, data)
+}
 
 // Options configure a dry run.
 type Options struct {
