@@ -43,9 +43,9 @@ func (s *Session) route(ev *CandidateEvent) {
 		if role == "" {
 			continue
 		}
-		if tag == "" {
-			tag = r.ID
-		}
+		// The intent tag is what the route read the message as (an intent
+		// class's tag or a script's); a route that only picks a role has
+		// none, and its id is already the effect's rule.
 		s.emit(Effect{Type: EffectRouted, Agent: role, Rule: r.ID, IntentTag: tag, Reason: reason})
 		s.preemptScheduled(r.ID)
 		spec := rules.TurnSpec{Role: role, Kind: r.Kind, Goal: goal, IntentTag: tag, Who: rules.RoleRef{Role: role}}

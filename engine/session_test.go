@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -81,5 +82,45 @@ func TestInputErrors(t *testing.T) {
 	}
 	if find(effs, engine.EffectLLMRequest) == nil {
 		t.Fatal("session stopped working after bad input")
+	}
+}
+
+// A routed effect's intent_tag is what the route read the message as; the
+// route's id is its rule, and a route that only picks a role has no tag.
+func TestRoutedIntentTag(t *testing.T) {
+	cases := []struct {
+		name, text, addressed string
+		rule, agent, tag      string
+	}{
+		{name: "intent class", text: "I would replay the logs to verify it", rule: "R3_INTENT", agent: "qa", tag: "qa_repro_validation"},
+		{name: "addressed", text: "what do you think", addressed: "ba", rule: "R2_ADDRESSED", agent: "ba"},
+		{name: "mention", text: "@qa what do you think", rule: "R2_ADDRESSED", agent: "qa"},
+		{name: "default", text: "hmm, not sure", rule: "R4_DEFAULT", agent: "tech_lead"},
+	}
+	p := loadDayOne(t)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := engine.New(p, engine.Options{})
+			in := say(1000, c.text)
+			in.Candidate.AddressedTo = c.addressed
+			effs, err := s.Step(in, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := find(effs, engine.EffectRouted)
+			if r == nil {
+				t.Fatal("no routed effect")
+			}
+			if r.Rule != c.rule || r.Agent != c.agent || r.IntentTag != c.tag {
+				t.Fatalf("routed rule=%q agent=%q intent_tag=%q, want rule=%q agent=%q intent_tag=%q", r.Rule, r.Agent, r.IntentTag, c.rule, c.agent, c.tag)
+			}
+			b, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.tag == "" && strings.Contains(string(b), `"intent_tag"`) {
+				t.Fatalf("a route without an intent writes an intent_tag: %s", b)
+			}
+		})
 	}
 }
