@@ -42,26 +42,28 @@ func (s *Session) offeredTools(role string) []ToolDecl {
 	var out []ToolDecl
 	for i := range s.p.Tools {
 		t := &s.p.Tools[i]
-		if choices, ok := s.offer(t, role); ok {
+		if choices, _, ok := s.offer(t, role); ok {
 			out = append(out, ToolDecl{Name: t.Name, Description: s.render(&t.Description, role), Parameters: t.ParamsWith(choices)})
 		}
 	}
 	return out
 }
 
-// offer reports whether t is offered to role now, and with which choices.
-func (s *Session) offer(t *rules.Tool, role string) ([][]string, bool) {
+// offer reports whether t is offered to role now, and with which choices;
+// when it is not, why says so, for a refusal the model can act on.
+func (s *Session) offer(t *rules.Tool, role string) (choices [][]string, why string, ok bool) {
 	if !s.evalBool(&t.Offered, role) {
-		return nil, false
+		return nil, "its offered condition is false", false
 	}
 	return s.toolChoices(t, role)
 }
 
 // toolChoices evaluates a tool's choices for role, in declared order; ok
-// is false when a list is empty or not a list, as no call could be valid.
-func (s *Session) toolChoices(t *rules.Tool, role string) ([][]string, bool) {
+// is false when a list is empty or not a list, as no call could be valid,
+// and why names the parameter.
+func (s *Session) toolChoices(t *rules.Tool, role string) (_ [][]string, why string, ok bool) {
 	if len(t.Choices) == 0 {
-		return nil, true
+		return nil, "", true
 	}
 	out := make([][]string, len(t.Choices))
 	for i := range t.Choices {
@@ -70,7 +72,7 @@ func (s *Session) toolChoices(t *rules.Tool, role string) ([][]string, bool) {
 		v, err := s.env.Eval(&ch.Values.Expr)
 		if err != nil {
 			s.note("", "tool "+t.Name+" choices for "+ch.Param+": "+err.Error())
-			return nil, false
+			return nil, "its choices for " + ch.Param + " failed", false
 		}
 		list, isList := v.([]any)
 		if strs, ok := v.([]string); ok {
@@ -81,16 +83,16 @@ func (s *Session) toolChoices(t *rules.Tool, role string) ([][]string, bool) {
 		}
 		if !isList {
 			s.note("", "tool "+t.Name+" choices for "+ch.Param+": not a list")
-			return nil, false
+			return nil, "its choices for " + ch.Param + " failed", false
 		}
 		for _, x := range list {
 			out[i] = append(out[i], rules.Stringify(x))
 		}
 		if len(out[i]) == 0 {
-			return nil, false
+			return nil, "no value of " + ch.Param + " is left to choose", false
 		}
 	}
-	return out, true
+	return out, "", true
 }
 
 // badChoices lists the arguments outside their current choices.
@@ -128,16 +130,12 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 	}
 	tool, known := s.p.Tool(call.Name)
 	var choices [][]string
-	offered := false
+	why, offered := "", false
 	if known {
-		choices, offered = s.offer(tool, role)
+		choices, why, offered = s.offer(tool, role)
 	}
 	if !offered {
-		var names []string
-		for _, d := range s.offeredTools(role) {
-			names = append(names, d.Name)
-		}
-		return fail(fmt.Sprintf("tool %s is not available now (available: %s)", call.Name, strings.Join(names, ", ")))
+		return fail(s.notAvailable(role, call.Name, why, known))
 	}
 	var args map[string]any
 	raw := call.Args
@@ -178,6 +176,26 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 	}
 	s.emit(Effect{Type: EffectToolResult, ID: call.ID, Agent: role, Kind: call.Name, Data: step.Result})
 	return step
+}
+
+// notAvailable words the refusal of a call to a tool role cannot call
+// now: the tools it can call instead or, when there are none, that in
+// words and why, so the model stops calling rather than guessing names.
+func (s *Session) notAvailable(role, name, why string, known bool) string {
+	var names []string
+	for _, d := range s.offeredTools(role) {
+		names = append(names, d.Name)
+	}
+	head := "tool " + name + " is not available now"
+	switch {
+	case len(names) > 0:
+		return fmt.Sprintf("%s (available: %s)", head, strings.Join(names, ", "))
+	case len(s.p.Tools) == 0:
+		return fmt.Sprintf("%s: the pack has no tools, so none are available to %s", head, role)
+	case !known:
+		return fmt.Sprintf("%s: the pack has no tool %s, and no tools are available to %s now", head, name, role)
+	}
+	return fmt.Sprintf("%s (%s), and no tools are available to %s now", head, why, role)
 }
 
 // refusedRound counts a round with a refused call; it reports whether
