@@ -38,8 +38,10 @@ const DefaultModel = sdk.ModelClaudeSonnet4_6
 // one would cut a job's JSON output short.
 const DefaultMaxTokens = 4096
 
-// ErrNoAPIKey is returned by New when no API key is configured.
-var ErrNoAPIKey = errors.New("anthropic: no API key: set Config.APIKey or the ANTHROPIC_API_KEY environment variable")
+// ErrNoAPIKey is returned by New when no API key is configured. It names
+// the environment variables, what a person running baton can set; a
+// program passing Config.APIKey knows it left it empty.
+var ErrNoAPIKey = errors.New("anthropic: no API key: set ANTHROPIC_API_KEY")
 
 // Config configures a Model.
 type Config struct {

@@ -29,8 +29,10 @@ import (
 // default tolerated the omission and so hid it.
 const DefaultModel = "gemini-3.8-flash"
 
-// ErrNoAPIKey is returned by New when no API key is configured.
-var ErrNoAPIKey = errors.New("gemini: no API key: set Config.APIKey or the GEMINI_API_KEY or GOOGLE_API_KEY environment variable")
+// ErrNoAPIKey is returned by New when no API key is configured. It names
+// the environment variables, what a person running baton can set; a
+// program passing Config.APIKey knows it left it empty.
+var ErrNoAPIKey = errors.New("gemini: no API key: set GEMINI_API_KEY or GOOGLE_API_KEY")
 
 // Config configures a Model.
 type Config struct {

@@ -41,8 +41,10 @@ const DefaultModel = "gpt-4.1-mini"
 // $OPENAI_BASE_URL is set.
 const DefaultBaseURL = "https://api.openai.com/v1"
 
-// ErrNoAPIKey is returned by New when no API key is configured.
-var ErrNoAPIKey = errors.New("openai: no API key: set Config.APIKey or the OPENAI_API_KEY environment variable")
+// ErrNoAPIKey is returned by New when no API key is configured. It names
+// the environment variables, what a person running baton can set; a
+// program passing Config.APIKey knows it left it empty.
+var ErrNoAPIKey = errors.New("openai: no API key: set OPENAI_API_KEY")
 
 // Config configures a Model.
 type Config struct {

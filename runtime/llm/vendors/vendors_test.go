@@ -170,3 +170,28 @@ func packWith(t *testing.T, roles string) *rules.Pack {
 	}
 	return p
 }
+
+// An adapter made without a key, through this package or on its own (the
+// voice packages call the Gemini adapter's constructor), says which
+// environment variables to set, not which Go field: the person reading it
+// runs baton, not a Go program.
+func TestMissingKeyNamesTheVariables(t *testing.T) {
+	noKeys(t)
+	for _, v := range Vendors {
+		t.Run(v.Provider.String(), func(t *testing.T) {
+			_, err := v.New(context.Background(), Config{})
+			if !errors.Is(err, v.noKey) {
+				t.Fatalf("New without a key = %v, want the adapter's no-key error", err)
+			}
+			msg := err.Error()
+			for _, k := range v.KeyEnv {
+				if !strings.Contains(msg, k) {
+					t.Errorf("%q does not name %s", msg, k)
+				}
+			}
+			if strings.Contains(msg, "Config") || strings.Contains(msg, "APIKey") {
+				t.Errorf("%q names a Go field", msg)
+			}
+		})
+	}
+}
