@@ -2,6 +2,8 @@ package service
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/batonhq/baton/engine"
@@ -72,5 +74,53 @@ func TestWSClientHostedLiveVoice(t *testing.T) {
 	end := c.waitFor("end", func(f *ServerFrame) bool { return f.Type == FrameEffect && f.Effect.Type == engine.EffectSessionEnd })
 	if end.Effect.Reason != "candidate_left" {
 		t.Fatalf("end: %+v", end.Effect)
+	}
+}
+
+// A transcript or tool call from a role the pack does not have is refused
+// with the protocol's error frame, naming the role and the pack's roles,
+// and is never logged: replaying the log must not meet it.
+func TestWSLiveVoiceUnknownRole(t *testing.T) {
+	h := newHarness(t)
+	c := h.dial(nil)
+	c.send(map[string]any{"id": "s", "type": "start", "pack": "hotseat", "session_id": "live2", "candidate_id": "c"})
+	c.expectAck("s")
+	h.runUntil("live2", 20000)
+	cases := []struct {
+		name  string
+		frame map[string]any
+		want  []string
+	}{
+		{"transcript from a stranger",
+			map[string]any{"type": "agent_transcript", "agent": map[string]any{"role": "nobody", "text": "hi"}},
+			[]string{`agent_transcript`, `"nobody"`, "hotseat", "marcus, priya, james"}},
+		{"transcript from a near miss",
+			map[string]any{"type": "agent_transcript", "agent": map[string]any{"role": "marcs", "text": "hi"}},
+			[]string{`"marcs"`, "did you mean marcus?", "marcus, priya, james"}},
+		{"tool call from a stranger",
+			map[string]any{"type": "tool_call", "tool": map[string]any{"id": "call-1", "name": "transfer", "role": "nobody"}},
+			[]string{`tool_call`, `"nobody"`, "marcus, priya, james"}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			id := fmt.Sprintf("x%d", i)
+			tc.frame["id"] = id
+			c.send(tc.frame)
+			f := c.expectError(id, CodeBadEvent)
+			for _, w := range tc.want {
+				if !strings.Contains(f.Message, w) {
+					t.Errorf("message %q does not say %q", f.Message, w)
+				}
+			}
+		})
+	}
+	rec, err := h.srv.dir.Read("live2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, in := range rec.Inputs {
+		if in.Type == engine.InputAgentTranscript || in.Type == engine.InputToolCall {
+			t.Errorf("input %d logged a refused %s", i+1, in.Type)
+		}
 	}
 }

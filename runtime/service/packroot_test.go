@@ -1,6 +1,7 @@
 package service
 
 import (
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -113,5 +114,47 @@ func TestPackLoadsOnce(t *testing.T) {
 	}
 	if _, ok := first.(error); ok {
 		t.Fatal(first)
+	}
+}
+
+// A pack that does not load is refused with file:line:col inside the
+// pack, named from its --packs root or by its folder's name alone; the
+// server's own log keeps where the folder is.
+func TestBadPackNamesNoServerPath(t *testing.T) {
+	top := t.TempDir()
+	dirtest.Write(t, top, map[string]string{"packs/broken/pack.yaml": "name: p\nduration: [\n"}, nil)
+	root := filepath.Join(top, "packs")
+	ref := filepath.Join(root, "broken")
+	for _, tc := range []struct {
+		name string
+		cfg  func(*Config)
+		want string
+	}{
+		{"under a root", func(c *Config) { c.Dev, c.PackRoots = false, []string{root} }, "packs/broken/pack.yaml:2:11: YAML syntax"},
+		{"any folder (--dev)", func(c *Config) {}, "…/broken/pack.yaml:2:11: YAML syntax"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs syncBuffer
+			h := newHarness(t, tc.cfg, func(c *Config) {
+				c.Token = "tok"
+				c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+			})
+			c := h.dial(http.Header{"Authorization": {"Bearer tok"}})
+			c.send(map[string]any{"id": "s", "type": "start", "pack": ref, "session_id": "bp", "candidate_id": "c"})
+			f := c.expectError("s", CodeBadPack)
+			if !strings.Contains(f.Message, filepath.FromSlash(tc.want)) {
+				t.Errorf("message %q does not say %q", f.Message, tc.want)
+			}
+			wd, _ := os.Getwd()
+			for _, secret := range []string{top, wd} {
+				if strings.Contains(f.Message, secret) {
+					t.Errorf("the error names the server's path %s: %q", secret, f.Message)
+				}
+			}
+			refused := logLines(t, &logs, "pack refused")
+			if len(refused) != 1 || refused[0]["pack"] != ref || refused[0]["session_id"] != "bp" {
+				t.Errorf("server log: %v, want one line naming %s", refused, ref)
+			}
+		})
 	}
 }

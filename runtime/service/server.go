@@ -314,6 +314,9 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	sp.packRef = srv.packs.canonical(sp.packRef)
 	p, err := srv.packs.open(sp.packRef)
 	if err != nil {
+		// The client's message names the folder as packCache.show does,
+		// never where it is on disk; the operator gets where here.
+		srv.log.Info("pack refused", "session_id", sp.sessionID, "pack", sp.packRef, "err", err)
 		return nil, perr(CodeBadPack, "%v", err)
 	}
 	model := srv.cfg.Model(sp.sessionID, p, srv.clock)

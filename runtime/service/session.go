@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -614,6 +615,12 @@ func (s *session) handle(m any) {
 		m.reply <- s.subscribe(m)
 	case unsubMsg:
 		delete(s.subs, m.c)
+		if !s.ended {
+			// Nothing is finished: the session runs on its clock until it
+			// ends or is resumed, and until then its log is the live file,
+			// which is the one to replay.
+			s.log.Info(msgClientLeft, "log", s.wl.Path(), "t_ms", s.eng.Now(), "clients", len(s.subs))
+		}
 	case noticeMsg:
 		s.broadcast(mustJSON(m.n))
 	case statusMsg:
@@ -621,6 +628,10 @@ func (s *session) handle(m any) {
 		m.reply <- sessionStatus{Now: s.engineNow(), T: s.eng.Now(), Wake: w, HasWake: ok, Inflight: len(s.inflight), Inbox: len(s.inbox), Seq: s.seq, Ended: s.ended, Subs: len(s.subs)}
 	}
 }
+
+// msgClientLeft is the log line for a client that disconnects from a
+// session that has not ended.
+const msgClientLeft = "client left; the session runs on and can be resumed"
 
 // onClientInput applies a candidate event or a client's speech_done.
 func (s *session) onClientInput(m *evMsg) {
@@ -663,6 +674,10 @@ func (s *session) onClientInput(m *evMsg) {
 	}
 	// The input is checked before anything is logged, so an ack always
 	// means the engine applied it.
+	if pe := unknownRole(s.pack, &in); pe != nil {
+		respondErr(pe)
+		return
+	}
 	if err := engine.CheckInput(s.pack, &in); err != nil {
 		code := CodeBadEvent
 		if errors.Is(err, engine.ErrUnknownEventType) {
@@ -702,6 +717,28 @@ func (s *session) onClientInput(m *evMsg) {
 		respondErr(perr(CodeStorage, "input not applied: %s", s.srv.clientText(err)))
 		s.fail(err)
 	}
+}
+
+// unknownRole refuses a live-voice input (what a panelist said or called)
+// that names a role the pack does not have. The engine refuses it too, but
+// a client hosting the speech session needs the pack's roles to see which
+// of its own names is wrong.
+func unknownRole(p *rules.Pack, in *engine.Input) *ProtoError {
+	var what, role string
+	switch {
+	case in.Agent != nil && in.Agent.Role != "":
+		what, role = FrameAgentTranscript, in.Agent.Role
+	case in.Tool != nil && in.Tool.Role != "":
+		what, role = FrameToolCall, in.Tool.Role
+	default:
+		return nil
+	}
+	if _, ok := p.Role(role); ok {
+		return nil
+	}
+	ids := p.RoleIDs()
+	return perr(CodeBadEvent, "%s from role %q, which pack %s does not have%s; its roles are %s",
+		what, role, p.Name, rules.DidYouMean(role, ids), strings.Join(ids, ", "))
 }
 
 // stamp decides an event's engine time (docs/protocol.md, "Time"): the
@@ -838,7 +875,7 @@ func (s *session) finish() {
 		s.log.Error("could not finish the session log", "err", err)
 	}
 	s.srv.m.sessionsEnded.Inc()
-	s.log.Info("session ended", "reason", s.endReason, "t_ms", s.eng.Now(), "effects", s.seq)
+	s.log.Info("session ended", "reason", s.endReason, "t_ms", s.eng.Now(), "effects", s.seq, "log", s.srv.dir.DonePath(s.id))
 	s.setExit(CodeSessionEnded, fmt.Sprintf("session %s has ended (%s)", s.id, s.endReason))
 }
 
