@@ -15,7 +15,7 @@ func Nearest(s string, candidates []string) (string, bool) {
 }
 
 // DidYouMean formats Nearest's answer for the end of an error message, or
-// lists the candidates when none is close.
+// is empty when no candidate is close.
 func DidYouMean(s string, candidates []string) string {
 	if n, ok := Nearest(s, candidates); ok {
 		return " (did you mean " + n + "?)"

@@ -336,3 +336,16 @@ func TestTestReports(t *testing.T) {
 		t.Errorf("bad --run: exit %d, %q", code, errs)
 	}
 }
+
+// A .done asked for while the session still runs points at its .wal.
+func TestReplayDonePointsAtWal(t *testing.T) {
+	dir := t.TempDir()
+	wal := filepath.Join(dir, "s1.wal")
+	if err := os.WriteFile(wal, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(t, "replay", filepath.Join(dir, "s1.done"))
+	if code != 1 || !strings.Contains(errs, "the session has not ended") || !strings.Contains(errs, wal) {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+}

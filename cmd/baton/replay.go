@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/batonhq/baton/engine"
@@ -122,6 +124,12 @@ func replayLog(stdout io.Writer, logFile, packDir string, verbose bool, format, 
 // folder's lock file and archive are not logs.
 func findLog(stderr io.Writer, arg string) (string, error) {
 	st, err := os.Stat(arg)
+	if errors.Is(err, fs.ErrNotExist) && filepath.Ext(arg) == ".done" {
+		wal := strings.TrimSuffix(arg, ".done") + ".wal"
+		if _, werr := os.Stat(wal); werr == nil {
+			return "", fmt.Errorf("%s does not exist: the session has not ended (a client that leaves does not end it); its log is %s", arg, wal)
+		}
+	}
 	if err != nil || !st.IsDir() {
 		return arg, nil // replay.File says what is wrong with it
 	}
