@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -284,13 +285,17 @@ type vm struct {
 	// user is what freezing walks deeply: the pack's constants and
 	// functions.
 	user []goja.Value
-	// freezer is the sandbox's freezing function, in Go's hands only.
-	freezer goja.Callable
+	// tools is what the sandbox took for freezeJS before any pack code
+	// ran, in Go's hands only.
+	tools []goja.Value
 }
+
+// freezeTools is how many values sandboxJS returns for freezeJS.
+const freezeTools = 10
 
 // sandboxJS runs before the pack's scripts: it removes what a pack must
 // not reach, caps the builtins that run uninterruptibly in Go, and
-// returns the function that freezes the runtime once the pack is loaded.
+// returns what freezeJS will need once the pack is loaded.
 //
 // A pack's top-level code runs after this and before the freeze, while
 // every builtin can still be changed: so what the caps and the freezer
@@ -337,68 +342,80 @@ const sandboxJS = `(function (g, MAX) {
   // The Function constructor compiles text at run time, like eval.
   defineProperty(Function.prototype, "constructor", { value: undefined, writable: false, configurable: false });
 
-  // The freezer freezes what a call could change for the next one: the
-  // global object, every builtin constructor, prototype and namespace
-  // object and the functions hanging off them, the intrinsic iterator
-  // prototypes, and (deeply) the pack's own functions and constants,
-  // leaving nothing writable that a script can name. Loops count rather
-  // than iterate, as an iterator allocates a result per step.
-  return function (extra) {
-    const seen = new SafeSet();
-    const has = bindTo(setHas, seen), add = bindTo(setAdd, seen);
-    const isObject = (o) => o !== null && (typeof o === "object" || typeof o === "function");
-    const shallow = (o) => {
-      if (!isObject(o) || has(o)) return false;
-      add(o);
-      freeze(o);
-      return true;
-    };
-    const withMethods = (o) => {
-      if (!shallow(o)) return;
-      const keys = ownKeys(o);
-      for (let i = 0; i < keys.length; i++) {
-        const d = describe(o, keys[i]);
-        if (!d) continue;
-        if (hasOwn(d, "value")) {
-          if (typeof d.value === "function") shallow(d.value);
-        } else {
-          shallow(d.get);
-          shallow(d.set);
-        }
-      }
-    };
-    const deep = (o) => {
-      if (!isObject(o) || has(o)) return;
-      add(o);
-      const keys = ownKeys(o);
-      for (let i = 0; i < keys.length; i++) {
-        const d = describe(o, keys[i]);
-        if (d && hasOwn(d, "value")) deep(d.value);
-      }
-      freeze(o);
-    };
-    // User code first, deeply (a function's prototype object included).
-    for (let i = 0; i < extra.length; i++) deep(extra[i]);
-    for (let i = 0; i < intrinsics.length; i++) withMethods(intrinsics[i]);
-    const globals = ownKeys(g);
-    for (let i = 0; i < globals.length; i++) {
-      const d = describe(g, globals[i]);
-      if (!d || !hasOwn(d, "value") || !isObject(d.value)) continue;
-      const v = d.value;
-      withMethods(v);
-      if (typeof v === "function" && hasOwn(v, "prototype")) withMethods(v.prototype);
-    }
-    freeze(g);
-  };
+  // What the freezer uses, as it is before any pack code runs.
+  return [g, freeze, describe, hasOwn, ownKeys, SafeSet, setHas, setAdd, bindTo, intrinsics];
 })(globalThis, %d);`
 
-// The sandbox is compiled once per process, on first use: a process that
-// never runs a script does not pay for parsing it, and each runtime after
-// the first runs it without parsing it again. A Program is not tied to a
+// freezeJS freezes what a call could change for the next one: the global
+// object, every builtin constructor, prototype and namespace object and
+// the functions hanging off them, the intrinsic iterator prototypes, and
+// (deeply) the pack's own functions and constants, leaving nothing
+// writable that a script can name. It is handed what sandboxJS took
+// before the pack's code ran and names nothing else, so no pack can
+// change what it does. Loops count rather than iterate, as an iterator
+// allocates a result per step.
+const freezeJS = `(function (g, freeze, describe, hasOwn, ownKeys, SafeSet, setHas, setAdd, bindTo, intrinsics, extra) {
+  "use strict";
+  const seen = new SafeSet();
+  const has = bindTo(setHas, seen), add = bindTo(setAdd, seen);
+  const isObject = (o) => o !== null && (typeof o === "object" || typeof o === "function");
+  const shallow = (o) => {
+    if (!isObject(o) || has(o)) return false;
+    add(o);
+    freeze(o);
+    return true;
+  };
+  const withMethods = (o) => {
+    if (!shallow(o)) return;
+    const keys = ownKeys(o);
+    for (let i = 0; i < keys.length; i++) {
+      const d = describe(o, keys[i]);
+      if (!d) continue;
+      if (hasOwn(d, "value")) {
+        if (typeof d.value === "function") shallow(d.value);
+      } else {
+        shallow(d.get);
+        shallow(d.set);
+      }
+    }
+  };
+  const deep = (o) => {
+    if (!isObject(o) || has(o)) return;
+    add(o);
+    const keys = ownKeys(o);
+    for (let i = 0; i < keys.length; i++) {
+      const d = describe(o, keys[i]);
+      if (d && hasOwn(d, "value")) deep(d.value);
+    }
+    freeze(o);
+  };
+  // User code first, deeply (a function's prototype object included).
+  for (let i = 0; i < extra.length; i++) deep(extra[i]);
+  for (let i = 0; i < intrinsics.length; i++) withMethods(intrinsics[i]);
+  const globals = ownKeys(g);
+  for (let i = 0; i < globals.length; i++) {
+    const d = describe(g, globals[i]);
+    if (!d || !hasOwn(d, "value") || !isObject(d.value)) continue;
+    const v = d.value;
+    withMethods(v);
+    if (typeof v === "function" && hasOwn(v, "prototype")) withMethods(v.prototype);
+  }
+  freeze(g);
+})`
+
+// The sandbox and the freezer are compiled once per process, on first
+// use: a process that never runs a script does not parse them, one that
+// never calls one does not parse the freezer, and each runtime after the
+// first runs them without parsing again. A Program is not tied to a
 // runtime.
-var sandboxProg = sync.OnceValues(func() (*goja.Program, error) {
-	return goja.Compile("", fmt.Sprintf(sandboxJS, MaxBuiltinResult), false)
-})
+var (
+	sandboxProg = sync.OnceValues(func() (*goja.Program, error) {
+		return goja.Compile("", fmt.Sprintf(sandboxJS, MaxBuiltinResult), false)
+	})
+	freezeProg = sync.OnceValues(func() (*goja.Program, error) {
+		return goja.Compile("", freezeJS, false)
+	})
+)
 
 // newVM is a sandboxed runtime with none of the pack's files loaded.
 func newVM() (*vm, error) {
@@ -416,11 +433,18 @@ func newVM() (*vm, error) {
 		return v.rand()
 	})
 	rt.SetTimeSource(func() time.Time { return time.UnixMilli(v.now) })
-	fz, err := rt.RunProgram(prog)
+	tools, err := rt.RunProgram(prog)
 	if err != nil {
 		return nil, fmt.Errorf("script sandbox: %w", err)
 	}
-	v.freezer, _ = goja.AssertFunction(fz)
+	list := tools.ToObject(rt)
+	if n := list.Get("length").ToInteger(); n != freezeTools {
+		return nil, fmt.Errorf("script sandbox: %d values for the freezer, want %d", n, freezeTools)
+	}
+	v.tools = make([]goja.Value, 0, freezeTools+1)
+	for i := range freezeTools {
+		v.tools = append(v.tools, list.Get(strconv.Itoa(i)))
+	}
 	if err := rt.Set("baton", helpers(rt)); err != nil {
 		return nil, err
 	}
@@ -486,18 +510,27 @@ func (p *Pool) load(v *vm) error {
 	return nil
 }
 
-// freeze runs the sandbox's freezer over the builtins and, deeply, the
-// pack's constants and functions, after which a call can leave nothing
-// behind for the next.
+// freeze runs freezeJS over the builtins and, deeply, the pack's
+// constants and functions, after which a call can leave nothing behind
+// for the next.
 func (v *vm) freeze() error {
+	prog, err := freezeProg()
+	if err != nil {
+		return fmt.Errorf("script sandbox: %w", err)
+	}
+	fzv, err := v.rt.RunProgram(prog)
+	if err != nil {
+		return fmt.Errorf("script sandbox: %w", err)
+	}
+	fz, _ := goja.AssertFunction(fzv)
 	user := make([]any, len(v.user))
 	for i, u := range v.user {
 		user[i] = u
 	}
-	if _, err := v.freezer(goja.Undefined(), v.rt.NewArray(user...)); err != nil {
+	if _, err := fz(goja.Undefined(), append(v.tools, v.rt.NewArray(user...))...); err != nil {
 		return fmt.Errorf("script sandbox: freezing: %w", err)
 	}
-	v.user, v.freezer = nil, nil
+	v.user, v.tools = nil, nil
 	return nil
 }
 

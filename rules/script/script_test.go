@@ -536,7 +536,9 @@ func BenchmarkFirstCall(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if got, err := p.Run(script.Call{Func: c.fn, Arg: arg}); err != nil || got != true {
+				// A cold process on a busy machine can take more than the
+				// default budget; what is measured here is the cost.
+				if got, err := p.Run(script.Call{Func: c.fn, Arg: arg, Budget: time.Second}); err != nil || got != true {
 					b.Fatalf("%v %v", got, err)
 				}
 			}
