@@ -14,7 +14,12 @@ import (
 	"github.com/batonhq/baton/rules/text"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/checker"
+	exprcompiler "github.com/expr-lang/expr/compiler"
+	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/optimizer"
+	"github.com/expr-lang/expr/vm"
 )
 
 // Defaults applied when a pack leaves a setting out.
@@ -43,7 +48,10 @@ const (
 )
 
 type compiler struct {
-	p        *Pack
+	p *Pack
+	// exprConf is the expression configuration every expression of the
+	// pack compiles with, built once (exprConfig).
+	exprConf *conf.Config
 	errs     *ErrorList
 	ids      map[string]Pos
 	funcFile map[string]string // script function -> file
@@ -107,7 +115,12 @@ func (c *compiler) scripts() {
 	}
 	pool, err := script.NewPool(p.scriptFiles)
 	if err != nil {
-		c.errorf(Pos{File: ScriptsDir}, "%v", err)
+		var se script.Error
+		if errors.As(err, &se) && se.File != "" {
+			c.errorf(Pos{File: se.File, Line: se.Line, Col: se.Col}, "%s", se.Msg)
+		} else {
+			c.errorf(Pos{File: ScriptsDir}, "%v", err)
+		}
 		return
 	}
 	p.Scripts = pool
@@ -454,11 +467,7 @@ func (c *compiler) compileExpr(x *Expr, asBool bool) {
 	if !c.exprWithinLimits(x) {
 		return
 	}
-	opts := append([]expr.Option{expr.Env(c.p.env.decl)}, exprFunctions()...)
-	if asBool {
-		opts = append(opts, expr.AsBool())
-	}
-	prog, err := expr.Compile(x.Src, opts...)
+	prog, err := compileWith(c.exprConfig(asBool), x.Src)
 	if err != nil {
 		pos, msg := x.Pos, err.Error()
 		var fe *file.Error
@@ -485,6 +494,50 @@ func (c *compiler) compileExpr(x *Expr, asBool bool) {
 		return
 	}
 	x.prog = prog
+}
+
+// exprConfig is the configuration an expression compiles with. expr's
+// own Compile builds one from scratch for every expression (the builtin
+// table, the environment's types), which was most of the time a pack with
+// many expressions took to load; the environment is the same for all of a
+// pack's, so it is built once and copied, the copy differing only in the
+// result type asked for.
+func (c *compiler) exprConfig(asBool bool) *conf.Config {
+	if c.exprConf == nil {
+		base := conf.CreateNew()
+		for _, op := range append([]expr.Option{expr.Env(c.p.env.decl)}, exprFunctions()...) {
+			op(base)
+		}
+		for name := range base.Disabled {
+			delete(base.Builtins, name)
+		}
+		base.Check()
+		c.exprConf = base
+	}
+	cfg := *c.exprConf
+	if asBool {
+		expr.AsBool()(&cfg)
+	}
+	return &cfg
+}
+
+// compileWith runs the steps of expr.Compile with a configuration made
+// once per pack.
+func compileWith(cfg *conf.Config, src string) (*vm.Program, error) {
+	tree, err := checker.ParseCheck(src, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Optimize {
+		if err := optimizer.Optimize(&tree.Node, cfg); err != nil {
+			var fe *file.Error
+			if errors.As(err, &fe) {
+				return nil, fe.Bind(tree.Source)
+			}
+			return nil, err
+		}
+	}
+	return exprcompiler.Compile(tree, cfg)
 }
 
 // exprWithinLimits keeps compiling a pack's expressions bounded: past a

@@ -186,8 +186,7 @@ func LoadFS(fsys fs.FS) (*Pack, error) {
 		hashFile(clean, data)
 		a.Data = data
 		if a.MIME == "" {
-			// Without parameters: providers want "text/csv", not "; charset=...".
-			a.MIME, _, _ = mime.ParseMediaType(mime.TypeByExtension(path.Ext(clean)))
+			a.MIME = mimeType(path.Ext(clean))
 		}
 		if a.MIME == "" {
 			errs.add(a.Pos, "attachment %s: cannot tell the MIME type of %s; set mime", a.ID, a.File)
@@ -204,6 +203,27 @@ func LoadFS(fsys fs.FS) (*Pack, error) {
 	}
 	p.Hash = hex.EncodeToString(h.Sum(nil))
 	return p, nil
+}
+
+// attachmentTypes answers the extensions packs attach without asking the
+// mime package, whose first call reads the system's MIME database (a few
+// milliseconds of every process) and whose answer can differ from host to
+// host; a pack's attachments should go to the model as the same type
+// everywhere.
+var attachmentTypes = map[string]string{
+	".csv": "text/csv", ".pdf": "application/pdf", ".txt": "text/plain", ".md": "text/markdown",
+	".json": "application/json", ".html": "text/html", ".xml": "application/xml",
+	".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp",
+}
+
+// mimeType is the MIME type of a file extension, without parameters
+// (providers want "text/csv", not "; charset=..."), or "" when unknown.
+func mimeType(ext string) string {
+	if t, ok := attachmentTypes[strings.ToLower(ext)]; ok {
+		return t
+	}
+	t, _, _ := mime.ParseMediaType(mime.TypeByExtension(ext))
+	return t
 }
 
 // ScriptsDir is the pack folder that holds JavaScript files.

@@ -160,3 +160,18 @@ func BenchmarkBrainExchange(b *testing.B) {
 		exchange()
 	}
 }
+
+// BenchmarkLoadPack is what every command pays before it can run a pack:
+// read, decode, check and compile it, the scripts' load check included.
+func BenchmarkLoadPack(b *testing.B) {
+	for _, name := range []string{"dayone", "hotseat", "boardroom", "brain"} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := rules.Load(os.DirFS(name), "."); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -33,6 +34,9 @@ type command struct {
 	about    string // the paragraph -h prints above the flags
 	// min and max bound the number of operands; max -1 is any number.
 	min, max int
+	// serves marks a command that runs until stopped; every other one is
+	// a short process that holds a few megabytes at most.
+	serves bool
 	// flags declares the command's flags on fl and returns what runs it.
 	flags func(fl *flag.FlagSet) runFunc
 }
@@ -110,6 +114,14 @@ func main() {
 	defer stop()
 	c := &cli{stdout: os.Stdout, stderr: os.Stderr, tty: isTerminal(os.Stderr)}
 	c.color = isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	if len(os.Args) > 1 {
+		if cmd := lookupCommand(os.Args[1]); cmd != nil && !cmd.serves && os.Getenv("GOGC") == "" {
+			// A short command's heap starts at 4 MiB, so loading a pack ran
+			// the collector several times over for garbage it never needed
+			// to reclaim; a server keeps Go's default.
+			debug.SetGCPercent(400)
+		}
+	}
 	os.Exit(c.run(ctx, os.Args[1:]))
 }
 

@@ -29,7 +29,7 @@ func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 var serveCommand = &command{
-	name: "serve", operands: "", min: 0, max: 0,
+	name: "serve", operands: "", min: 0, max: 0, serves: true,
 	summary: "host live sessions (WebSocket, DayOne HTTP, metrics)",
 	about: `Hosts live sessions over WebSocket (/ws) and the DayOne HTTP contract
 (/sim/session/start, /sim/session/event), with a write-ahead log per session,
