@@ -81,7 +81,7 @@ func dryrunFlags(fl *flag.FlagSet) runFunc {
 
 		w := bufio.NewWriter(c.stdout)
 		defer w.Flush()
-		fo := dryrun.FormatOptions{Verbose: *verbose}
+		fo := dryrun.FormatOptions{Verbose: *verbose, Color: c.color}
 		text := dryrun.NewTextStream(w, fo)
 		started := false
 		opt.OnRecord = func(r *dryrun.Record) error {

@@ -19,6 +19,9 @@ import (
 type FormatOptions struct {
 	// Verbose adds adapter requests and routing decisions.
 	Verbose bool
+	// Color marks errors red and flags and guardrail actions yellow with
+	// ANSI codes, for a terminal.
+	Color bool
 }
 
 // quiet effects are bookkeeping a reader of the timeline rarely needs.
@@ -82,7 +85,16 @@ func (t *TextStream) print(r *Record) error {
 	if !t.opt.Verbose && (quiet(r.Type) || quietSequence(r)) {
 		return nil
 	}
-	_, err := io.WriteString(t.w, TextLine(r)+"\n")
+	line := TextLine(r)
+	if t.opt.Color {
+		switch {
+		case slices.Contains(ErrorTypes, r.Type):
+			line = "\033[31m" + line + "\033[0m"
+		case r.Type == engine.EffectFlag || r.Type == engine.EffectGuardrail:
+			line = "\033[33m" + line + "\033[0m"
+		}
+	}
+	_, err := io.WriteString(t.w, line+"\n")
 	return err
 }
 

@@ -55,3 +55,27 @@ func TestWriteSummary(t *testing.T) {
 		t.Fatalf("a session without session_end: %q", b.String())
 	}
 }
+
+// Colour is for terminals: errors red, flags and guardrail actions
+// yellow, everything else as it is; without Color no escape is written.
+func TestTextColor(t *testing.T) {
+	recs := []Record{
+		{Effect: engine.Effect{T: 1000, Type: engine.EffectAdapterError, Reason: "network"}},
+		{Effect: engine.Effect{T: 2000, Type: engine.EffectFlag, Rule: "leak"}},
+		{Effect: engine.Effect{T: 3000, Type: engine.EffectSessionEnd, Reason: "done"}},
+	}
+	var plain, color strings.Builder
+	if err := WriteText(&plain, recs, FormatOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteText(&color, recs, FormatOptions{Color: true}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plain.String(), "\033[") {
+		t.Errorf("escape codes without Color:\n%q", plain.String())
+	}
+	lines := strings.Split(strings.TrimSpace(color.String()), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "\033[31m") || !strings.HasPrefix(lines[1], "\033[33m") || strings.Contains(lines[2], "\033[") {
+		t.Errorf("colours:\n%q", color.String())
+	}
+}
