@@ -349,3 +349,10 @@ func TestReplayDonePointsAtWal(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, errs)
 	}
 }
+
+func TestHelpUnknownCommand(t *testing.T) {
+	code, out, errs := runCLI(t, "help", "dryon")
+	if code != 2 || out != "" || !strings.Contains(errs, `no command "dryon" (did you mean dryrun?)`) {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}

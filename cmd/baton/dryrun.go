@@ -34,14 +34,14 @@ the same bytes; how long the run took goes to stderr.`,
 }
 
 func dryrunFlags(fl *flag.FlagSet) runFunc {
-	eventsFile := fl.String("events", "", "candidate events, JSON lines in the DayOne §5.2 shape (default: the pack's built-in candidate; an empty file is a silent candidate; - reads stdin)")
+	eventsFile := fl.String("events", "", "candidate events: a `FILE` of JSON lines in the DayOne §5.2 shape (default: the pack's built-in candidate; an empty file is a silent candidate; - reads stdin)")
 	llmFile := fl.String("llm", "", llmHelp)
-	baseURL := fl.String("base-url", "", "with --llm VENDOR: the API base URL (a local or proxy endpoint)")
-	model := fl.String("model", "", "with --llm VENDOR: the model (default: the pack's llm.model, else the vendor's default)")
-	format := fl.String("format", "text", "output: text (mm:ss.s role kind text) or jsonl")
+	baseURL := fl.String("base-url", "", "with --llm VENDOR: the API base `URL` (a local or proxy endpoint)")
+	model := fl.String("model", "", "with --llm VENDOR: the model `NAME` (default: the pack's llm.model, else the vendor's default)")
+	format := fl.String("format", "text", "output `FORMAT`: text (mm:ss.s role kind text) or jsonl")
 	verbose := fl.Bool("v", false, "also show LLM requests, routing and defer decisions")
 	seed := fl.Uint64("seed", 0, "seed for Math.random in pack scripts")
-	record := fl.String("record", "", "also write the run as a session log in this folder (replay it offline with baton replay, e.g. after a run against the real model), and a pack's context files under FOLDER/archive/")
+	record := fl.String("record", "", "also write the run as a session log in folder `DIR` (replay it offline with baton replay, e.g. after a run against the real model), and a pack's context files under DIR/archive/")
 	step := fl.Duration("step", 0, "advance the clock in fixed steps (e.g. 100ms) instead of jumping to deadlines")
 	strict := fl.Bool("strict", false, "exit 1 when the run reports an adapter, job, script or engine error (in CI: a model that failed is a failed run)")
 	failFast := fl.Bool("fail-fast", true, "with a real model, stop when its first calls all fail to connect or are refused (--fail-fast=false plays on with fallback lines)")

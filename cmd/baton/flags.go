@@ -92,6 +92,9 @@ func printFlags(w io.Writer, fl *flag.FlagSet) {
 	width := 0
 	fl.VisitAll(func(f *flag.Flag) {
 		left := "--" + f.Name
+		if len(f.Name) == 1 {
+			left = "-" + f.Name
+		}
 		if b, ok := f.Value.(boolFlag); !ok || !b.IsBoolFlag() {
 			arg, _ := flag.UnquoteUsage(f)
 			if arg == "" {

@@ -139,12 +139,16 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	switch args[0] {
 	case "-h", "--help", "help":
 		if len(args) > 1 {
-			if cmd := lookupCommand(args[1]); cmd != nil {
-				fl := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
-				cmd.flags(fl)
-				commandHelp(c.stdout, cmd, fl)
-				return 0
+			cmd := lookupCommand(args[1])
+			if cmd == nil {
+				fmt.Fprintf(c.stderr, "baton help: no command %q%s\n\n", args[1], rules.DidYouMean(args[1], commandNames()))
+				usage(c.stderr)
+				return 2
 			}
+			fl := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
+			cmd.flags(fl)
+			commandHelp(c.stdout, cmd, fl)
+			return 0
 		}
 		usage(c.stdout)
 		return 0

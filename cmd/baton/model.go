@@ -11,7 +11,7 @@ import (
 )
 
 // llmHelp describes -llm for dryrun and serve alike.
-var llmHelp = "the model: \"live\" for the vendor each role names (provider:, default gemini; keys and base URLs from each SDK's variables: " +
+var llmHelp = "the `MODEL`: \"live\" for the vendor each role names (provider:, default gemini; keys and base URLs from each SDK's variables: " +
 	"GEMINI_API_KEY/GOOGLE_GEMINI_BASE_URL, OPENAI_API_KEY/OPENAI_BASE_URL, ANTHROPIC_API_KEY/ANTHROPIC_BASE_URL), " +
 	"a vendor (" + strings.Join(vendors.Names(), ", ") + ") for every call, or a file of scripted replies (YAML or JSON lines: per-call text, delay_ms, error, no_reply); default: the pack's scripted lines"
 
