@@ -11,7 +11,7 @@ import (
 
 // Version identifies the engine's behaviour; logs record it so a replay on
 // a different engine is reported rather than silently trusted.
-const Version = "baton-engine/4"
+const Version = "baton-engine/5"
 
 var (
 	// ErrEnded is returned for inputs after the session ended.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -245,10 +246,22 @@ func TestCompletion(t *testing.T) {
 		t.Fatalf("bash: exit %d\n%s", code, out)
 	}
 	if bash, err := exec.LookPath("bash"); err == nil {
-		cmd := exec.Command(bash, "-n")
-		cmd.Stdin = strings.NewReader(out)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("bash -n: %v\n%s", err, b)
+		script := filepath.Join(t.TempDir(), "baton.bash")
+		if err := os.WriteFile(script, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// What bash offers: flags for a dash, files for a flag's value.
+		for _, tt := range []struct{ words, want string }{
+			{"baton dryrun --fo", "--format"},
+			{"baton dry", "dryrun"},
+			{"baton dryrun dayone --events ../../examples/files/my", "../../examples/files/my-candidate.jsonl"},
+			{"baton test --up", "--update"},
+		} {
+			prog := fmt.Sprintf("source %s; COMP_WORDS=(%s); COMP_CWORD=%d; _baton; echo \"${COMPREPLY[*]}\"", script, tt.words, len(strings.Fields(tt.words))-1)
+			b, err := exec.Command(bash, "-c", prog).CombinedOutput()
+			if err != nil || strings.TrimSpace(string(b)) != tt.want {
+				t.Errorf("completing %q: %q (%v), want %q", tt.words, b, err, tt.want)
+			}
 		}
 	}
 	code, out, _ = runCLI(t, "completion", "zsh")

@@ -30,19 +30,25 @@ and bundled pack names and folders where a PACK goes. Load it with
 	},
 }
 
-// commandFlags lists each command's flags as --name, from the same table
-// that parses them.
-func commandFlags() map[string][]string {
-	out := map[string][]string{}
+// commandFlags lists each command's flags as help spells them, and
+// apart those that take a value, from the same table that parses them.
+func commandFlags() (all, valued map[string][]string) {
+	all, valued = map[string][]string{}, map[string][]string{}
 	for _, cmd := range commands {
 		fl := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 		cmd.flags(fl)
-		var names []string
-		fl.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
+		var names, withValue []string
+		fl.VisitAll(func(f *flag.Flag) {
+			names = append(names, flagName(f.Name))
+			if b, ok := f.Value.(boolFlag); !ok || !b.IsBoolFlag() {
+				withValue = append(withValue, flagName(f.Name))
+			}
+		})
 		sort.Strings(names)
-		out[cmd.name] = append(names, "--help")
+		all[cmd.name] = append(names, "--help")
+		valued[cmd.name] = withValue
 	}
-	return out
+	return all, valued
 }
 
 // takesPack says which commands' operands are packs, so completion offers
@@ -50,14 +56,18 @@ func commandFlags() map[string][]string {
 func takesPack(cmd *command) bool { return strings.Contains(cmd.operands, "PACK") }
 
 func writeBashCompletion(w io.Writer) error {
-	flags := commandFlags()
+	flags, valued := commandFlags()
 	var b strings.Builder
 	b.WriteString("# bash completion for baton (baton completion bash)\n_baton() {\n")
-	b.WriteString("  local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]}\n")
+	b.WriteString("  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd=${COMP_WORDS[1]}\n")
 	fmt.Fprintf(&b, "  if [ \"$COMP_CWORD\" -eq 1 ]; then COMPREPLY=($(compgen -W %q -- \"$cur\")); return; fi\n", strings.Join(commandNames(), " ")+" help --version")
 	b.WriteString("  case \"$cmd\" in\n")
 	for _, cmd := range commands {
 		fmt.Fprintf(&b, "    %s)\n", cmd.name)
+		if v := valued[cmd.name]; len(v) > 0 {
+			// A flag's value: a file or folder, whatever the flag.
+			fmt.Fprintf(&b, "      case \" %s \" in *\" $prev \"*) COMPREPLY=($(compgen -f -- \"$cur\")); return;; esac\n", strings.Join(v, " "))
+		}
 		fmt.Fprintf(&b, "      if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W %q -- \"$cur\")); return; fi\n", strings.Join(flags[cmd.name], " "))
 		switch {
 		case takesPack(cmd):
@@ -74,7 +84,7 @@ func writeBashCompletion(w io.Writer) error {
 }
 
 func writeZshCompletion(w io.Writer) error {
-	flags := commandFlags()
+	flags, valued := commandFlags()
 	var b strings.Builder
 	b.WriteString("#compdef baton\n# zsh completion for baton (baton completion zsh)\n_baton() {\n")
 	b.WriteString("  local -a cmds\n  cmds=(\n")
@@ -85,6 +95,9 @@ func writeZshCompletion(w io.Writer) error {
 	b.WriteString("  case $words[2] in\n")
 	for _, cmd := range commands {
 		fmt.Fprintf(&b, "    %s)\n", cmd.name)
+		if v := valued[cmd.name]; len(v) > 0 {
+			fmt.Fprintf(&b, "      case $words[CURRENT-1] in %s) _files; return;; esac\n", strings.Join(v, "|"))
+		}
 		fmt.Fprintf(&b, "      if [[ $words[CURRENT] == -* ]]; then compadd -- %s; return; fi\n", strings.Join(flags[cmd.name], " "))
 		switch {
 		case takesPack(cmd):

@@ -55,6 +55,9 @@ func dryrunFlags(fl *flag.FlagSet) runFunc {
 			return err
 		}
 		loaded := time.Since(loadStart)
+		if *step < 0 || step.Milliseconds() > p.Tick.MS {
+			return usageError("--step must be between 0 and the pack's tick (%dms), not %s", p.Tick.MS, *step)
+		}
 		opt := dryrun.Options{StepMS: step.Milliseconds(), Seed: *seed}
 		if opt.Events, err = loadEvents(p, *eventsFile); err != nil {
 			return err
@@ -132,7 +135,7 @@ func dryrunFlags(fl *flag.FlagSet) runFunc {
 		}
 		if *strict {
 			if n := countErrors(res.Records); n > 0 {
-				return fmt.Errorf("--strict: the run reported %d error(s) (see # errors above)", n)
+				return fmt.Errorf("--strict: the run reported %d error(s) (adapter, job, script or engine errors in the timeline)", n)
 			}
 		}
 		return nil

@@ -53,13 +53,13 @@ func parseArgs(fl *flag.FlagSet, args []string) ([]string, error) {
 			}
 		} else if !hasValue {
 			if i+1 == len(args) {
-				return nil, fmt.Errorf("flag --%s needs a value (%s)", name, firstSentence(f.Usage))
+				return nil, fmt.Errorf("flag %s needs a value (%s)", flagName(name), firstSentence(f))
 			}
 			i++
 			value = args[i]
 		}
 		if err := fl.Set(name, value); err != nil {
-			return nil, fmt.Errorf("invalid value %q for --%s: %w", value, name, err)
+			return nil, fmt.Errorf("invalid value %q for %s: %w", value, flagName(name), err)
 		}
 	}
 	return operands, nil
@@ -70,18 +70,29 @@ func unknownFlag(fl *flag.FlagSet, written, name string) error {
 	fl.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	msg := fmt.Sprintf("unknown flag %s", written)
 	if near, ok := rules.Nearest(name, names); ok {
-		msg += fmt.Sprintf(" (did you mean --%s?)", near)
+		msg += fmt.Sprintf(" (did you mean %s?)", flagName(near))
 	}
 	return errors.New(msg)
 }
 
-// firstSentence is a flag's usage up to its first period or parenthesis,
-// enough to remind what the missing value is.
-func firstSentence(usage string) string {
-	if i := strings.IndexAny(usage, ".(;"); i > 0 {
-		usage = usage[:i]
+// firstSentence is a flag's usage up to its first clause, enough to
+// remind what the missing value is.
+func firstSentence(f *flag.Flag) string {
+	_, usage := flag.UnquoteUsage(f)
+	for _, sep := range []string{". ", " (", "; ", ": "} {
+		if i := strings.Index(usage, sep); i > 0 {
+			usage = usage[:i]
+		}
 	}
 	return strings.TrimSpace(usage)
+}
+
+// flagName is a flag as help spells it: -v for one letter, --name else.
+func flagName(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // printFlags lists fl's flags the way authors type them, --name VALUE,
@@ -91,10 +102,7 @@ func printFlags(w io.Writer, fl *flag.FlagSet) {
 	var rows []row
 	width := 0
 	fl.VisitAll(func(f *flag.Flag) {
-		left := "--" + f.Name
-		if len(f.Name) == 1 {
-			left = "-" + f.Name
-		}
+		left := flagName(f.Name)
 		if b, ok := f.Value.(boolFlag); !ok || !b.IsBoolFlag() {
 			arg, _ := flag.UnquoteUsage(f)
 			if arg == "" {

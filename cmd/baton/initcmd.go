@@ -21,7 +21,11 @@ written; every section says what it does and where docs/packs.md explains it.`,
 		return func(_ context.Context, c *cli, args []string) error {
 			dir := args[0]
 			if *name == "" {
-				*name = filepath.Base(filepath.Clean(dir))
+				abs, err := filepath.Abs(dir)
+				if err != nil {
+					return err
+				}
+				*name = filepath.Base(abs)
 				if err := scaffold.CheckName(*name); err != nil {
 					return fmt.Errorf("%w; or keep the folder and pass --name", err)
 				}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/batonhq/baton/rules"
@@ -23,7 +22,7 @@ func realModel(ctx context.Context, name, baseURL, model string, p *rules.Pack) 
 	switch {
 	case name == "live":
 		if baseURL != "" || model != "" {
-			return nil, fmt.Errorf("-base-url and -model go with one vendor (-llm %s); with -llm live each role's vendor reads its own variables", strings.Join(vendors.Names(), "|"))
+			return nil, usageError("--base-url and --model go with one vendor (--llm %s); with --llm live each role's vendor reads its own variables", strings.Join(vendors.Names(), "|"))
 		}
 		if p != nil {
 			return vendors.ForPack(ctx, p, vendors.Config{})
@@ -32,7 +31,7 @@ func realModel(ctx context.Context, name, baseURL, model string, p *rules.Pack) 
 	case isVendor(name):
 		return vendors.One(ctx, name, vendors.Config{BaseURL: baseURL, Model: model})
 	case baseURL != "" || model != "":
-		return nil, fmt.Errorf("-base-url and -model go with -llm %s", strings.Join(vendors.Names(), "|"))
+		return nil, usageError("--base-url and --model go with --llm %s", strings.Join(vendors.Names(), "|"))
 	}
 	return nil, nil
 }

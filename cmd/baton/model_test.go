@@ -34,15 +34,16 @@ func TestDryrunVendorFlags(t *testing.T) {
 	clearVendorEnv(t)
 	for _, tt := range []struct {
 		args []string
+		code int
 		want string
 	}{
-		{[]string{"-llm", "live", "-model", "x"}, "-base-url and -model go with one vendor"},
-		{[]string{"-llm", "openai"}, "openai: no API key: set OPENAI_API_KEY"},
-		{[]string{"-llm", "anthropic", "-base-url", "localhost:9"}, `anthropic: base URL "localhost:9": want an http(s)`},
-		{[]string{"-model", "x"}, "-base-url and -model go with -llm gemini|openai|anthropic"},
+		{[]string{"-llm", "live", "-model", "x"}, 2, "--base-url and --model go with one vendor"},
+		{[]string{"-llm", "openai"}, 1, "openai: no API key: set OPENAI_API_KEY"},
+		{[]string{"-llm", "anthropic", "-base-url", "localhost:9"}, 1, `anthropic: base URL "localhost:9": want an http(s)`},
+		{[]string{"-model", "x"}, 2, "--base-url and --model go with --llm gemini|openai|anthropic"},
 	} {
 		code, _, errs := runCLI(t, append(append([]string{"dryrun"}, tt.args...), "dayone")...)
-		if code != 1 || !strings.Contains(errs, tt.want) {
+		if code != tt.code || !strings.Contains(errs, tt.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %q", tt.args, code, errs, tt.want)
 		}
 	}

@@ -94,12 +94,12 @@ func serve(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error 
 	if o.llmLatency != "pack" {
 		d, err := time.ParseDuration(o.llmLatency)
 		if err != nil || d < 0 {
-			return fmt.Errorf("-llm-latency must be a duration such as 300ms, or pack, not %q", o.llmLatency)
+			return usageError("--llm-latency must be a duration such as 300ms, or pack, not %q", o.llmLatency)
 		}
 		latency = d
 	}
 	if o.syncMode != "all" && o.syncMode != "external" {
-		return fmt.Errorf("-sync must be all or external, not %q", o.syncMode)
+		return usageError("--sync must be all or external, not %q", o.syncMode)
 	}
 	if o.token == "" {
 		o.token = os.Getenv("BATON_TOKEN")
@@ -118,7 +118,7 @@ func serve(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error 
 	case "json":
 		h = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
 	default:
-		return fmt.Errorf("-log must be text or json, not %q", o.logFormat)
+		return usageError("--log must be text or json, not %q", o.logFormat)
 	}
 	logger := slog.New(h)
 	var replies []dryrun.Reply
@@ -137,10 +137,10 @@ func serve(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error 
 		}
 	}
 	if min(o.readTimeout, o.writeTimeout, o.idleTimeout) < 0 {
-		return errors.New("-read-timeout, -write-timeout and -idle-timeout must not be negative (0 turns a timeout off)")
+		return usageError("--read-timeout, --write-timeout and --idle-timeout must not be negative (0 turns a timeout off)")
 	}
 	if o.maxConns < 0 || o.maxConnsPerIP < 0 {
-		return errors.New("-max-conns and -max-conns-per-ip must not be negative (0 turns the cap off)")
+		return usageError("--max-conns and --max-conns-per-ip must not be negative (0 turns the cap off)")
 	}
 	cfg := service.Config{
 		DataDir: o.data, Token: o.token, Dev: o.dev, Origins: o.origins, Packs: scenarios.FS, PackRoots: o.packRoots,
