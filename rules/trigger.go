@@ -191,10 +191,27 @@ func (t *TriggerSpec) decodeNode(d *decoder, n *yaml.Node) {
 		d.errorf(n, "trigger: names a candidate event type or one of %s", strings.Join(EngineTriggerNames(), ", "))
 		return
 	}
+	if n.Tag == "!!bool" || n.Tag == "!!null" || (n.Style == 0 && yaml11Bool(n.Value)) {
+		// Read by YAML 1.1 tools (and by this loader, for !!bool) as a
+		// boolean, not the event type it looks like.
+		d.errorf(n, "trigger: %s is a boolean to YAML tools, not an event type; quote it (\"%s\") or choose another name", n.Value, n.Value)
+		return
+	}
 	tr, err := ParseTrigger(n.Value)
 	if err != nil {
 		d.errorf(n, "trigger: %v", err)
 		return
 	}
 	t.Trigger = tr
+}
+
+// yaml11Bool reports the plain words YAML 1.1 reads as booleans, which
+// YAML 1.2 (this loader) reads as text: PyYAML, most JavaScript YAML
+// libraries and the editors built on them would see a different pack.
+func yaml11Bool(v string) bool {
+	switch strings.ToLower(v) {
+	case "y", "yes", "n", "no", "on", "off", "true", "false":
+		return true
+	}
+	return false
 }
