@@ -369,3 +369,25 @@ func TestHelpUnknownCommand(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
+
+// A report for CI lists every pack asked for, a pack that does not open
+// as a failure; a --run that matches nothing is not a pass; a broken case
+// is never filtered out.
+func TestTestReportsFailures(t *testing.T) {
+	code, out, _ := runCLI(t, "test", "dayone", "nope", "--format", "junit")
+	if code != 1 || !strings.Contains(out, `<testsuite name="dayone"`) || !strings.Contains(out, "<failure") || !strings.Contains(out, "nope") {
+		t.Errorf("junit with a missing pack: exit %d\n%s", code, out)
+	}
+	if code, _, errs := runCLI(t, "test", "dayone", "--run", "^no such test$"); code != 1 || !strings.Contains(errs, "no test matches --run") {
+		t.Errorf("--run matching nothing: exit %d, %q", code, errs)
+	}
+	dir := copyPack(t, "dayone")
+	bad := "name: checkout flow\nevents:\n  - {event_type: candidate_mesage, ts_sec: 1, data: {text: hi}}\n"
+	if err := os.WriteFile(filepath.Join(dir, "tests", "bad.yaml"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = runCLI(t, "test", dir, "--run", "checkout")
+	if code != 1 || !strings.Contains(out, "FAIL") || !strings.Contains(out, filepath.Join(dir, "tests", "bad.yaml")+":3:") {
+		t.Errorf("a broken case under --run: exit %d\n%s", code, out)
+	}
+}

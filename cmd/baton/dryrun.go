@@ -213,6 +213,8 @@ func eventsName(p *rules.Pack, file string) string {
 		return "stdin"
 	case file != "":
 		return file
+	case p.Dir != "":
+		return filepath.Join(p.Dir, p.DryRun.Candidate)
 	}
 	return p.DryRun.Candidate
 }

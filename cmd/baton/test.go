@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/packtest"
 )
 
@@ -40,20 +41,11 @@ func testFlags(fl *flag.FlagSet) runFunc {
 		var suites []packtest.Suite
 		text := *format == "text"
 		for _, ref := range args {
-			p, err := packRefs.Open(ref)
-			if err != nil {
-				return err
+			results, name := testPack(ref, opts, *update)
+			if text && len(results) == 1 && results[0].File == "" && results[0].Err != nil {
+				return results[0].Err // the pack itself: nothing ran
 			}
-			if *update && p.Dir == "" {
-				return fmt.Errorf("--update: %s is the bundled copy, which has no folder to rewrite; name the pack's folder (./%s or a path)", ref, ref)
-			}
-			o := opts
-			o.WriteDir = p.Dir
-			results, err := packtest.Run(p, o)
-			if err != nil {
-				return err
-			}
-			suites = append(suites, packtest.Suite{Name: p.Name, Results: results})
+			suites = append(suites, packtest.Suite{Name: name, Results: results})
 			for _, r := range results {
 				switch {
 				case !text:
@@ -64,13 +56,13 @@ func testFlags(fl *flag.FlagSet) runFunc {
 					}
 				case r.Err != nil:
 					failed++
-					fmt.Fprintf(c.stdout, "%s %s/%s\n%v\n", c.paint(red, "FAIL"), p.Name, r.Name, r.Err)
+					fmt.Fprintf(c.stdout, "%s %s/%s\n%v\n", c.paint(red, "FAIL"), name, r.Name, r.Err)
 				case r.Updated:
 					passed++
-					fmt.Fprintf(c.stdout, "%s   %s/%s (golden updated)\n", c.paint(green, "ok"), p.Name, r.Name)
+					fmt.Fprintf(c.stdout, "%s   %s/%s (golden updated)\n", c.paint(green, "ok"), name, r.Name)
 				default:
 					passed++
-					fmt.Fprintf(c.stdout, "%s   %s/%s\n", c.paint(green, "ok"), p.Name, r.Name)
+					fmt.Fprintf(c.stdout, "%s   %s/%s\n", c.paint(green, "ok"), name, r.Name)
 				}
 			}
 		}
@@ -85,9 +77,45 @@ func testFlags(fl *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		if failed > 0 {
+		switch {
+		case failed > 0:
 			return fmt.Errorf("%d test(s) failed", failed)
+		case passed == 0 && opts.Run != nil:
+			return fmt.Errorf("no test matches --run %s", opts.Run)
 		}
 		return nil
 	}
+}
+
+// testPack runs one pack's tests. A pack that does not open, or whose
+// tests cannot run, is one failed result, so a report for CI still lists
+// every pack asked for.
+func testPack(ref string, opts packtest.Options, update bool) ([]packtest.Result, string) {
+	fail := func(err error) []packtest.Result { return []packtest.Result{{Name: "(pack)", Err: err}} }
+	p, err := packRefs.Open(ref)
+	if err != nil {
+		return fail(err), ref
+	}
+	if update && p.Dir == "" {
+		return fail(fmt.Errorf("--update: %s is the bundled copy, which has no folder to rewrite; name the pack's folder", ref)), p.Name
+	}
+	opts.WriteDir = p.Dir
+	results, err := packtest.Run(p, opts)
+	if err != nil {
+		return fail(err), p.Name
+	}
+	for i := range results {
+		// Name files as the reader finds them, from the working directory.
+		results[i].Err = inPack(p, results[i].Err)
+	}
+	return results, p.Name
+}
+
+// inPack names the files of a pack's errors from the working directory.
+func inPack(p *rules.Pack, err error) error {
+	el, ok := err.(rules.ErrorList)
+	if !ok || p.Dir == "" {
+		return err
+	}
+	return packFiles(p, el)
 }

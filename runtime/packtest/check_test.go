@@ -119,9 +119,27 @@ func addCandidate(fsys fstest.MapFS, name string) {
 }
 
 // Options.Run keeps the cases whose name or file name matches, in file
-// order, whether they load or not; the others are not in the results.
+// order; the others are not in the results, except cases that do not
+// read, which are always there: their name may be what is wrong, and a
+// filter must not make a broken case pass.
 func TestRunSelects(t *testing.T) {
 	p := load(t, pack)
+	unread, err := packtest.Run(p, packtest.Options{Run: regexp.MustCompile("nothing matches this")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := map[string]bool{}
+	for _, r := range unread {
+		if r.Err == nil {
+			t.Errorf("%s ran though --run matched nothing", r.File)
+		}
+		broken[r.File] = true
+	}
+	for _, f := range []string{"tests/fail_syntax.yaml", "tests/fail_unknown_keys.yaml", "tests/fail_unknown_event.yaml"} {
+		if !broken[f] {
+			t.Errorf("%s, which does not read, was left out", f)
+		}
+	}
 	cases := []struct {
 		re   string
 		want []string
@@ -140,11 +158,26 @@ func TestRunSelects(t *testing.T) {
 			}
 			var got []string
 			for _, r := range results {
-				got = append(got, r.File)
+				if !broken[r.File] || slices.Contains(c.want, r.File) {
+					got = append(got, r.File)
+				}
+			}
+			if len(results)-len(got) != len(broken)-countIn(broken, c.want) {
+				t.Errorf("with %q, %d results for %d matches and %d unreadable cases", c.re, len(results), len(c.want), len(broken))
 			}
 			if !slices.Equal(got, c.want) {
 				t.Fatalf("ran %v, want %v", got, c.want)
 			}
 		})
 	}
+}
+
+func countIn(set map[string]bool, list []string) int {
+	n := 0
+	for _, f := range list {
+		if set[f] {
+			n++
+		}
+	}
+	return n
 }
