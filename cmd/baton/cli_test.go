@@ -391,3 +391,28 @@ func TestTestReportsFailures(t *testing.T) {
 		t.Errorf("a broken case under --run: exit %d\n%s", code, out)
 	}
 }
+
+// A log recorded with the binary's copy of a pack replays in a checkout
+// whose scenarios/ folder holds an edited copy of the same name.
+func TestReplayBundledInCheckout(t *testing.T) {
+	runs := t.TempDir()
+	if code, _, errs := runCLI(t, "dryrun", "--record", runs, "dayone"); code != 0 {
+		t.Fatalf("record: exit %d: %s", code, errs)
+	}
+	root := t.TempDir()
+	dst := filepath.Join(root, "scenarios", "dayone")
+	copyDir(t, "../../scenarios/dayone", dst)
+	pack := filepath.Join(dst, "pack.yaml")
+	b, err := os.ReadFile(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pack, []byte(strings.Replace(string(b), "SILENCE_TIMEOUT: 12s", "SILENCE_TIMEOUT: 20s", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(root)
+	code, out, errs := runCLI(t, "replay", runs)
+	if code != 0 || !strings.Contains(out, "replayed with the bundled copy") || !strings.Contains(out, "0 differ") {
+		t.Errorf("exit %d\n%s\n%s", code, out, errs)
+	}
+}

@@ -59,6 +59,15 @@ func replayLog(stdout io.Writer, logFile, packDir string, verbose bool, format, 
 		return packRefs.Open(ref)
 	}
 	res, err := replay.File(logFile, open)
+	if errors.Is(err, replay.ErrPackChanged) && packDir == "" {
+		// In a checkout a bundled name opens the edited folder; a log
+		// recorded with the binary's copy replays with that copy.
+		bundled, berr := replay.File(logFile, func(ref string) (*rules.Pack, error) { return packRefs.OpenBundled(ref) })
+		if berr == nil {
+			fmt.Fprintln(stdout, "# replayed with the bundled copy of the pack, which the log was written with (not the folder under scenarios/)")
+			res, err = bundled, nil
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -139,6 +139,19 @@ func (r *Resolver) inWorkspace(name string) bool {
 	return err == nil && !st.IsDir()
 }
 
+// OpenBundled loads the bundled pack name, whatever the workspace holds:
+// a log recorded with the binary's copy replays with that copy.
+func (r *Resolver) OpenBundled(name string) (*rules.Pack, error) {
+	if !r.IsBundled(name) {
+		return nil, fmt.Errorf("%s: no bundled pack of that name (bundled: %s)", name, strings.Join(r.Names(), ", "))
+	}
+	p, err := rules.Load(r.Bundled, name)
+	if p != nil {
+		p.Dir = ""
+	}
+	return p, prefix(name, err)
+}
+
 // BundledHash is the content hash of the bundled pack name, or "" when
 // there is none (or it does not load), so a command can say that the
 // folder it ran differs from the copy in the binary.

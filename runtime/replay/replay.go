@@ -63,6 +63,10 @@ type Result struct {
 // a session the log says ended ended.
 func (r *Result) OK() bool { return len(r.Diffs) == 0 && (!r.Session.Ended || r.Ended) }
 
+// ErrPackChanged marks a log written with other pack contents than the
+// pack open returned.
+var ErrPackChanged = wal.ErrPackChanged
+
 // File replays the log at path (ID.wal or ID.done) with the pack that open
 // returns for the log's pack reference. A log written by another engine
 // version or with other pack contents is refused, not replayed.

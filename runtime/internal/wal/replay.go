@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"strings"
@@ -9,22 +10,38 @@ import (
 	"github.com/batonhq/baton/rules"
 )
 
+// ErrPackChanged marks a log written with other pack contents than the
+// pack given to replay it.
+var ErrPackChanged = errors.New("the pack changed")
+
 // CheckHeader reports whether a log can be replayed on this engine with p:
 // a different engine version or pack content would make the replay mean
 // something else, so both are refused rather than trusted.
 func CheckHeader(h *Header, p *rules.Pack) error {
 	var probs []string
+	var changed error
 	if h.Engine != engine.Version {
 		probs = append(probs, fmt.Sprintf("log written by engine %q, this is %q", h.Engine, engine.Version))
 	}
 	if h.PackHash != p.Hash {
 		probs = append(probs, fmt.Sprintf("pack %s has hash %.12s, log was written with %.12s", p.Name, p.Hash, h.PackHash))
+		changed = ErrPackChanged
 	}
 	if len(probs) > 0 {
-		return fmt.Errorf("cannot replay session %s: %s", h.SessionID, strings.Join(probs, "; "))
+		return &headerError{msg: fmt.Sprintf("cannot replay session %s: %s", h.SessionID, strings.Join(probs, "; ")), changed: changed != nil}
 	}
 	return nil
 }
+
+// headerError is a log CheckHeader refuses; errors.Is tells a changed
+// pack (which another copy of the pack may replay) from the rest.
+type headerError struct {
+	msg     string
+	changed bool
+}
+
+func (e *headerError) Error() string        { return e.msg }
+func (e *headerError) Is(target error) bool { return e.changed && target == ErrPackChanged }
 
 // Mismatch is one input whose replayed effects differ from the recorded
 // digests: a nondeterminism, never to be silently accepted.
