@@ -164,7 +164,7 @@ func LoadFS(fsys fs.FS) (*Pack, error) {
 
 	if p.DryRun.Candidate != "" {
 		if data, err := readFile(fsys, p.DryRun.Candidate, MaxFileSize); err != nil {
-			errs.add(Pos{File: PackFile}, "dryrun.candidate: %v", err)
+			errs.add(p.DryRun.Pos, "dryrun.candidate %q: %v", p.DryRun.Candidate, fileErr(fsys, p.DryRun.Candidate, err))
 		} else {
 			hashFile(p.DryRun.Candidate, data)
 		}
@@ -460,6 +460,28 @@ func includeErr(fsys fs.FS, name string, err error) error {
 		for _, f := range m {
 			if f != PackFile && !slices.Contains(files, f) {
 				files = append(files, f)
+			}
+		}
+	}
+	return fmt.Errorf("there is no such file in the pack folder%s", DidYouMean(name, files))
+}
+
+// fileErr says why a file the pack names could not be read: for one that
+// is not there, the file nearest to the name in the same folder, and never
+// the file system call that failed.
+func fileErr(fsys fs.FS, name string, err error) error {
+	if !errors.Is(err, fs.ErrNotExist) {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return pe.Err
+		}
+		return err
+	}
+	var files []string
+	if ents, err := fs.ReadDir(fsys, path.Dir(name)); err == nil {
+		for _, e := range ents {
+			if !e.IsDir() {
+				files = append(files, path.Join(path.Dir(name), e.Name()))
 			}
 		}
 	}

@@ -477,6 +477,7 @@ type EndRule struct {
 
 // DryRun holds what a dry run needs that a live session does not.
 type DryRun struct {
+	Pos
 	// Candidate is an events file (JSON lines) played when none is given.
 	Candidate string `yaml:"candidate"`
 	// LLMLatency is the scripted LLM's delay per call.
