@@ -27,6 +27,9 @@ const (
 	KindUnknown    Kind = "unknown"
 )
 
+// Kinds lists every error kind, for checks of what a script may name.
+var Kinds = []Kind{KindTimeout, KindRateLimit, KindServer, KindBadRequest, KindNetwork, KindCanceled, KindUnknown}
+
 // Error is a classified adapter failure.
 type Error struct {
 	Kind    Kind

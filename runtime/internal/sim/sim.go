@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -90,30 +91,75 @@ const maxProblems = 100
 // a rules.ErrorList at name:line:col, a misspelt key with the nearest
 // known one. A script with no replies is none.
 func ReadRepliesFile(name string, data []byte) ([]Reply, error) {
+	out, lines, err := readRepliesFile(name, data)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkReplies(name, out, lines); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// checkReplies refuses values no request could ever meet: an error kind
+// the adapters never report, a negative delay or call number. A reply
+// that can never match would otherwise leave its test passing for the
+// wrong reason.
+// lines, for a JSON-lines script, holds each reply's line.
+func checkReplies(name string, replies []Reply, lines []int) error {
+	kinds := make([]string, len(llm.Kinds))
+	for i, k := range llm.Kinds {
+		kinds[i] = string(k)
+	}
+	var errs rules.ErrorList
+	for i := range replies {
+		r := &replies[i]
+		pos, where := rules.Pos{File: name}, fmt.Sprintf("reply %d: ", i+1)
+		if i < len(lines) {
+			pos.Line, pos.Col, where = lines[i], 1, ""
+		}
+		add := func(format string, args ...any) {
+			errs = append(errs, &rules.Error{Pos: pos, Msg: where + fmt.Sprintf(format, args...)})
+		}
+		if r.Error != "" && !slices.Contains(kinds, r.Error) {
+			add("error %q is not a kind of failure%s (kinds: %s)", r.Error, rules.DidYouMean(r.Error, kinds), strings.Join(kinds, ", "))
+		}
+		if r.DelayMS != nil && *r.DelayMS < 0 {
+			add("delay_ms %d is negative", *r.DelayMS)
+		}
+		if r.Call < 0 {
+			add("call %d: calls are counted from 1", r.Call)
+		}
+	}
+	return errs.Err()
+}
+
+func readRepliesFile(name string, data []byte) ([]Reply, []int, error) {
 	if len(data) > MaxReplies {
-		return nil, fmt.Errorf("%s: LLM script larger than %d bytes", name, MaxReplies)
+		return nil, nil, fmt.Errorf("%s: LLM script larger than %d bytes", name, MaxReplies)
 	}
 	trim := bytes.TrimSpace(data)
 	if len(trim) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var out []Reply
 	if trim[0] != '{' {
 		if trim[0] == '[' {
 			if err := decodeJSONList(data, &out); err == nil {
-				return out, nil
+				return out, nil, nil
 			} else if json.Valid(data) && yamlCannotRead(name, data) {
 				// JSON with an escape YAML lacks: JSON's own error, placed.
-				return nil, offsetError(name, data, err)
+				return nil, nil, offsetError(name, data, err)
 			}
 			out = nil
 		}
 		if err := rules.DecodeFile(name, data, &out); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return out, nil
+		return out, nil, nil
 	}
 	var errs rules.ErrorList
+	var lines []int
 	for i, line := range bytes.Split(data, []byte("\n")) {
 		line = bytes.TrimRight(line, "\r")
 		if len(bytes.TrimSpace(line)) == 0 {
@@ -123,7 +169,7 @@ func ReadRepliesFile(name string, data []byte) ([]Reply, error) {
 		if err := events.DecodeLine(name, i+1, line, &rep); err != nil {
 			var el rules.ErrorList
 			if !errors.As(err, &el) {
-				return nil, err
+				return nil, nil, err
 			}
 			errs = append(errs, el...)
 			if len(errs) > maxProblems {
@@ -134,12 +180,13 @@ func ReadRepliesFile(name string, data []byte) ([]Reply, error) {
 			}
 			continue
 		}
+		lines = append(lines, i+1)
 		out = append(out, rep)
 	}
 	if err := errs.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	return out, lines, nil
 }
 
 // decodeJSONList decodes a script written as a JSON list as any JSON
