@@ -47,6 +47,9 @@ func checkOne(c *cli, ref string, strict bool) bool {
 		fmt.Fprintln(c.stdout, err)
 		return false
 	}
+	for _, w := range p.Warnings {
+		fmt.Fprintf(c.stdout, "%s %s\n", c.paint(yellow, "warning:"), packFiles(p, rules.ErrorList{w}))
+	}
 	if err := packtest.Check(p); err != nil {
 		var el rules.ErrorList
 		if errors.As(err, &el) {
@@ -55,9 +58,6 @@ func checkOne(c *cli, ref string, strict bool) bool {
 			fmt.Fprintf(c.stdout, "pack %s: %v\n", ref, err)
 		}
 		return false
-	}
-	for _, w := range p.Warnings {
-		fmt.Fprintf(c.stdout, "%s %s\n", c.paint(yellow, "warning:"), packFiles(p, rules.ErrorList{w}))
 	}
 	if strict && len(p.Warnings) > 0 {
 		fmt.Fprintf(c.stdout, "%s: %d warning(s), failed under --strict\n", ref, len(p.Warnings))
@@ -98,4 +98,12 @@ func countTests(p *rules.Pack) int {
 		}
 	}
 	return n
+}
+
+// printWarnings shows a pack's warnings on stderr, for the commands that
+// run a pack: a misspelt trigger should not be silent there either.
+func printWarnings(c *cli, p *rules.Pack) {
+	for _, w := range p.Warnings {
+		fmt.Fprintf(c.stderr, "%s %s\n", c.paint(yellow, "warning:"), packFiles(p, rules.ErrorList{w}))
+	}
 }

@@ -55,6 +55,7 @@ func dryrunFlags(fl *flag.FlagSet) runFunc {
 			return err
 		}
 		loaded := time.Since(loadStart)
+		printWarnings(c, p)
 		if *step < 0 || step.Milliseconds() > p.Tick.MS {
 			return usageError("--step must be between 0 and the pack's tick (%dms), not %s", p.Tick.MS, *step)
 		}
@@ -109,6 +110,7 @@ func dryrunFlags(fl *flag.FlagSet) runFunc {
 		res, err := dryrun.RunContext(ctx, p, opt)
 		if err != nil {
 			if started {
+				text.Close() // a record held for the next one, which never came
 				w.Flush()
 			}
 			return err
@@ -171,7 +173,7 @@ func packSource(p *rules.Pack) string {
 		src = p.Dir
 	}
 	s := fmt.Sprintf("%s, %.8s", src, p.Hash)
-	if p.Dir != "" {
+	if p.Dir != "" && filepath.Clean(p.Dir) == filepath.Join(packRefs.Workspace, p.Name) {
 		if b := packRefs.BundledHash(p.Name); b != "" && b != p.Hash {
 			s += fmt.Sprintf("; the bundled copy is %.8s", b)
 		}

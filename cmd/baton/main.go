@@ -17,6 +17,7 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/packs"
 	"github.com/batonhq/baton/scenarios"
+	"golang.org/x/term"
 )
 
 // packRefs resolves every PACK argument (docs: runtime/packs). From a
@@ -113,7 +114,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	c := &cli{stdout: os.Stdout, stderr: os.Stderr, tty: isTerminal(os.Stderr)}
-	c.color = isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	c.color = isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == ""
 	if len(os.Args) > 1 {
 		if cmd := lookupCommand(os.Args[1]); cmd != nil && !cmd.serves && os.Getenv("GOGC") == "" {
 			// A short command's heap starts at 4 MiB, so loading a pack ran
@@ -209,9 +210,9 @@ func usageError(format string, args ...any) error {
 	return fmt.Errorf(format+": %w", append(args, errUsage)...)
 }
 
-// isTerminal reports whether f is a character device: a terminal, not a
-// pipe or a file.
+// isTerminal reports whether f is a terminal: not a pipe, a file, or a
+// character device such as /dev/null; a dumb terminal draws no progress
+// and no colour.
 func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb"
 }

@@ -41,7 +41,7 @@ func testFlags(fl *flag.FlagSet) runFunc {
 		var suites []packtest.Suite
 		text := *format == "text"
 		for _, ref := range args {
-			results, name := testPack(ref, opts, *update)
+			results, name := testPack(c, ref, opts, *update)
 			if text && len(results) == 1 && results[0].File == "" && results[0].Err != nil {
 				return results[0].Err // the pack itself: nothing ran
 			}
@@ -90,7 +90,7 @@ func testFlags(fl *flag.FlagSet) runFunc {
 // testPack runs one pack's tests. A pack that does not open, or whose
 // tests cannot run, is one failed result, so a report for CI still lists
 // every pack asked for.
-func testPack(ref string, opts packtest.Options, update bool) ([]packtest.Result, string) {
+func testPack(c *cli, ref string, opts packtest.Options, update bool) ([]packtest.Result, string) {
 	fail := func(err error) []packtest.Result { return []packtest.Result{{Name: "(pack)", Err: err}} }
 	p, err := packRefs.Open(ref)
 	if err != nil {
@@ -99,6 +99,7 @@ func testPack(ref string, opts packtest.Options, update bool) ([]packtest.Result
 	if update && p.Dir == "" {
 		return fail(fmt.Errorf("--update: %s is the bundled copy, which has no folder to rewrite; name the pack's folder", ref)), p.Name
 	}
+	printWarnings(c, p)
 	opts.WriteDir = p.Dir
 	results, err := packtest.Run(p, opts)
 	if err != nil {
