@@ -93,7 +93,8 @@ func usage(w io.Writer) {
 PACK is a bundled pack (%s) or a folder holding pack.yaml.
 A path (with a slash, or . or ..) is always that folder. A bare name is the
 bundled pack, except that from a checkout holding scenarios/NAME/pack.yaml it
-is that folder, the copy being edited; the header says which was run.
+is that folder, the copy being edited; the header says which was run. Any
+other bare name is a folder in the working directory.
 
 Flags go before or after operands, as -name or --name.
 Run "baton COMMAND -h" for a command's flags, "baton --version" for versions.
