@@ -243,13 +243,15 @@ type CandidateEvent struct {
 	RunID string `json:"run_id,omitempty"`
 }
 
-// Candidate event types the engine gives built-in meaning to.
+// Candidate event types the engine gives built-in meaning to; the names
+// are defined once, in rules (rules/events.go), which the loader checks
+// packs against.
 const (
-	EventMessage       = "candidate_message"
-	EventMicState      = "mic_state_changed"
-	EventSpeechEnd     = "speech_end"
-	EventTypingState   = "typing_state_changed"
-	EventCodeSubmitted = "code_submitted"
+	EventMessage       = rules.EventMessage
+	EventMicState      = rules.EventMicState
+	EventSpeechEnd     = rules.EventSpeechEnd
+	EventTypingState   = rules.EventTypingState
+	EventCodeSubmitted = rules.EventCodeSubmitted
 )
 
 // SpeechDone reports the end of playback of the agent message with ID.

@@ -195,14 +195,21 @@ func scalar(n *yaml.Node) string {
 	return strings.ReplaceAll(n.Value, "_", "")
 }
 
+// The words scalarBool reads as true and false (the schema lists them
+// too).
+var (
+	trueWords  = []string{"true", "True", "TRUE", "yes", "on"}
+	falseWords = []string{"false", "False", "FALSE", "no", "off"}
+)
+
 func scalarBool(n *yaml.Node) (bool, bool) {
 	if n.Kind != yaml.ScalarNode {
 		return false, false
 	}
-	switch n.Value {
-	case "true", "True", "TRUE", "yes", "on":
+	switch {
+	case slices.Contains(trueWords, n.Value):
 		return true, true
-	case "false", "False", "FALSE", "no", "off":
+	case slices.Contains(falseWords, n.Value):
 		return false, true
 	}
 	return false, false

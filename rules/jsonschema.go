@@ -186,12 +186,6 @@ var fencePattern = func() string {
 	return `^(?:` + edge + `(?:[^=\n]*` + edge + `)?)?$`
 }()
 
-// The words scalarBool reads as true and false.
-var (
-	trueWords  = []string{"true", "True", "TRUE", "yes", "on"}
-	falseWords = []string{"false", "False", "FALSE", "no", "off"}
-)
-
 // textTypes are the JSON types of a YAML scalar, which the loader reads
 // as its text.
 var textTypes = []string{"string", "number", "boolean"}

@@ -125,14 +125,7 @@ func TestWorkspaceFolderWins(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "# dayone ("+filepath.Join("scenarios", "dayone")+", ") || strings.Contains(firstLine(out), "bundled copy") {
 		t.Fatalf("in a checkout: exit %d, header %q, stderr %s", code, firstLine(out), errs)
 	}
-	pack := filepath.Join(dst, "pack.yaml")
-	b, err := os.ReadFile(pack)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(pack, []byte(strings.Replace(string(b), "SILENCE_TIMEOUT: 12s", "SILENCE_TIMEOUT: 20s", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	editFile(t, filepath.Join(dst, "pack.yaml"), "SILENCE_TIMEOUT: 12s", "SILENCE_TIMEOUT: 20s")
 	_, out, _ = runCLI(t, "dryrun", "dayone")
 	if !strings.Contains(firstLine(out), "; the bundled copy is ") {
 		t.Errorf("an edited folder does not say it differs from the bundled copy: %q", firstLine(out))
@@ -402,17 +395,25 @@ func TestReplayBundledInCheckout(t *testing.T) {
 	root := t.TempDir()
 	dst := filepath.Join(root, "scenarios", "dayone")
 	copyDir(t, "../../scenarios/dayone", dst)
-	pack := filepath.Join(dst, "pack.yaml")
-	b, err := os.ReadFile(pack)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(pack, []byte(strings.Replace(string(b), "SILENCE_TIMEOUT: 12s", "SILENCE_TIMEOUT: 20s", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	editFile(t, filepath.Join(dst, "pack.yaml"), "SILENCE_TIMEOUT: 12s", "SILENCE_TIMEOUT: 20s")
 	t.Chdir(root)
 	code, out, errs := runCLI(t, "replay", runs)
 	if code != 0 || !strings.Contains(out, "replayed with the bundled copy") || !strings.Contains(out, "0 differ") {
 		t.Errorf("exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// editFile replaces old with new in the file at name, which must hold it.
+func editFile(t *testing.T, name, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), old) {
+		t.Fatalf("%s does not hold %q", name, old)
+	}
+	if err := os.WriteFile(name, []byte(strings.Replace(string(b), old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
