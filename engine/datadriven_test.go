@@ -51,9 +51,11 @@ import (
 //	      llm-json ID {JSON}        any llm_result, in its JSON shape
 //	      speech_done ID [interrupted]
 //	      tool ID NAME [ARGS-JSON]  tool_call from a live session
+//	      client-result ID JSON     client_tool_result (client-error: is_error)
 //	      end [REASON]
 //	      prepare                   the prepare input, before the clock starts
-//	    ID may be $llm or $msg: the newest llm_request or agent_message id.
+//	    ID may be $llm, $msg or $call: the newest llm_request,
+//	    agent_message or client_tool_call id.
 //	    TEXT may be a Go-quoted string, to show blanks.
 //	state
 //	    The session clock, its next deadline and whether it ended.
@@ -88,8 +90,10 @@ type transcript struct {
 	out     []engine.Effect
 	lastLLM string
 	lastMsg string
-	events  []events.Timed
-	replies []dryrun.Reply
+	// lastCall is the newest client_tool_call's id.
+	lastCall string
+	events   []events.Timed
+	replies  []dryrun.Reply
 }
 
 func (tr *transcript) do(t *testing.T, d *datadriven.TestData) string {
@@ -184,7 +188,7 @@ func (tr *transcript) options(t *testing.T, d *datadriven.TestData) engine.Optio
 func (tr *transcript) newSession(t *testing.T, d *datadriven.TestData) {
 	tr.s = engine.New(tr.pack, tr.options(t, d))
 	tr.out = tr.out[:0]
-	tr.lastLLM, tr.lastMsg = "", ""
+	tr.lastLLM, tr.lastMsg, tr.lastCall = "", "", ""
 }
 
 func (tr *transcript) state() string {
@@ -217,6 +221,8 @@ func (tr *transcript) step(t *testing.T, d *datadriven.TestData) string {
 					tr.lastLLM = e.ID
 				case engine.EffectAgentMessage:
 					tr.lastMsg = e.ID
+				case engine.EffectClientToolCall:
+					tr.lastCall = e.ID
 				}
 				writeEffect(&b, e, verbose)
 			}
@@ -350,6 +356,10 @@ func (tr *transcript) parseOne(ms int64, kind, rest string) (engine.Input, error
 		if len(f) == 3 {
 			in.Tool.Args = json.RawMessage(strings.TrimSpace(f[2]))
 		}
+	case "client-result", "client-error":
+		id, arg, _ := strings.Cut(rest, " ")
+		in.Type = engine.InputClientToolResult
+		in.ClientTool = &engine.ClientToolResult{ID: tr.ref(id), Result: json.RawMessage(strings.TrimSpace(arg)), IsError: kind == "client-error"}
 	case "prepare":
 		in.Type = engine.InputPrepare
 	case "end":
@@ -367,6 +377,8 @@ func (tr *transcript) ref(id string) string {
 		return tr.lastLLM
 	case "$msg":
 		return tr.lastMsg
+	case "$call":
+		return tr.lastCall
 	}
 	return id
 }

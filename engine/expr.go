@@ -56,6 +56,7 @@ func (h envHost) Refresh(e *rules.Env) {
 	c.LowSTTCount = s.conf.lowInRow
 	c.Messages = s.cand.messages
 	c.LastMessageMS = s.cand.lastMsgAt
+	c.LastMessage = s.cand.lastMsg
 	v := &e.Session
 	v.LastRole = s.floor.lastRole
 	v.Turns = s.floor.turns

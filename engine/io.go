@@ -27,6 +27,8 @@ const (
 	InputToolCall InputType = "tool_call"
 	// InputAgentTranscript is what a live session said as a role.
 	InputAgentTranscript InputType = "agent_transcript"
+	// InputClientToolResult answers an earlier client_tool_call effect.
+	InputClientToolResult InputType = "client_tool_result"
 	// InputPrepare, before the session's clock starts, asks for the lines
 	// of turns due within their lead of second 0 (prepare.go); a host
 	// feeds their answers at T 0 and then starts the clock.
@@ -47,7 +49,9 @@ type Input struct {
 	Speech    *SpeechDone     `json:"speech,omitempty"`
 	Tool      *ToolCall       `json:"tool,omitempty"`
 	Agent     *AgentLine      `json:"agent,omitempty"`
-	End       *EndRequest     `json:"end,omitempty"`
+	// ClientTool answers a client_tool_call.
+	ClientTool *ClientToolResult `json:"client_tool,omitempty"`
+	End        *EndRequest       `json:"end,omitempty"`
 	// Scripts, when set, is what a replay knows of the script calls this
 	// input made when it was first applied; live hosts leave it nil.
 	Scripts *ScriptFacts `json:"scripts,omitempty"`
@@ -132,6 +136,7 @@ var inputKinds = [...]inputKind{
 	{InputSpeechDone, "speech", nil},
 	{InputToolCall, "tool call", nil},
 	{InputAgentTranscript, "agent line", nil},
+	{InputClientToolResult, "client tool result", nil},
 	{InputEnd, "end request", &EndRequest{}},
 	{InputPrepare, "", nil},
 }
@@ -151,6 +156,8 @@ func (in *Input) payload(t InputType) payload {
 		return some(in.Tool)
 	case InputAgentTranscript:
 		return some(in.Agent)
+	case InputClientToolResult:
+		return some(in.ClientTool)
 	case InputEnd:
 		return some(in.End)
 	}
@@ -225,6 +232,8 @@ type ToolStep struct {
 	Call    ToolCall        `json:"call"`
 	Result  json.RawMessage `json:"result"`
 	IsError bool            `json:"is_error,omitempty"`
+	// pending marks a client tool call not answered yet (clienttools.go).
+	pending bool
 }
 
 // CandidateEvent is a candidate-side event. Event types are open: the pack
@@ -302,6 +311,12 @@ const (
 	// EffectToolResult answers a tool call (ID is the call's id); Data holds
 	// the result and IsError marks a refusal the agent should act on.
 	EffectToolResult EffectType = "tool_result"
+	// EffectClientToolCall asks the session's client to run a tool
+	// (executor: client): ID is the call's id, Kind the tool, Agent the
+	// caller, Data the parameters. The client answers with a
+	// client_tool_result input; the answer is then reported as a
+	// tool_result effect.
+	EffectClientToolCall EffectType = "client_tool_call"
 	// EffectHandoff reports that the floor passed to Agent.
 	EffectHandoff EffectType = "handoff"
 	// EffectTickets reports the ticket split (Data: {role: count}).

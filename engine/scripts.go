@@ -193,7 +193,7 @@ var facadeFields = map[string]func(f *facade) (any, bool){
 		c := &f.s.env.Candidate
 		return map[string]any{
 			"mic_active": c.MicActive, "typing": c.Typing, "speaking": c.Speaking,
-			"low_stt_count": c.LowSTTCount, "messages": c.Messages, "last_message_ms": c.LastMessageMS,
+			"low_stt_count": c.LowSTTCount, "messages": c.Messages, "last_message_ms": c.LastMessageMS, "last_message": c.LastMessage,
 		}, true
 	},
 	"session": func(f *facade) (any, bool) {

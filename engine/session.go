@@ -60,24 +60,25 @@ type Session struct {
 	rng     *rand.Rand
 	scripts scriptRuns
 
-	cand       candidate  // candidate.go
-	conf       confidence // confidence.go
-	timeline   timeline   // timeline.go
-	floor      floor      // turns.go
-	silence    silence    // silence.go
-	tickets    tickets    // tickets.go
-	tools      tools      // tools.go
-	jobs       jobs       // jobs.go
-	memory     memory     // memory.go
-	handoff    handoff    // handoff.go
-	transcript transcript // transcript.go
-	liveness   liveness   // liveness.go
-	lines      lines      // lines.go
-	input      inputGuard // inputguard.go
-	prep       prepare    // prepare.go
-	cover      cover      // cover.go
-	files      files      // files.go
-	seqs       sequences  // sequence.go
+	cand        candidate   // candidate.go
+	conf        confidence  // confidence.go
+	timeline    timeline    // timeline.go
+	floor       floor       // turns.go
+	silence     silence     // silence.go
+	tickets     tickets     // tickets.go
+	tools       tools       // tools.go
+	clientTools clientTools // clienttools.go
+	jobs        jobs        // jobs.go
+	memory      memory      // memory.go
+	handoff     handoff     // handoff.go
+	transcript  transcript  // transcript.go
+	liveness    liveness    // liveness.go
+	lines       lines       // lines.go
+	input       inputGuard  // inputguard.go
+	prep        prepare     // prepare.go
+	cover       cover       // cover.go
+	files       files       // files.go
+	seqs        sequences   // sequence.go
 }
 
 // New starts a session of pack p at time 0. The first Step runs the
@@ -256,6 +257,8 @@ func (s *Session) fire(tm timer) {
 		if !s.turnTimedOut(tm.key) && !s.prep.timedOut(s, tm.key) && !s.seqs.timedOut(s, tm.key) {
 			s.jobs.result(s, &LLMResult{ID: tm.key}, true)
 		}
+	case tClientTool:
+		s.clientTools.timedOut(s, tm.key)
 	case tTyping:
 		s.cand.typingLapsed(s)
 	case tSpeechResume:
@@ -317,7 +320,9 @@ func (s *Session) settleOnce() bool {
 	}
 	if len(s.floor.queue) > 0 {
 		t := s.floor.queue[0]
-		if s.holdTurn(t) {
+		if t.waiting > 0 || s.holdTurn(t) {
+			// A turn waiting for its client's tool results keeps its
+			// place: nothing else takes the floor meanwhile.
 			return false
 		}
 		s.floor.queue = s.floor.queue[1:]

@@ -17,6 +17,7 @@ const (
 	tDuration
 	tDeferCap
 	tLLMTimeout
+	tClientTool
 	tTyping
 	tSpeechResume
 	tSilence

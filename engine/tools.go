@@ -167,6 +167,13 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 	if tc.errText != "" {
 		return fail(tc.errText)
 	}
+	if tc.result == nil && tool.Executor == rules.ExecClient {
+		// The gate rules let it through and gave no answer of their
+		// own: the client runs it; its result arrives later.
+		s.clientTools.ask(s, role, call, tool)
+		step.pending = true
+		return step
+	}
 	if ri := s.roleIdx(role); ri >= 0 {
 		s.tools.refused[ri] = 0
 	}
@@ -239,6 +246,7 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 	a.stale = "" // what follows is asked for now
 	round := ToolRound{Text: r.Text}
 	refused := -1 // the last refused call of the round
+	pending := false
 	for i, c := range r.ToolCalls {
 		if s.ended {
 			return
@@ -252,11 +260,24 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 		if st.IsError {
 			refused = len(round.Steps) - 1
 		}
+		pending = pending || st.pending
 	}
 	if s.ended {
 		return
 	}
 	f := &s.floor
+	if pending {
+		// The client runs some of the calls: the turn goes on, with the
+		// round and its results, once they are all answered (and counts
+		// towards the loop then, if any was refused).
+		again := s.continuation(a, round)
+		s.clientTools.wait(again)
+		if !spoke && f.active == a {
+			f.active = nil
+		}
+		f.queue = append([]*turn{again}, f.queue...)
+		return
+	}
 	if refused < 0 {
 		if spoke {
 			s.madeProgress(a.role)
@@ -275,6 +296,16 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 		}
 		return
 	}
+	again := s.continuation(a, round)
+	if !spoke && f.active == a {
+		f.active = nil
+	}
+	f.queue = append([]*turn{again}, f.queue...)
+}
+
+// continuation is the turn that asks the model again after round: the
+// same turn, with the round added to what the request carries.
+func (s *Session) continuation(a *turn, round ToolRound) *turn {
 	again := *a
 	again.id = s.nextID('t')
 	again.toolRounds = append(append([]ToolRound(nil), a.toolRounds...), round)
@@ -283,10 +314,8 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 	again.outcome, again.violations, again.original = "", nil, ""
 	again.guard = guard{} // a new request: its own answers and budget
 	again.deferrable = false
-	if !spoke && f.active == a {
-		f.active = nil
-	}
-	f.queue = append([]*turn{&again}, f.queue...)
+	again.waiting = 0
+	return &again
 }
 
 // onToolCall handles a tool_call input from a live session speaking as a
@@ -298,6 +327,7 @@ func (s *Session) onToolCall(c *ToolCall) {
 	if role == "" {
 		role = s.resolveRole(rules.RoleRef{Kind: rules.RoleRefActive}, "")
 	}
+	// A client tool's answer counts when it arrives (clienttools.go).
 	if st := s.handleTool(role, *c); st.IsError {
 		s.refusedRound(role, *c)
 	}

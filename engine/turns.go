@@ -50,7 +50,10 @@ type turn struct {
 	violations []string
 	original   string
 	toolRounds []ToolRound
-	guard      guard // guardrail.go
+	// waiting counts client tool calls of its last round still to be
+	// answered (clienttools.go); it starts when none are.
+	waiting int
+	guard   guard // guardrail.go
 	// due is when the turn could first be said (made, started, or let
 	// go by defer), for its lateness.
 	due int64

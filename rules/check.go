@@ -382,6 +382,14 @@ func (t *Tool) check(c *compiler) {
 			c.errorf(ch.Pos, "tool %s: %q has both a fixed enum and choices; keep one", t.Name, ch.Param)
 		}
 	}
+	if t.Timeout.IsSet() && t.Timeout.ok() {
+		switch {
+		case t.Executor != ExecClient:
+			c.errorf(t.Timeout.Pos, "tool %s: timeout bounds a client's round trip; it needs executor: client (the pack's own rules answer at once)", t.Name)
+		case t.Timeout.MS <= 0:
+			c.errorf(t.Timeout.Pos, "tool %s: timeout must be positive", t.Name)
+		}
+	}
 	t.cutParams()
 }
 

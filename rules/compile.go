@@ -27,9 +27,12 @@ const (
 	DefaultTickMS         = 100
 	DefaultWordsPerMinute = 160
 	DefaultLLMTimeoutMS   = 8000
-	DefaultTranscriptTail = 6
-	DefaultLLMLatencyMS   = 600
-	DefaultLLMRetries     = 2
+	// DefaultClientToolTimeoutMS bounds a client tool's round trip when
+	// the tool sets no timeout.
+	DefaultClientToolTimeoutMS = 5000
+	DefaultTranscriptTail      = 6
+	DefaultLLMLatencyMS        = 600
+	DefaultLLMRetries          = 2
 	// DefaultRegenerateAttempts is how often a violating line is asked
 	// for again when the chain has regenerate.
 	DefaultRegenerateAttempts = 2
@@ -200,8 +203,12 @@ func (c *compiler) defaults() {
 		}
 	}
 	for i := range p.Tools {
-		if t := &p.Tools[i]; t.Parameters == nil {
+		t := &p.Tools[i]
+		if t.Parameters == nil {
 			t.Parameters = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		if t.Executor == ExecClient && !t.Timeout.IsSet() {
+			t.Timeout = Duration{MS: DefaultClientToolTimeoutMS, set: true}
 		}
 	}
 	if p.Guardrails.Regenerate.Attempts == nil {

@@ -263,3 +263,20 @@ var stalePolicyWords = []string{"regenerate", "speak", "drop"}
 func (s StalePolicy) String() string                       { return word(stalePolicyWords, uint8(s)) }
 func (StalePolicy) enumWords() []string                    { return stalePolicyWords }
 func (s *StalePolicy) decodeNode(d *decoder, n *yaml.Node) { decodeEnum(d, n, s, stalePolicyWords) }
+
+// ToolExecutor is who carries out a tool call the engine has accepted.
+type ToolExecutor uint8
+
+// Tool executors.
+const (
+	// ExecPack: the pack's rules (trigger: tool:NAME) answer the call.
+	ExecPack ToolExecutor = iota
+	// ExecClient: the session's client runs it and sends the result.
+	ExecClient
+)
+
+var toolExecutorWords = []string{"pack", "client"}
+
+func (e ToolExecutor) String() string                       { return word(toolExecutorWords, uint8(e)) }
+func (ToolExecutor) enumWords() []string                    { return toolExecutorWords }
+func (e *ToolExecutor) decodeNode(d *decoder, n *yaml.Node) { decodeEnum(d, n, e, toolExecutorWords) }

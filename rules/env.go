@@ -27,6 +27,9 @@ type CandidateView struct {
 	LowSTTCount   int   `expr:"low_stt_count"`
 	Messages      int   `expr:"messages"`
 	LastMessageMS int64 `expr:"last_message_ms"`
+	// LastMessage is the text of the newest message ("" before the
+	// first), so a rule can ask what was last requested.
+	LastMessage string `expr:"last_message"`
 }
 
 // MessageView is the candidate event being handled, as `msg`.

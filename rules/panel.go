@@ -185,6 +185,13 @@ type Tool struct {
 	Offered Expr `yaml:"offered"`
 	// Choices are parameters whose allowed values depend on the session.
 	Choices []ToolChoice `yaml:"choices"`
+	// Executor is who carries a valid call out: the pack's handler rules,
+	// or the session's client (a client_tool_call it answers with a
+	// client_tool_result, the model then asked again with the result).
+	Executor ToolExecutor `yaml:"executor"`
+	// Timeout bounds a client tool's round trip; when it passes, the call
+	// is answered with a timeout error.
+	Timeout Duration `yaml:"timeout"`
 
 	params *schema.Schema
 	// paramParts is the parameter schema's JSON cut where each choice's
