@@ -34,7 +34,7 @@ func (ev *CandidateEvent) apply(s *Session) { s.onCandidate(ev) }
 
 func (s *Session) onCandidate(ev *CandidateEvent) {
 	m := &s.env.Msg
-	*m = rules.MessageView{Type: ev.Type, Text: ev.Text, Source: ev.Source, AddressedTo: ev.AddressedTo, Code: ev.Code, RunID: ev.RunID, Confidence: 1}
+	*m = rules.MessageView{Type: ev.Type, Text: ev.Text, Source: ev.Source, AddressedTo: ev.AddressedTo, Code: ev.Code, RunID: ev.RunID, Line: ev.Line, Confidence: 1}
 	if ev.STTConfidence != nil {
 		m.Confidence = *ev.STTConfidence
 	}

@@ -250,6 +250,8 @@ type CandidateEvent struct {
 	Code          string   `json:"code,omitempty"`
 	// RunID names the exchange a prompt starts or a cancel is for.
 	RunID string `json:"run_id,omitempty"`
+	// Line is a 1-based line the event is about (an editor's cursor).
+	Line int `json:"line,omitempty"`
 }
 
 // Candidate event types the engine gives built-in meaning to; the names
@@ -317,6 +319,10 @@ const (
 	// client_tool_result input; the answer is then reported as a
 	// tool_result effect.
 	EffectClientToolCall EffectType = "client_tool_call"
+	// EffectSlot reports that a declared slot (a prompt variable) took a
+	// new value: Text is its name, Data its size in bytes, whether its
+	// caps cut it and how long a debounce held it.
+	EffectSlot EffectType = "slot"
 	// EffectHandoff reports that the floor passed to Agent.
 	EffectHandoff EffectType = "handoff"
 	// EffectTickets reports the ticket split (Data: {role: count}).

@@ -56,6 +56,10 @@ func (s *Session) setSlot(role, name, value string) {
 		s.memory.slots[i][name] = value
 		return
 	}
+	if d, ok := s.p.SlotDeclOf(name); ok {
+		s.slots.write(s, d, value)
+		return
+	}
 	s.memory.session[name] = value
 }
 

@@ -186,7 +186,7 @@ var facadeFields = map[string]func(f *facade) (any, bool){
 		m := &f.s.env.Msg
 		return map[string]any{
 			"type": m.Type, "text": m.Text, "source": m.Source, "confidence": m.Confidence,
-			"addressed_to": m.AddressedTo, "low_confidence": m.LowConfidence, "code": m.Code,
+			"addressed_to": m.AddressedTo, "low_confidence": m.LowConfidence, "code": m.Code, "line": m.Line,
 		}, true
 	},
 	"candidate": func(f *facade) (any, bool) {

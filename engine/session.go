@@ -68,6 +68,7 @@ type Session struct {
 	tickets     tickets     // tickets.go
 	tools       tools       // tools.go
 	clientTools clientTools // clienttools.go
+	slots       slots       // slots.go
 	jobs        jobs        // jobs.go
 	memory      memory      // memory.go
 	handoff     handoff     // handoff.go
@@ -92,6 +93,7 @@ func New(p *rules.Pack, opts Options) *Session {
 	s.tickets.init(p)
 	s.tools.init(p)
 	s.memory.init(p)
+	s.slots.init(s)
 	s.handoff.init(p, opts)
 	s.transcript.init(p)
 	s.liveness.init()
@@ -257,6 +259,8 @@ func (s *Session) fire(tm timer) {
 		if !s.turnTimedOut(tm.key) && !s.prep.timedOut(s, tm.key) && !s.seqs.timedOut(s, tm.key) {
 			s.jobs.result(s, &LLMResult{ID: tm.key}, true)
 		}
+	case tSlot:
+		s.slots.fire(s, tm.ref)
 	case tClientTool:
 		s.clientTools.timedOut(s, tm.key)
 	case tTyping:

@@ -18,6 +18,7 @@ const (
 	tDeferCap
 	tLLMTimeout
 	tClientTool
+	tSlot
 	tTyping
 	tSpeechResume
 	tSilence

@@ -432,6 +432,7 @@ func (a *SlotAction) check(c *compiler, where string) {
 	if !isIdent(a.Name) {
 		c.errorf(a.Pos, "%s: slot needs a name (letters, digits and _)", where)
 	}
+	c.slotAction(a, where)
 }
 
 func (a *RecordAction) check(c *compiler, where string) {

@@ -51,6 +51,9 @@ func (c *compiler) check() {
 	for i := range p.Tools {
 		p.Tools[i].check(c)
 	}
+	for i := range p.Slots {
+		p.Slots[i].check(c)
+	}
 	for i := range p.Jobs {
 		p.Jobs[i].check(c)
 	}

@@ -43,6 +43,8 @@ type MessageView struct {
 	Code          string  `expr:"code"`
 	// RunID is the run the event is about (a prompt's, a cancel's).
 	RunID string `expr:"run_id"`
+	// Line is the line the event is about (an editor's cursor), or 0.
+	Line int `expr:"line"`
 }
 
 // SessionView is the session's own state, as `session`.

@@ -49,6 +49,7 @@ type Pack struct {
 	Templates        []TemplateDef    `yaml:"templates"`
 	Tickets          *Tickets         `yaml:"tickets"`
 	Tools            []Tool           `yaml:"tools"`
+	Slots            []SlotDecl       `yaml:"slots"`
 	Files            []ContextFile    `yaml:"files"`
 	Jobs             []Job            `yaml:"jobs"`
 	Sequences        []Sequence       `yaml:"sequences"`

@@ -68,6 +68,8 @@ type Data struct {
 	Language      string   `json:"language,omitempty" yaml:"language,omitempty"`
 	// RunID names the exchange a prompt starts or a cancel is for.
 	RunID string `json:"run_id,omitempty" yaml:"run_id,omitempty"`
+	// Line is a 1-based line the event is about: an editor's cursor.
+	Line int `json:"line,omitempty" yaml:"line,omitempty"`
 }
 
 // Parse decodes one event object and checks it.
@@ -146,7 +148,7 @@ func (w *Wire) check() (Timed, string, error) {
 		d = &Data{}
 	}
 	ev := engine.CandidateEvent{Type: w.EventType, Text: d.Text, Source: d.Source, STTConfidence: d.STTConfidence,
-		AddressedTo: d.AddressedTo, MicActive: d.MicActive, Typing: d.Typing, Code: d.Code, RunID: d.RunID}
+		AddressedTo: d.AddressedTo, MicActive: d.MicActive, Typing: d.Typing, Code: d.Code, RunID: d.RunID, Line: d.Line}
 	if w.EventType == "" {
 		return Timed{}, "", errors.New("missing event_type")
 	}

@@ -1,0 +1,211 @@
+package engine
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/batonhq/baton/rules"
+)
+
+// slots keeps the pack's declared slots (slots:): prompt variables whose
+// writes are capped, kept as numbered lines if asked, and debounced. A
+// held write waits in pending until its slot has been quiet for the
+// debounce (or its max wait has passed); only the newest held value is
+// applied. Applied values live with every other session slot (memory.go),
+// so templates read them as {{NAME}}.
+type slots struct {
+	pending []heldSlot // by declaration index
+}
+
+type heldSlot struct {
+	held  bool
+	value string
+	focus int
+	first int64 // when the oldest held write came
+}
+
+func (sl *slots) init(s *Session) {
+	p := s.p
+	sl.pending = make([]heldSlot, len(p.Slots))
+	for i := range p.Slots {
+		d := &p.Slots[i]
+		if d.Value.Set() {
+			s.memory.session[d.ID] = capSlot(d, s.render(&d.Value, ""), 0)
+		}
+	}
+}
+
+// write takes a value for declared slot i, now or when its debounce
+// lets it through.
+func (sl *slots) write(s *Session, i int, value string) {
+	d := &s.p.Slots[i]
+	focus := 0
+	if d.Focus.Set() {
+		s.env.SetRole("")
+		if v, err := s.env.Eval(&d.Focus.Expr); err != nil {
+			s.note("", "slot "+d.ID+" focus: "+err.Error())
+		} else if n, ok := asInt(v); ok {
+			focus = n
+		}
+	}
+	if !d.Debounce.IsSet() {
+		sl.apply(s, i, value, focus, 0)
+		return
+	}
+	h := &sl.pending[i]
+	if !h.held {
+		h.held, h.first = true, s.now
+	}
+	h.value, h.focus = value, focus
+	s.timers.cancel(tSlot, i, "")
+	s.addTimer(timer{at: min(s.now+d.Debounce.MS, h.first+d.MaxWait.MS), kind: tSlot, ref: i})
+}
+
+// fire applies slot i's held write: its debounce has passed.
+func (sl *slots) fire(s *Session, i int) {
+	h := &sl.pending[i]
+	if !h.held {
+		return
+	}
+	held := *h
+	*h = heldSlot{}
+	sl.apply(s, i, held.value, held.focus, s.now-held.first)
+}
+
+// apply caps value, stores it and reports the update with what was cut.
+func (sl *slots) apply(s *Session, i int, value string, focus int, heldMS int64) {
+	d := &s.p.Slots[i]
+	out := capSlot(d, value, focus)
+	s.memory.session[d.ID] = out
+	data, _ := json.Marshal(struct {
+		Bytes  int   `json:"bytes"`
+		Cut    bool  `json:"cut,omitempty"`
+		HeldMS int64 `json:"held_ms,omitempty"`
+	}{len(out), out != value && (!d.Numbered || strings.Contains(out, "[… ")), heldMS})
+	s.emit(Effect{Type: EffectSlot, Text: d.ID, Data: data})
+}
+
+// capSlot is value as the declaration keeps it: numbered, then cut to
+// its caps.
+func capSlot(d *rules.SlotDecl, value string, focus int) string {
+	if d.Numbered {
+		return numberedAround(value, focus, d.MaxBytes, d.MaxChars)
+	}
+	return cutHead(value, d.MaxBytes, d.MaxChars)
+}
+
+// fits reports whether s is within both caps (0: none).
+func fits(n, chars, maxBytes, maxChars int) bool {
+	return (maxBytes == 0 || n <= maxBytes) && (maxChars == 0 || chars <= maxChars)
+}
+
+// cutHead keeps the head of s within the caps, marking the cut; it never
+// splits a character.
+func cutHead(s string, maxBytes, maxChars int) string {
+	if fits(len(s), utf8.RuneCountInString(s), maxBytes, maxChars) {
+		return s
+	}
+	const mark = " […]"
+	room, roomChars := less(maxBytes, len(mark)), less(maxChars, utf8.RuneCountInString(mark))
+	n, chars := 0, 0
+	for _, r := range s {
+		w := utf8.RuneLen(r)
+		if maxBytes > 0 && n+w > room || maxChars > 0 && chars+1 > roomChars {
+			break
+		}
+		n += w
+		chars++
+	}
+	return strings.TrimRight(s[:n], " ") + mark
+}
+
+// less is cap less n, keeping 0 (no cap) as it is and a cap at least 1.
+func less(limit, n int) int {
+	if limit == 0 {
+		return 0
+	}
+	return max(1, limit-n)
+}
+
+// numberedAround renders value as "L1:..." lines and, when that is over
+// the caps, keeps the whole lines nearest focus (1-based; 0 the top),
+// growing the kept range a line above and a line below in turn, with a
+// marker line for what is left out on each side. Lines are never cut,
+// except a focus line that alone is over the caps.
+func numberedAround(value string, focus, maxBytes, maxChars int) string {
+	if value == "" {
+		return ""
+	}
+	lines := strings.Split(strings.ReplaceAll(value, "\r\n", "\n"), "\n")
+	if len(lines) > 1 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1] // a final newline ends the last line
+	}
+	num := make([]string, len(lines))
+	total, totalChars := 0, 0
+	for i, l := range lines {
+		num[i] = "L" + strconv.Itoa(i+1) + ":" + l
+		total += len(num[i]) + 1
+		totalChars += utf8.RuneCountInString(num[i]) + 1
+	}
+	if fits(total-1, totalChars-1, maxBytes, maxChars) {
+		return strings.Join(num, "\n")
+	}
+	f := min(max(focus, 1), len(lines)) - 1
+	// Room for both markers, whose numbers are at most this long.
+	markMax := len("[… 0000000 lines above]") + 1
+	budget, budgetChars := less(maxBytes, 2*markMax), less(maxChars, 2*markMax)
+	lo, hi := f, f+1 // kept: num[lo:hi]
+	n, chars := len(num[f])+1, utf8.RuneCountInString(num[f])+1
+	if !fits(n, chars, budget, budgetChars) {
+		// One line over the caps: cut it, the one exception.
+		return frame(f, cutHead(num[f], budget, budgetChars), len(num)-f-1)
+	}
+	for grew := true; grew; {
+		grew = false
+		for _, below := range []bool{false, true} {
+			j := lo - 1
+			if below {
+				j = hi
+			}
+			if j < 0 || j >= len(num) {
+				continue
+			}
+			w, wc := len(num[j])+1, utf8.RuneCountInString(num[j])+1
+			if !fits(n+w, chars+wc, budget, budgetChars) {
+				continue
+			}
+			n, chars, grew = n+w, chars+wc, true
+			if below {
+				hi++
+			} else {
+				lo--
+			}
+		}
+	}
+	return frame(lo, strings.Join(num[lo:hi], "\n"), len(num)-hi)
+}
+
+// frame puts the markers for the lines left out around the kept ones.
+func frame(above int, body string, below int) string {
+	if above > 0 {
+		body = "[… " + strconv.Itoa(above) + " lines above]\n" + body
+	}
+	if below > 0 {
+		body += "\n[… " + strconv.Itoa(below) + " lines below]"
+	}
+	return body
+}
+
+func asInt(v any) (int, bool) {
+	switch x := v.(type) {
+	case int:
+		return x, true
+	case int64:
+		return int(x), true
+	case float64:
+		return int(x), true
+	}
+	return 0, false
+}

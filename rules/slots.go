@@ -1,0 +1,80 @@
+package rules
+
+import "fmt"
+
+// SlotDecl declares a session slot: a {{NAME}} prompt variable with a
+// size cap, an optional numbered-lines form and a debounce, so what a
+// client reports (an editor buffer, the last run error) reaches the
+// model's context bounded and without flooding it. Rules fill it with the
+// slot action, as any slot; the declaration says how the value is kept.
+type SlotDecl struct {
+	Pos
+	ID string `yaml:"id"`
+	// Value is the slot's value at the start of a session.
+	Value Template `yaml:"value"`
+	// MaxBytes and MaxChars cap the value (UTF-8 bytes, characters);
+	// 0 means no cap of that kind.
+	MaxBytes int `yaml:"max_bytes"`
+	MaxChars int `yaml:"max_chars"`
+	// Numbered keeps the value as "L1:..." numbered lines, and a cut
+	// keeps whole lines around Focus instead of the value's head.
+	Numbered bool `yaml:"numbered"`
+	// Focus is the line (1-based) a numbered value is cut around,
+	// evaluated when the slot is written (msg.line, say: the cursor);
+	// unset or 0 keeps the top.
+	Focus Value `yaml:"focus"`
+	// Debounce holds writes until none has come for this long, and at
+	// most MaxWait after the first held one (default four times
+	// Debounce), so a client typing does not rewrite the context on
+	// every keystroke.
+	Debounce Duration `yaml:"debounce"`
+	MaxWait  Duration `yaml:"max_wait"`
+}
+
+// SlotDeclOf returns the index of the declared slot named id.
+func (p *Pack) SlotDeclOf(id string) (int, bool) {
+	for i := range p.Slots {
+		if p.Slots[i].ID == id {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+func (sd *SlotDecl) check(c *compiler) {
+	c.id(sd.Pos, "slot", "slot:"+sd.ID)
+	if !isIdent(sd.ID) {
+		c.errorf(sd.Pos, "slot %q: names are letters, digits and _", sd.ID)
+	}
+	if sd.MaxBytes < 0 || sd.MaxChars < 0 {
+		c.errorf(sd.Pos, "slot %s: max_bytes and max_chars are sizes; 0 leaves a value uncapped", sd.ID)
+	}
+	const least = 64 // room for a cut marker and a line
+	if sd.MaxBytes > 0 && sd.MaxBytes < least || sd.MaxChars > 0 && sd.MaxChars < least {
+		c.errorf(sd.Pos, "slot %s: a cap under %d leaves no room for the value once cut", sd.ID, least)
+	}
+	if sd.Focus.Set() && !sd.Numbered {
+		c.errorf(sd.Focus.Pos, "slot %s: focus picks the line a numbered value is cut around; add numbered: true or drop focus", sd.ID)
+	}
+	if sd.MaxWait.IsSet() && !sd.Debounce.IsSet() {
+		c.errorf(sd.MaxWait.Pos, "slot %s: max_wait bounds a debounce; set debounce too", sd.ID)
+	}
+	if sd.Debounce.IsSet() && sd.Debounce.ok() && sd.MaxWait.ok() {
+		if !sd.MaxWait.IsSet() {
+			sd.MaxWait = Duration{Pos: sd.Debounce.Pos, MS: 4 * sd.Debounce.MS, set: true}
+		}
+		if sd.Debounce.MS <= 0 || sd.MaxWait.MS < sd.Debounce.MS {
+			c.errorf(sd.Debounce.Pos, "slot %s: debounce must be positive and max_wait at least as long", sd.ID)
+		}
+	}
+}
+
+// slotAction checks a slot action against the declarations: a declared
+// slot is the session's, so it cannot be given to a role.
+func (c *compiler) slotAction(a *SlotAction, where string) {
+	if _, ok := c.p.SlotDeclOf(a.Name); ok && a.Role.Set() {
+		c.errorf(a.Pos, "%s: slot %s is declared under slots:, which makes it the session's; drop role", where, a.Name)
+	}
+}
+
+func (sd *SlotDecl) String() string { return fmt.Sprintf("slot %s", sd.ID) }
