@@ -68,7 +68,7 @@ func (s *Session) onCandidate(ev *CandidateEvent) {
 	case EventMessage:
 		s.onMessage(ev)
 	case EventCodeSubmitted:
-		s.transcript.add(s.now, "candidate", "[code submitted]", false)
+		s.transcript.add(s.now, s.p.HumanName(), "[code submitted]", false)
 	}
 	// Actions that default to what the event says (a sequence's prompt
 	// and run id) read it while its rules run, and only then.
@@ -121,14 +121,14 @@ func (s *Session) onMessage(ev *CandidateEvent) {
 	}
 	if !allowed {
 		// The panel hears that something was said, never what.
-		s.transcript.add(s.now, "candidate", "(message withheld by the input guardrails)", false)
+		s.transcript.add(s.now, s.p.HumanName(), "(message withheld by the input guardrails)", false)
 		s.refuse()
 		return
 	}
 	c.lastMsg = ev.Text
 	low := s.conf.low(s, ev)
 	s.env.Msg.LowConfidence = low
-	s.transcript.add(s.now, "candidate", ev.Text, low)
+	s.transcript.add(s.now, s.p.HumanName(), ev.Text, low)
 	if low {
 		s.conf.ask(s, ev)
 		return

@@ -435,6 +435,9 @@ type LLMRequest struct {
 	Model     string `json:"model,omitempty"`
 	MaxTokens int    `json:"max_tokens,omitempty"`
 	System    string `json:"system"`
+	// Human is who the person is when not the candidate (scenario.human):
+	// their lines in TranscriptTail go by that name.
+	Human string `json:"human,omitempty"`
 	// CandidateLastMessage is the newest candidate message, if any.
 	CandidateLastMessage string           `json:"candidate_last_message"`
 	TranscriptTail       []TranscriptLine `json:"transcript_tail"`

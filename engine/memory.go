@@ -138,6 +138,15 @@ func (s *Session) persona(role string) string {
 
 func (s *Session) roleIdx(id string) int { return s.p.RoleIndex(id) }
 
+// human is the person's name for requests: empty for the default, so
+// requests of packs that keep it stay as they were.
+func (s *Session) human() string {
+	if h := s.p.HumanName(); h != rules.DefaultHuman {
+		return h
+	}
+	return ""
+}
+
 // modelFor sets where req's role's calls go: the one place a request
 // gets its vendor, model and token cap.
 func (s *Session) modelFor(req *LLMRequest) {

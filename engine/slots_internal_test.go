@@ -72,7 +72,7 @@ func TestCutHead(t *testing.T) {
 	}{
 		{"short", 64, 0, "short"},
 		{strings.Repeat("ab ", 40), 0, 20, "ab ab ab ab ab a […]"}, // 16 characters and the mark
-		{strings.Repeat("é", 40), 20, 0, "ééééééé […]"},           // 14 bytes and the mark's 6
+		{strings.Repeat("é", 40), 20, 0, "ééééééé […]"},            // 14 bytes and the mark's 6
 		{"ab" + strings.Repeat(" ", 40), 0, 20, "ab […]"},
 	} {
 		if got := cutHead(tc.in, tc.maxBytes, tc.chars); got != tc.want {

@@ -293,6 +293,7 @@ func (s *Session) request(t *turn, take bool) *LLMRequest {
 		Tools:                s.offeredTools(t.role),
 		ToolRounds:           t.toolRounds,
 		CandidateLastMessage: s.cand.lastMsg,
+		Human:                s.human(),
 		Constraints: Constraints{
 			MaxSentences:     p.Guardrails.MaxSentences,
 			MaxQuestionCount: p.Guardrails.MaxQuestions,

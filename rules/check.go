@@ -19,6 +19,9 @@ import (
 func (c *compiler) check() {
 	p := c.p
 	p.checkHeader(c)
+	if h := p.Scenario.Human; h != "" && !isIdent(h) {
+		c.errorf(p.Pos, "scenario.human %q: a name of letters, digits and _", h)
+	}
 	p.LLM.check(c)
 	p.Voice.check(c)
 	c.index()
@@ -148,6 +151,9 @@ func (c *compiler) roles() {
 func (r *Role) check(c *compiler) {
 	if !isIdent(r.ID) || oneOf(r.ID, RoleLast, RoleSame, RoleAddressed, RoleActive) {
 		c.errorf(r.Pos, "role %q: ids are letters, digits and _, and not last/same/addressed/active", r.ID)
+	}
+	if r.ID == c.p.HumanName() {
+		c.errorf(r.Pos, "role %q has the name of the person in the session (scenario.human); a transcript could not tell them apart: set scenario.human (interviewer, say) or rename the role", r.ID)
 	}
 	r.focus = c.keywords(r.Pos, "focus", r.Focus)
 	if r.WordsPerMinute < 0 {

@@ -119,6 +119,21 @@ type Scenario struct {
 	// Attachments are files in the pack folder (documents, slides, images)
 	// that jobs with attachments: true send to the model as parts.
 	Attachments []Attachment `yaml:"attachments"`
+	// Human is who the person in the session is (the candidate, or an
+	// interviewer when the agents play the candidate): the name their
+	// lines go by in the transcript, prompts and timelines.
+	Human string `yaml:"human"`
+}
+
+// DefaultHuman is the person's name when the scenario gives none.
+const DefaultHuman = "candidate"
+
+// HumanName is what the person in the session is called.
+func (p *Pack) HumanName() string {
+	if p.Scenario.Human != "" {
+		return p.Scenario.Human
+	}
+	return DefaultHuman
 }
 
 // Attachment is a file handed to the model.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/rules/text"
 )
 
@@ -17,9 +18,10 @@ const (
 	BriefEnd   = "=== END TURN BRIEF ==="
 )
 
-// CandidateSpeaker is the transcript speaker name of the human candidate;
-// every other speaker is a panel agent.
-const CandidateSpeaker = "candidate"
+// CandidateSpeaker is the transcript speaker name of the person in the
+// session unless the request names another (LLMRequest.Human); every
+// other speaker is a panel agent.
+const CandidateSpeaker = rules.DefaultHuman
 
 // FromTurn builds the adapter request for one engine llm_request.
 //
@@ -47,7 +49,7 @@ func FromTurn(req *engine.LLMRequest) Request {
 		if text == "" {
 			continue
 		}
-		if isCandidate(line.Speaker) {
+		if isHuman(req, line.Speaker) {
 			if line.Unclear {
 				// Kept so the model knows something was said, flagged so it
 				// does not read intent into a mis-transcription.
@@ -103,8 +105,15 @@ func FromTurn(req *engine.LLMRequest) Request {
 	return out
 }
 
-func isCandidate(speaker string) bool {
-	return strings.EqualFold(strings.TrimSpace(speaker), CandidateSpeaker)
+func isHuman(req *engine.LLMRequest, speaker string) bool {
+	return strings.EqualFold(strings.TrimSpace(speaker), humanName(req))
+}
+
+func humanName(req *engine.LLMRequest) string {
+	if req.Human != "" {
+		return req.Human
+	}
+	return CandidateSpeaker
 }
 
 // appendMerged appends text as a role turn, joining it to the previous turn
@@ -236,12 +245,13 @@ func finalInstruction(req *engine.LLMRequest) string {
 		b.WriteString("continue the interview")
 	}
 	b.WriteString("]\n")
+	who := humanName(req)
 	if last := strings.TrimSpace(req.CandidateLastMessage); last != "" {
-		b.WriteString("[Candidate's last message: ")
+		b.WriteString("[" + strings.ToUpper(who[:1]) + who[1:] + "'s last message: ")
 		b.WriteString(oneBlock(last))
 		b.WriteString("]")
 	} else {
-		b.WriteString("[The candidate has not said anything yet.]")
+		b.WriteString("[The " + who + " has not said anything yet.]")
 	}
 	return b.String()
 }

@@ -270,3 +270,32 @@ func TestFromTurnContextFiles(t *testing.T) {
 		t.Fatalf("a file's text broke out of its tag:\n%s", got)
 	}
 }
+
+// When the person is not the candidate (scenario.human), their lines are
+// the user's turns and the last instruction names them; an agent role
+// called candidate speaks as an agent.
+func TestFromTurnHumanName(t *testing.T) {
+	req := &engine.LLMRequest{
+		Role: "candidate", TurnGoal: "answer", Human: "interviewer",
+		CandidateLastMessage: "Add greet().",
+		TranscriptTail: []engine.TranscriptLine{
+			{Speaker: "interviewer", Text: "Hi there."},
+			{Speaker: "candidate", Text: "Hello!"},
+			{Speaker: "interviewer", Text: "Add greet()."},
+		},
+	}
+	got := FromTurn(req)
+	want := []struct{ role, text string }{
+		{RoleUser, "Hi there."},
+		{RoleModel, "candidate: Hello!"},
+		{RoleUser, "Add greet().\n[Turn goal: answer]\n[Interviewer's last message: Add greet().]"},
+	}
+	if len(got.Messages) != len(want) {
+		t.Fatalf("%d messages, want %d: %+v", len(got.Messages), len(want), got.Messages)
+	}
+	for i, w := range want {
+		if m := got.Messages[i]; m.Role != w.role || m.Text != w.text {
+			t.Errorf("message %d = %s %q, want %s %q", i, m.Role, m.Text, w.role, w.text)
+		}
+	}
+}
