@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/batonhq/baton/rules"
 )
@@ -106,7 +107,38 @@ func (r *ClientToolResult) apply(s *Session) {
 		return
 	}
 	s.timers.cancel(tClientTool, 0, r.ID)
-	s.clientTools.answer(s, j, clientContent(r.Result, r.IsError), r.IsError, "", ClientToolAnswered)
+	content := clientContent(r.Result, r.IsError)
+	reason := ""
+	if r.IsError {
+		reason = "client: " + clientError(content)
+	}
+	s.clientTools.answer(s, j, content, r.IsError, reason, ClientToolAnswered)
+}
+
+// maxClientReason bounds the client's words a tool_result's reason
+// repeats; the whole answer is in its data.
+const maxClientReason = 200
+
+// clientError is the words of a client's error result, for the effect's
+// reason: its "error" string when it has one, else the JSON.
+func clientError(content json.RawMessage) string {
+	var e struct {
+		Error any `json:"error"`
+	}
+	msg := string(content)
+	if json.Unmarshal(content, &e) == nil {
+		if s, ok := e.Error.(string); ok {
+			msg = s
+		}
+	}
+	if len(msg) > maxClientReason {
+		cut := maxClientReason
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	return msg
 }
 
 // timedOut answers a call its client left unanswered past the tool's

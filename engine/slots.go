@@ -90,10 +90,11 @@ func (sl *slots) apply(s *Session, i int, value string, focus int, heldMS int64)
 // capSlot is value as the declaration keeps it: numbered, then cut to
 // its caps.
 func capSlot(d *rules.SlotDecl, value string, focus int) string {
+	maxBytes, maxChars := d.Caps()
 	if d.Numbered {
-		return numberedAround(value, focus, d.MaxBytes, d.MaxChars)
+		return numberedAround(value, focus, maxBytes, maxChars)
 	}
-	return cutHead(value, d.MaxBytes, d.MaxChars)
+	return cutHead(value, maxBytes, maxChars)
 }
 
 // fits reports whether s is within both caps (0: none).

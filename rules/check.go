@@ -74,6 +74,7 @@ func (c *compiler) check() {
 		p.End[i].check(c)
 	}
 	c.indexRules()
+	p.Workspace.check(c) // after the index: on_change needs a rule
 }
 
 func (p *Pack) checkHeader(c *compiler) {

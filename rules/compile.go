@@ -189,6 +189,9 @@ func (c *compiler) defaults() {
 	if p.LLM.TranscriptTail == 0 {
 		p.LLM.TranscriptTail = DefaultTranscriptTail
 	}
+	if !p.Workspace.Latency.IsSet() {
+		p.Workspace.Latency = Duration{MS: DefaultClientLatencyMS, set: true}
+	}
 	if !p.DryRun.LLMLatency.IsSet() {
 		p.DryRun.LLMLatency = Duration{MS: DefaultLLMLatencyMS, set: true}
 	}

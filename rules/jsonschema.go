@@ -595,6 +595,19 @@ func (g *schemaGen) shorthand(t reflect.Type) (forms []jsch, null, ok bool) {
 		}
 		return reflect.StructField{}, false, true
 	}
+	// A shorthand that fills a closed set of words takes none but those:
+	// probe with one.
+	for i := range t.NumField() {
+		if ft := t.Field(i).Type; ft.Kind() == reflect.Uint8 && ft.Implements(reflect.TypeFor[enum]()) {
+			e := reflect.Zero(ft).Interface().(enum)
+			for _, w := range e.enumWords() {
+				if w != "" {
+					x = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: w}
+					break
+				}
+			}
+		}
+	}
 	if f, filled, accepted := probe(x); accepted && filled {
 		s := g.fieldOf(t, f)
 		if f.Type.Kind() == reflect.Slice {

@@ -194,6 +194,7 @@ func LoadFS(fsys fs.FS) (*Pack, error) {
 	}
 
 	p.readFileSources(fsys, &errs, hashFile)
+	p.Workspace.read(fsys, &errs, hashFile)
 
 	// Compile even after decode errors so one run lists every problem; the
 	// compiler copes with whatever the decoder could fill in.

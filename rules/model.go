@@ -50,6 +50,7 @@ type Pack struct {
 	Tickets          *Tickets         `yaml:"tickets"`
 	Tools            []Tool           `yaml:"tools"`
 	Slots            []SlotDecl       `yaml:"slots"`
+	Workspace        Workspace        `yaml:"workspace"`
 	Files            []ContextFile    `yaml:"files"`
 	Jobs             []Job            `yaml:"jobs"`
 	Sequences        []Sequence       `yaml:"sequences"`

@@ -1,6 +1,9 @@
 package rules
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // SlotDecl declares a session slot: a {{NAME}} prompt variable with a
 // size cap, an optional numbered-lines form and a debounce, so what a
@@ -14,8 +17,8 @@ type SlotDecl struct {
 	Value Template `yaml:"value"`
 	// MaxBytes and MaxChars cap the value (UTF-8 bytes, characters);
 	// 0 means no cap of that kind.
-	MaxBytes int `yaml:"max_bytes"`
-	MaxChars int `yaml:"max_chars"`
+	MaxBytes Number `yaml:"max_bytes"`
+	MaxChars Number `yaml:"max_chars"`
 	// Numbered keeps the value as "L1:..." numbered lines, and a cut
 	// keeps whole lines around Focus instead of the value's head.
 	Numbered bool `yaml:"numbered"`
@@ -46,12 +49,11 @@ func (sd *SlotDecl) check(c *compiler) {
 	if !isIdent(sd.ID) {
 		c.errorf(sd.Pos, "slot %q: names are letters, digits and _", sd.ID)
 	}
-	if sd.MaxBytes < 0 || sd.MaxChars < 0 {
-		c.errorf(sd.Pos, "slot %s: max_bytes and max_chars are sizes; 0 leaves a value uncapped", sd.ID)
-	}
 	const least = 64 // room for a cut marker and a line
-	if sd.MaxBytes > 0 && sd.MaxBytes < least || sd.MaxChars > 0 && sd.MaxChars < least {
-		c.errorf(sd.Pos, "slot %s: a cap under %d leaves no room for the value once cut", sd.ID, least)
+	for _, n := range []*Number{&sd.MaxBytes, &sd.MaxChars} {
+		if v := n.Value; n.IsSet() && (v != math.Trunc(v) || v < least || v > MaxFileSize) {
+			c.errorf(n.Pos, "slot %s: a cap is a whole number from %d (room for the value once cut) to %d; leave it out for none", sd.ID, least, MaxFileSize)
+		}
 	}
 	if sd.Focus.Set() && !sd.Numbered {
 		c.errorf(sd.Focus.Pos, "slot %s: focus picks the line a numbered value is cut around; add numbered: true or drop focus", sd.ID)
@@ -78,3 +80,8 @@ func (c *compiler) slotAction(a *SlotAction, where string) {
 }
 
 func (sd *SlotDecl) String() string { return fmt.Sprintf("slot %s", sd.ID) }
+
+// Caps are the slot's caps in bytes and characters; 0 means none.
+func (sd *SlotDecl) Caps() (maxBytes, maxChars int) {
+	return int(sd.MaxBytes.Value), int(sd.MaxChars.Value)
+}

@@ -10,7 +10,7 @@ import (
 // FS holds every bundled pack folder. The embed directive is the one list
 // of bundled packs; everything else derives from FS.
 //
-//go:embed all:dayone all:hotseat all:boardroom all:brain
+//go:embed all:dayone all:hotseat all:boardroom all:brain all:training
 var FS embed.FS
 
 // Names lists the bundled packs, sorted.

@@ -60,6 +60,14 @@ var outcomes = map[string]func(recs []dryrun.Record) error{
 		}
 		return nil
 	},
+	"training": func(recs []dryrun.Record) error {
+		// The interviewer closes the session, or it ends once they
+		// have gone quiet; never at the hard limit.
+		if endsWith(recs, "the interviewer closed the session") != nil {
+			return endsWith(recs, "the interviewer went quiet")
+		}
+		return nil
+	},
 	"hotseat": func(recs []dryrun.Record) error {
 		if err := endsWith(recs, "verdict"); err != nil {
 			return err

@@ -123,6 +123,9 @@ func dryrunFlags(fl *flag.FlagSet) runFunc {
 			if err := dryrun.WriteSummary(w, res.Records); err != nil {
 				return err
 			}
+			if err := dryrun.WriteWorkspace(w, p.Workspace.RootDir(), res.Workspace); err != nil {
+				return err
+			}
 		}
 		if err := w.Flush(); err != nil {
 			return err

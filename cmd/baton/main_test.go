@@ -147,7 +147,7 @@ func TestPackPathNeverFallsBackToBundled(t *testing.T) {
 		}
 	}
 	code, _, errs := runCLI(t, "test", "dayon")
-	if code != 1 || !strings.Contains(errs, "dayon: no bundled pack of that name (bundled: boardroom, brain, dayone, hotseat)") {
+	if code != 1 || !strings.Contains(errs, "dayon: no bundled pack of that name (bundled: boardroom, brain, dayone, hotseat, training)") {
 		t.Errorf("baton test dayon: exit %d, stderr %q", code, errs)
 	}
 }
@@ -155,7 +155,7 @@ func TestPackPathNeverFallsBackToBundled(t *testing.T) {
 // The usage lists the bundled packs the binary carries.
 func TestUsageNamesBundledPacks(t *testing.T) {
 	code, _, errs := runCLI(t)
-	if code != 2 || !strings.Contains(errs, "bundled pack (boardroom, brain, dayone, hotseat)") {
+	if code != 2 || !strings.Contains(errs, "bundled pack (boardroom, brain, dayone, hotseat, training)") {
 		t.Fatalf("exit %d:\n%s", code, errs)
 	}
 }

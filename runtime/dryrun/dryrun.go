@@ -79,7 +79,13 @@ type Result struct {
 	EndMS int64
 	// Files are the session's context files as it ended.
 	Files []engine.ContextFileState
+	// Workspace is the simulated client's workspace as the run ended
+	// (the pack's workspace: section), in path order.
+	Workspace []WorkspaceFile
 }
+
+// WorkspaceFile is one file of the simulated client's workspace.
+type WorkspaceFile = sim.WorkspaceFile
 
 // EndReason is why the run's session ended, or "dryrun" for a run that
 // stopped with the session still going.
@@ -116,12 +122,13 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error
 		model = opt.Model
 	}
 	h := &host{
-		ctx:   ctx,
-		s:     engine.New(p, engine.Options{Seed: opt.Seed}),
-		llm:   model,
-		voice: sim.NewVoice(p),
-		res:   &Result{},
-		on:    opt.OnRecord,
+		ctx:    ctx,
+		s:      engine.New(p, engine.Options{Seed: opt.Seed}),
+		llm:    model,
+		voice:  sim.NewVoice(p),
+		client: sim.NewClient(p),
+		res:    &Result{},
+		on:     opt.OnRecord,
 	}
 	// Every event is checked against the pack before the run starts, with
 	// the one check a live session applies before it logs an input.
@@ -173,12 +180,15 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error
 				return nil, err
 			}
 		default:
-			h.res.EndMS, h.res.Files = h.s.Now(), h.s.ContextFiles()
-			return h.res, nil
+			return h.finish(), nil
 		}
 	}
-	h.res.EndMS, h.res.Files = h.s.Now(), h.s.ContextFiles()
-	return h.res, nil
+	return h.finish(), nil
+}
+
+func (h *host) finish() *Result {
+	h.res.EndMS, h.res.Files, h.res.Workspace = h.s.Now(), h.s.ContextFiles(), h.client.Files()
+	return h.res
 }
 
 type host struct {
@@ -191,6 +201,7 @@ type host struct {
 	s         *engine.Session
 	llm       llm.Answerer
 	voice     *sim.Voice
+	client    *sim.Client
 	queue     []pending
 	seq       int
 	res       *Result
@@ -290,6 +301,15 @@ func (h *host) step(in engine.Input) error {
 			if !a.Never {
 				a.Result.ID = e.ID
 				h.push(engine.Input{T: e.T + a.After.Milliseconds(), Type: engine.InputLLMResult, LLM: &a.Result})
+			}
+		case engine.EffectClientToolCall:
+			// The simulated client answers after its latency and then, for
+			// a write, reports the editor's change.
+			res, change := h.client.Answer(&e)
+			at := e.T + h.client.LatencyMS()
+			h.push(engine.Input{T: at, Type: engine.InputClientToolResult, ClientTool: &res})
+			if change != nil {
+				h.push(engine.Input{T: at, Type: engine.InputCandidate, Candidate: change})
 			}
 		case engine.EffectAgentMessage:
 			rec.SpeechMS = h.voice.Duration(e.Agent, e.Text)

@@ -169,8 +169,77 @@ func TextLine(r *Record) string {
 			parts = append(parts, "refused")
 		}
 		text = strings.Join(parts, "  ")
+		if r.Type == engine.EffectToolResult && !r.IsError {
+			text += editSummary(r.Data)
+		}
 	}
 	return fmt.Sprintf("%s  %-10s %-20s %s", rules.FormatClock(r.T), who, kind, text)
+}
+
+// maxDiffLines bounds the diff lines a timeline shows for one write.
+const maxDiffLines = 12
+
+// editSummary shows a workspace write's result (runtime/workspace: ok,
+// mode, path, diffs) as the file it changed and its diff lines, indented
+// under the record; any other result shows nothing more.
+func editSummary(data json.RawMessage) string {
+	var w struct {
+		OK    bool   `json:"ok"`
+		Mode  string `json:"mode"`
+		Path  string `json:"path"`
+		Lines int    `json:"lines"`
+		Diffs []struct {
+			Op      string   `json:"op"`
+			Line    int      `json:"line"`
+			Removed []string `json:"removed"`
+			Added   []string `json:"added"`
+		} `json:"diffs"`
+	}
+	if json.Unmarshal(data, &w) != nil || !w.OK || w.Mode == "" {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %s %s, %d lines", w.Mode, w.Path, w.Lines)
+	shown := 0
+	for _, d := range w.Diffs {
+		for _, pair := range []struct {
+			sign  string
+			lines []string
+		}{{"-", d.Removed}, {"+", d.Added}} {
+			for i, l := range pair.lines {
+				if shown == maxDiffLines {
+					b.WriteString("\n" + diffIndent + "...")
+					return b.String()
+				}
+				at := "     " // the line number once per run of lines
+				if i == 0 {
+					at = fmt.Sprintf("L%-4d", d.Line)
+				}
+				fmt.Fprintf(&b, "\n%s%s %s %s", diffIndent, pair.sign, at, l)
+				shown++
+			}
+		}
+	}
+	return b.String()
+}
+
+// diffIndent lines diff lines up under a record's text.
+var diffIndent = strings.Repeat(" ", len("00:00.0  ")+11+21)
+
+// WriteWorkspace prints the simulated client's workspace as the run
+// ended, as comment lines under the summary: what the agents' edits
+// left in the person's editor.
+func WriteWorkspace(w io.Writer, root string, files []WorkspaceFile) error {
+	var b strings.Builder
+	for _, f := range files {
+		lines := strings.Split(strings.TrimSuffix(f.Content, "\n"), "\n")
+		fmt.Fprintf(&b, "# %s/%s as the session ended (%d lines):\n", strings.TrimSuffix(root, "/"), f.Path, len(lines))
+		for i, l := range lines {
+			fmt.Fprintf(&b, "# %4d  %s\n", i+1, l)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // WriteSummary prints what a reader of a long timeline checks first, as

@@ -59,7 +59,7 @@ func TestPrecedence(t *testing.T) {
 		{ref: "typo/dayone", err: "typo/dayone: no pack.yaml there"},
 		{ref: "typo/mine", err: "typo/mine: no pack.yaml there"},
 		{ref: "mine/pack.yaml", err: "mine/pack.yaml: no pack.yaml there"},
-		{ref: "nope", err: "nope: no bundled pack of that name (bundled: boardroom, brain, dayone, hotseat) and no folder nope with a pack.yaml"},
+		{ref: "nope", err: "nope: no bundled pack of that name (bundled: boardroom, brain, dayone, hotseat, training) and no folder nope with a pack.yaml"},
 		{ref: "", err: "no pack named"},
 	} {
 		t.Run(tc.ref, func(t *testing.T) {

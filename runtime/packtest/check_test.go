@@ -81,7 +81,7 @@ func TestCheckPackFiles(t *testing.T) {
 		{"bad candidate", func(fsys fstest.MapFS) {
 			keepOnly(fsys, "tests/pass_")
 			addCandidate(fsys, "fixtures/bad_candidate.jsonl")
-		}, `fixtures/bad_candidate.jsonl:1:70: unknown field "txt": did you mean text? (known: addressed_to, code, language, mic_active, run_id, source, stt_confidence, text, typing)
+		}, `fixtures/bad_candidate.jsonl:1:70: unknown field "txt": did you mean text? (known: addressed_to, code, language, line, mic_active, run_id, source, stt_confidence, text, typing)
 fixtures/bad_candidate.jsonl:2:15: unknown event type: "candidate_mesage" is not handled by pack packtest (did you mean candidate_message?) (it takes candidate_message, mic_state_changed, speech_end, typing_state_changed, code_submitted)
 fixtures/bad_candidate.jsonl:3:44: time goes backwards (00:04.0 after 00:06.0)
 fixtures/bad_candidate.jsonl:4:15: candidate_message needs data.text`},

@@ -46,7 +46,8 @@ type Case struct {
 	LLMFile rules.At[string]         `yaml:"llm_file"`
 	Expect  []Match                  `yaml:"expect"`
 	Forbid  []Match                  `yaml:"forbid"`
-	// Golden compares the whole printed timeline with tests/NAME.golden.
+	// Golden compares the whole printed timeline, and the workspace as
+	// the session ended, with tests/NAME.golden.
 	Golden bool `yaml:"golden"`
 
 	file    string
@@ -181,7 +182,7 @@ func (c *Case) run(p *rules.Pack, opt Options) (updated bool, err error) {
 		}
 	}
 	if c.Golden {
-		u, err := c.golden(p, recs, opt)
+		u, err := c.golden(p, res, opt)
 		updated = u
 		if err != nil {
 			errs = append(errs, err)
@@ -195,9 +196,14 @@ func (c *Case) run(p *rules.Pack, opt Options) (updated bool, err error) {
 	return updated, nil
 }
 
-func (c *Case) golden(p *rules.Pack, recs []dryrun.Record, opt Options) (bool, error) {
+func (c *Case) golden(p *rules.Pack, res *dryrun.Result, opt Options) (bool, error) {
 	var b bytes.Buffer
-	if err := dryrun.WriteText(&b, recs, dryrun.FormatOptions{}); err != nil {
+	if err := dryrun.WriteText(&b, res.Records, dryrun.FormatOptions{}); err != nil {
+		return false, err
+	}
+	// What the agents' edits left in the workspace, as a dry run prints
+	// it (nothing for a pack without one).
+	if err := dryrun.WriteWorkspace(&b, p.Workspace.RootDir(), res.Workspace); err != nil {
 		return false, err
 	}
 	name := strings.TrimSuffix(c.file, ".yaml") + ".golden"

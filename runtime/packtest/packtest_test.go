@@ -61,7 +61,7 @@ diff tests/fail_golden_differs.golden got
 +01:00.0  -          session_end          END  time_up`,
 
 	"fail_unknown_keys.yaml": `tests/fail_unknown_keys.yaml:3:1: unknown field "event": did you mean events? (known: about, events, events_file, expect, forbid, golden, llm, llm_file, name)
-tests/fail_unknown_keys.yaml:6:69: unknown field "txt": did you mean text? (known: addressed_to, code, language, mic_active, run_id, source, stt_confidence, text, typing)
+tests/fail_unknown_keys.yaml:6:69: unknown field "txt": did you mean text? (known: addressed_to, code, language, line, mic_active, run_id, source, stt_confidence, text, typing)
 tests/fail_unknown_keys.yaml:8:42: unknown field "txt": did you mean text? (known: after, agent, at, before, data_contains, fallback, guardrail, intent_tag, is_error, kind, outcome, reason_contains, request_contains, rule, text, text_contains, then_nothing_until, type)
 tests/fail_unknown_keys.yaml:10:5: unknown field "then_nothing_untill": did you mean then_nothing_until? (known: after, agent, at, before, data_contains, fallback, guardrail, intent_tag, is_error, kind, outcome, reason_contains, request_contains, rule, text, text_contains, then_nothing_until, type)
 tests/fail_unknown_keys.yaml:12:40: field "kind" given twice
@@ -90,7 +90,7 @@ tests/fail_unknown_event.yaml:6:5: stt_confidence 2 must be between 0 and 1`,
 
 	// The files a case names, each problem at its own line and column
 	// (an event's check at its event_type), sorted with the case's own.
-	"fail_files.yaml": `fixtures/bad_candidate.jsonl:1:70: unknown field "txt": did you mean text? (known: addressed_to, code, language, mic_active, run_id, source, stt_confidence, text, typing)
+	"fail_files.yaml": `fixtures/bad_candidate.jsonl:1:70: unknown field "txt": did you mean text? (known: addressed_to, code, language, line, mic_active, run_id, source, stt_confidence, text, typing)
 fixtures/bad_candidate.jsonl:2:15: unknown event type: "candidate_mesage" is not handled by pack packtest (did you mean candidate_message?) (it takes candidate_message, mic_state_changed, speech_end, typing_state_changed, code_submitted)
 fixtures/bad_candidate.jsonl:3:44: time goes backwards (00:04.0 after 00:06.0)
 fixtures/bad_candidate.jsonl:4:15: candidate_message needs data.text

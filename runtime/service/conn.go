@@ -510,7 +510,7 @@ func (c *conn) handle(data []byte, read time.Time) {
 			return
 		}
 		c.post(s, f.ID, &evMsg{frameID: f.ID, c: c, speech: &engine.SpeechDone{ID: f.MessageID, Interrupted: f.Interrupted}, read: read})
-	case FrameToolCall, FrameAgentTranscript, FrameEnd:
+	case FrameToolCall, FrameAgentTranscript, FrameEnd, FrameClientToolResult:
 		s := c.boundSession(f.ID)
 		if s == nil {
 			return
@@ -521,6 +521,8 @@ func (c *conn) handle(data []byte, read time.Time) {
 			in = engine.Input{Type: engine.InputAgentTranscript, Agent: f.Agent}
 		case FrameEnd:
 			in = engine.Input{Type: engine.InputEnd, End: &engine.EndRequest{Reason: f.Reason}}
+		case FrameClientToolResult:
+			in = engine.Input{Type: engine.InputClientToolResult, ClientTool: &engine.ClientToolResult{ID: f.ToolCallID, Result: f.Result, IsError: f.IsError}}
 		}
 		c.post(s, f.ID, &evMsg{frameID: f.ID, c: c, input: &in, read: read})
 	}

@@ -215,8 +215,8 @@ func (c *wsClient) record(f *ServerFrame) {
 		}
 		c.effects[e.Seq] = e
 	}
-	if f.Type == FrameEffect {
-		add(EffectFrame{Type: f.Type, SessionID: f.SessionID, Seq: f.Seq, Effect: *f.Effect})
+	if f.Type == FrameEffect || f.Type == FrameClientToolCall {
+		add(EffectFrame{Type: f.Type, SessionID: f.SessionID, Seq: f.Seq, Effect: *f.Effect, ClientToolCall: f.ClientToolCall})
 	}
 	for _, e := range f.Missed {
 		add(e)

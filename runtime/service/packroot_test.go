@@ -48,7 +48,7 @@ func TestPackRootsHoldLinks(t *testing.T) {
 	for _, tc := range []struct{ id, ref, want string }{
 		{"ok", filepath.Join(root, "ok"), ""},
 		{"same", filepath.Join(root, "same"), ""},
-		{"evil", filepath.Join(root, "evil"), "packs/evil: not a bundled pack (bundled: boardroom, brain, dayone, hotseat), and pack folders outside --packs are not allowed"},
+		{"evil", filepath.Join(root, "evil"), "packs/evil: not a bundled pack (bundled: boardroom, brain, dayone, hotseat, training), and pack folders outside --packs are not allowed"},
 		{"up", filepath.Join(root, "up", "pack"), "packs/up/pack: not a bundled pack"},
 		{"direct", filepath.Join(top, "elsewhere", "pack"), "…/pack: not a bundled pack"},
 		{"leaky", filepath.Join(root, "leaky"), "pack packs/leaky has 1 problem(s):\npacks/leaky/pack.yaml:5:17: attachment passwd: files/passwd.csv is a symbolic link that leads outside the pack folder"},

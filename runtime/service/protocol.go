@@ -27,6 +27,11 @@ const (
 	FrameToolCall        = "tool_call"
 	FrameAgentTranscript = "agent_transcript"
 	FrameEnd             = "end"
+	// FrameClientToolResult answers a client_tool_call frame, in the
+	// shape of ElevenLabs' conversational agent protocol: tool_call_id,
+	// result, is_error (id is optional here; the ack carries
+	// tool_call_id when it is left out).
+	FrameClientToolResult = "client_tool_result"
 )
 
 // Server frame types.
@@ -36,6 +41,11 @@ const (
 	FrameEffect = "effect"
 	FramePong   = "pong"
 	FrameNotice = "notice"
+	// FrameClientToolCall carries a client_tool_call effect in the shape
+	// of ElevenLabs' conversational agent protocol (client_tool_call:
+	// {tool_name, tool_call_id, parameters}), with seq and the effect as
+	// on any effect frame.
+	FrameClientToolCall = "client_tool_call"
 )
 
 // Error codes a client can receive, each naming one kind of mistake or
@@ -73,6 +83,9 @@ const (
 	// CodeBodyTimeout is a request body not received within the read
 	// timeout (408).
 	CodeBodyTimeout = "body_timeout"
+	// CodeUnknownToolCall is a client_tool_result for a call that is not
+	// waiting: never made, already answered, or timed out.
+	CodeUnknownToolCall = "unknown_tool_call"
 )
 
 // MaxFrameID bounds a client frame id.
@@ -105,6 +118,10 @@ type ClientFrame struct {
 	Agent *engine.AgentLine `json:"agent,omitempty"`
 	// end: why the session ends early.
 	Reason string `json:"reason,omitempty"`
+	// client_tool_result: the answer to a client_tool_call.
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	IsError    bool            `json:"is_error,omitempty"`
 }
 
 // ProtoError is an error with a protocol code.
@@ -206,6 +223,11 @@ func parseFrame(data []byte) (*ClientFrame, *ProtoError) {
 			return &ClientFrame{ID: id}, perr(CodeBadFrame, "%v", err)
 		}
 	}
+	if f.ID == "" && f.Type == FrameClientToolResult && f.ToolCallID != "" {
+		// A client written for the vendor's protocol sends no id; the
+		// call's id answers for it.
+		f.ID = f.ToolCallID
+	}
 	if f.ID == "" {
 		return &f, perr(CodeBadFrame, "missing id: every frame carries a client id")
 	}
@@ -252,14 +274,15 @@ func salvageID(data []byte) string {
 // any other field that is set is an error, so a typo is reported rather
 // than silently ignored.
 var frameFields = map[string][]string{
-	FrameStart:           {"session_id", "pack", "candidate_id", "seed", "client_playback"},
-	FrameResume:          {"session_id", "last_seq"},
-	FrameEvent:           {"event"},
-	FrameSpeechDone:      {"message_id", "interrupted"},
-	FrameToolCall:        {"tool"},
-	FrameAgentTranscript: {"agent"},
-	FrameEnd:             {"reason"},
-	FramePing:            nil,
+	FrameStart:            {"session_id", "pack", "candidate_id", "seed", "client_playback"},
+	FrameResume:           {"session_id", "last_seq"},
+	FrameEvent:            {"event"},
+	FrameSpeechDone:       {"message_id", "interrupted"},
+	FrameToolCall:         {"tool"},
+	FrameAgentTranscript:  {"agent"},
+	FrameEnd:              {"reason"},
+	FrameClientToolResult: {"tool_call_id", "result", "is_error"},
+	FramePing:             nil,
 }
 
 // setFields names the frame's optional fields that are set, in a fixed
@@ -274,6 +297,7 @@ func (f *ClientFrame) setFields() []string {
 		{f.Seed != nil, "seed"}, {f.ClientPlayback, "client_playback"}, {f.LastSeq != nil, "last_seq"},
 		{f.Event != nil, "event"}, {f.MessageID != "", "message_id"}, {f.Interrupted, "interrupted"},
 		{f.Tool != nil, "tool"}, {f.Agent != nil, "agent"}, {f.Reason != "", "reason"},
+		{f.ToolCallID != "", "tool_call_id"}, {f.Result != nil, "result"}, {f.IsError, "is_error"},
 	} {
 		if c.set {
 			out = append(out, c.name)
@@ -290,7 +314,7 @@ func checkFields(f *ClientFrame) *ProtoError {
 	case f.Type == "":
 		return perr(CodeBadFrame, "missing type")
 	case !known:
-		return perr(CodeUnknownType, "unknown frame type %q (want start, resume, event, speech_done, tool_call, agent_transcript, end or ping)", f.Type)
+		return perr(CodeUnknownType, "unknown frame type %q (want start, resume, event, speech_done, tool_call, agent_transcript, client_tool_result, end or ping)", f.Type)
 	case f.Type == FrameStart && f.SessionID == "":
 		return perr(CodeBadFrame, "start needs session_id")
 	case f.Type == FrameStart && f.Pack == "":
@@ -305,6 +329,10 @@ func checkFields(f *ClientFrame) *ProtoError {
 		return perr(CodeBadFrame, "tool_call needs tool {id, name, args, role}")
 	case f.Type == FrameAgentTranscript && (f.Agent == nil || f.Agent.Role == "" || f.Agent.Text == ""):
 		return perr(CodeBadFrame, "agent_transcript needs agent {role, text}")
+	case f.Type == FrameClientToolResult && f.ToolCallID == "":
+		return perr(CodeBadFrame, "client_tool_result needs tool_call_id (the id of the client_tool_call it answers)")
+	case f.Type == FrameClientToolResult && f.Result == nil:
+		return perr(CodeBadFrame, "client_tool_result needs result (what the tool returned: a string or any JSON value)")
 	case len(f.Reason) > engine.MaxReason:
 		return perr(CodeBadFrame, "reason is longer than %d bytes", engine.MaxReason)
 	}
@@ -393,12 +421,33 @@ type ErrorFrame struct {
 	Message string `json:"message"`
 }
 
-// EffectFrame carries one engine effect.
+// EffectFrame carries one engine effect. A client_tool_call effect
+// comes as a frame of type client_tool_call that also carries the call
+// in the vendor's shape.
 type EffectFrame struct {
-	Type      string     `json:"type"`
-	SessionID string     `json:"session_id"`
-	Seq       uint64     `json:"seq"`
-	Effect    WireEffect `json:"effect"`
+	Type           string          `json:"type"`
+	SessionID      string          `json:"session_id"`
+	Seq            uint64          `json:"seq"`
+	ClientToolCall *ClientToolCall `json:"client_tool_call,omitempty"`
+	Effect         WireEffect      `json:"effect"`
+}
+
+// ClientToolCall is a call for the client to run, as ElevenLabs'
+// conversational agent protocol words it.
+type ClientToolCall struct {
+	ToolName   string          `json:"tool_name"`
+	ToolCallID string          `json:"tool_call_id"`
+	Parameters json.RawMessage `json:"parameters"`
+}
+
+// effectFrame is the frame that carries effect e.
+func effectFrame(sessionID string, seq uint64, e *engine.Effect) EffectFrame {
+	fr := EffectFrame{Type: FrameEffect, SessionID: sessionID, Seq: seq, Effect: WireEffect{Effect: *e, Role: e.Agent}}
+	if e.Type == engine.EffectClientToolCall {
+		fr.Type = FrameClientToolCall
+		fr.ClientToolCall = &ClientToolCall{ToolName: e.Kind, ToolCallID: e.ID, Parameters: e.Data}
+	}
+	return fr
 }
 
 // WireEffect is an engine effect as clients see it: Role repeats Agent,
@@ -440,6 +489,8 @@ type ServerFrame struct {
 	Message   string        `json:"message,omitempty"`
 	Seq       uint64        `json:"seq,omitempty"`
 	Effect    *WireEffect   `json:"effect,omitempty"`
+	// ClientToolCall is set on client_tool_call frames.
+	ClientToolCall *ClientToolCall `json:"client_tool_call,omitempty"`
 }
 
 func mustJSON(v any) []byte {

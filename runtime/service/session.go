@@ -449,7 +449,7 @@ func (s *session) recordEffect(e *engine.Effect) EffectFrame {
 		s.ended = true
 		s.endReason, s.endRule = e.Reason, e.Rule
 	}
-	fr := EffectFrame{Type: FrameEffect, SessionID: s.id, Seq: s.seq, Effect: WireEffect{Effect: *e, Role: e.Agent}}
+	fr := effectFrame(s.id, s.seq, e)
 	if e.Type == engine.EffectAgentMessage && !s.host.ClientPlayback {
 		fr.Effect.SpeechMS = speechMS
 	}
@@ -678,6 +678,12 @@ func (s *session) onClientInput(m *evMsg) {
 		respondErr(pe)
 		return
 	}
+	if r := in.ClientTool; r != nil {
+		if st := s.eng.ClientToolState(r.ID); st != engine.ClientToolPending {
+			respondErr(unknownToolCall(r.ID, st))
+			return
+		}
+	}
 	if err := engine.CheckInput(s.pack, &in); err != nil {
 		code := CodeBadEvent
 		if errors.Is(err, engine.ErrUnknownEventType) {
@@ -739,6 +745,19 @@ func unknownRole(p *rules.Pack, in *engine.Input) *ProtoError {
 	ids := p.RoleIDs()
 	return perr(CodeBadEvent, "%s from role %q, which pack %s does not have%s; its roles are %s",
 		what, role, p.Name, rules.DidYouMean(role, ids), strings.Join(ids, ", "))
+}
+
+// unknownToolCall refuses a client_tool_result whose call is not
+// waiting, saying which of the reasons it is.
+func unknownToolCall(id, state string) *ProtoError {
+	why := "no call with that id was made in this session"
+	switch state {
+	case engine.ClientToolAnswered:
+		why = "it was already answered"
+	case engine.ClientToolTimedOut:
+		why = "it timed out and was answered with a timeout error; the agent has moved on"
+	}
+	return perr(CodeUnknownToolCall, "client_tool_result for %q: %s", id, why)
 }
 
 // stamp decides an event's engine time (docs/protocol.md, "Time"): the

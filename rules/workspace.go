@@ -1,0 +1,146 @@
+package rules
+
+import (
+	"io/fs"
+	"path"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Workspace is the code a session's client holds and its client tools
+// edit: files under a root, seeded from the pack folder. The simulated
+// client of dry runs and pack tests runs the tools it binds against an
+// in-memory copy (runtime/workspace) and, after each write, reports the
+// change as an OnChange event, as an editor would; a real client may
+// read the same section to seed its editor.
+type Workspace struct {
+	Pos
+	// Root is where the files live, as tools name them; default
+	// /workspace.
+	Root string `yaml:"root"`
+	// Files are the starting files: path in the workspace to file in the
+	// pack folder. The first is the one open.
+	Files []WorkspaceFile `yaml:"files"`
+	// Tools binds client tools to what the workspace does: open (its
+	// numbered content) or write (replace, or line edits).
+	Tools []WorkspaceTool `yaml:"tools"`
+	// OnChange is the event type the simulated client reports after a
+	// write, with data.code (the file) and data.line (the last line
+	// edited); a pack rule on it keeps a slot up to date.
+	OnChange string `yaml:"on_change"`
+	// Latency is the simulated client's time per tool call; default
+	// 50ms.
+	Latency Duration `yaml:"latency"`
+}
+
+// DefaultWorkspaceRoot is a workspace's root when the pack gives none.
+const DefaultWorkspaceRoot = "/workspace"
+
+// DefaultClientLatencyMS is the simulated client's time per tool call.
+const DefaultClientLatencyMS = 50
+
+// WorkspaceFile is a starting file of the workspace.
+type WorkspaceFile struct {
+	Pos
+	Path string `yaml:"id"`
+	File string `yaml:"file"`
+	// Content is the file's text, read at load.
+	Content string `yaml:"-"`
+}
+
+func (f *WorkspaceFile) setShorthand(d *decoder, n *yaml.Node) { d.decode(n, refValue(&f.File)) }
+
+// WorkspaceTool binds a client tool to a workspace operation.
+type WorkspaceTool struct {
+	Pos
+	Tool string      `yaml:"id"`
+	Op   WorkspaceOp `yaml:"op"`
+}
+
+func (t *WorkspaceTool) setShorthand(d *decoder, n *yaml.Node) { t.Op.decodeNode(d, n) }
+
+// WorkspaceOp is what a bound tool does to the workspace.
+type WorkspaceOp uint8
+
+// Workspace operations; word 0 is none, so a binding must name one.
+const (
+	WorkspaceOpNone WorkspaceOp = iota
+	WorkspaceOpen
+	WorkspaceWrite
+)
+
+var workspaceOpWords = []string{"", "open", "write"}
+
+func (o WorkspaceOp) String() string                       { return word(workspaceOpWords, uint8(o)) }
+func (WorkspaceOp) enumWords() []string                    { return workspaceOpWords }
+func (o *WorkspaceOp) decodeNode(d *decoder, n *yaml.Node) { decodeEnum(d, n, o, workspaceOpWords) }
+
+// WorkspaceOpOf is the operation tool is bound to, if any.
+func (w *Workspace) WorkspaceOpOf(tool string) (WorkspaceOp, bool) {
+	for _, t := range w.Tools {
+		if t.Tool == tool {
+			return t.Op, true
+		}
+	}
+	return WorkspaceOpNone, false
+}
+
+// RootDir is the workspace's root.
+func (w *Workspace) RootDir() string {
+	if w.Root != "" {
+		return w.Root
+	}
+	return DefaultWorkspaceRoot
+}
+
+// read loads the starting files from the pack folder.
+func (w *Workspace) read(fsys fs.FS, errs *ErrorList, hashFile func(string, []byte)) {
+	for i := range w.Files {
+		f := &w.Files[i]
+		clean := path.Clean(f.File)
+		if f.File == "" || !fs.ValidPath(clean) {
+			errs.add(f.Pos, "workspace file %s: the file must be a path inside the pack folder", f.Path)
+			continue
+		}
+		data, err := readFile(fsys, clean, MaxFileSize)
+		if err != nil {
+			errs.add(f.Pos, "workspace file %s: %v", f.Path, fileErr(fsys, clean, err))
+			continue
+		}
+		hashFile(clean, data)
+		f.Content = string(data)
+	}
+}
+
+func (w *Workspace) check(c *compiler) {
+	if r := w.Root; r != "" && (!strings.HasPrefix(r, "/") || path.Clean(r) != r || r == "/") {
+		c.errorf(w.Pos, "workspace.root %q: an absolute folder such as /workspace", r)
+	}
+	for _, f := range w.Files {
+		if clean := path.Clean(f.Path); f.Path == "" || !fs.ValidPath(clean) || clean != f.Path {
+			c.errorf(f.Pos, "workspace file %q: a path inside the workspace such as src/index.js (no leading /, no ..)", f.Path)
+		}
+	}
+	for _, t := range w.Tools {
+		tool, ok := c.p.Tool(t.Tool)
+		switch {
+		case !ok:
+			c.missingf(t.Pos, "tools", "workspace.tools: %s names no tool of this pack%s", t.Tool, c.suggest(t.Tool, c.p.toolNames()))
+		case tool.Executor != ExecClient:
+			c.errorf(t.Pos, "workspace.tools: %s is run by the pack's rules; the workspace answers client tools (executor: client)", t.Tool)
+		case t.Op == WorkspaceOpNone:
+			c.errorf(t.Pos, "workspace.tools: %s needs an operation: open or write", t.Tool)
+		}
+	}
+	if w.OnChange != "" {
+		if err := CheckEventType(w.OnChange); err != nil {
+			c.errorf(w.Pos, "workspace.on_change: %v", err)
+		} else if len(c.p.RulesOn(EventTrigger(w.OnChange))) == 0 && !IsBuiltinEvent(w.OnChange) {
+			c.errorf(w.Pos, "workspace.on_change: no rule has trigger: %s, so the change would go unnoticed (and a live client's event be refused)", w.OnChange)
+		}
+	}
+	if len(w.Tools) > 0 && len(w.Files) == 0 {
+		c.errorf(w.Pos, "workspace: tools are bound but no files are given; add files: {index.js: files/index.js}")
+	}
+}
