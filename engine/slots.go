@@ -134,7 +134,8 @@ func less(limit, n int) int {
 // the caps, keeps the whole lines nearest focus (1-based; 0 the top),
 // growing the kept range a line above and a line below in turn, with a
 // marker line for what is left out on each side. Lines are never cut,
-// except a focus line that alone is over the caps.
+// except a focus line that alone is over the caps. Only the kept lines
+// are built: a long buffer costs its measuring, not its rendering.
 func numberedAround(value string, focus, maxBytes, maxChars int) string {
 	if value == "" {
 		return ""
@@ -143,25 +144,32 @@ func numberedAround(value string, focus, maxBytes, maxChars int) string {
 	if len(lines) > 1 && lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1] // a final newline ends the last line
 	}
-	num := make([]string, len(lines))
+	// size is line i's numbered length and characters, with its newline.
+	size := func(i int) (n, chars int) {
+		prefix := 2 + digits(i+1) // "L", the number, ":"
+		n = prefix + len(lines[i]) + 1
+		if maxChars > 0 {
+			chars = prefix + utf8.RuneCountInString(lines[i]) + 1
+		}
+		return n, chars
+	}
 	total, totalChars := 0, 0
-	for i, l := range lines {
-		num[i] = "L" + strconv.Itoa(i+1) + ":" + l
-		total += len(num[i]) + 1
-		totalChars += utf8.RuneCountInString(num[i]) + 1
+	for i := range lines {
+		n, c := size(i)
+		total, totalChars = total+n, totalChars+c
 	}
 	if fits(total-1, totalChars-1, maxBytes, maxChars) {
-		return strings.Join(num, "\n")
+		return numberLines(lines, 0, len(lines))
 	}
 	f := min(max(focus, 1), len(lines)) - 1
 	// Room for both markers, whose numbers are at most this long.
 	markMax := len("[… 0000000 lines above]") + 1
 	budget, budgetChars := less(maxBytes, 2*markMax), less(maxChars, 2*markMax)
-	lo, hi := f, f+1 // kept: num[lo:hi]
-	n, chars := len(num[f])+1, utf8.RuneCountInString(num[f])+1
+	lo, hi := f, f+1 // kept: lines[lo:hi]
+	n, chars := size(f)
 	if !fits(n, chars, budget, budgetChars) {
 		// One line over the caps: cut it, the one exception.
-		return frame(f, cutHead(num[f], budget, budgetChars), len(num)-f-1)
+		return frame(f, cutHead(numberLines(lines, f, f+1), budget, budgetChars), len(lines)-f-1)
 	}
 	for grew := true; grew; {
 		grew = false
@@ -170,10 +178,10 @@ func numberedAround(value string, focus, maxBytes, maxChars int) string {
 			if below {
 				j = hi
 			}
-			if j < 0 || j >= len(num) {
+			if j < 0 || j >= len(lines) {
 				continue
 			}
-			w, wc := len(num[j])+1, utf8.RuneCountInString(num[j])+1
+			w, wc := size(j)
 			if !fits(n+w, chars+wc, budget, budgetChars) {
 				continue
 			}
@@ -185,7 +193,31 @@ func numberedAround(value string, focus, maxBytes, maxChars int) string {
 			}
 		}
 	}
-	return frame(lo, strings.Join(num[lo:hi], "\n"), len(num)-hi)
+	return frame(lo, numberLines(lines, lo, hi), len(lines)-hi)
+}
+
+// numberLines renders lines[lo:hi] as "L<n>:<line>", one per line.
+func numberLines(lines []string, lo, hi int) string {
+	var b strings.Builder
+	for i := lo; i < hi; i++ {
+		if i > lo {
+			b.WriteByte('\n')
+		}
+		b.WriteByte('L')
+		b.WriteString(strconv.Itoa(i + 1))
+		b.WriteByte(':')
+		b.WriteString(lines[i])
+	}
+	return b.String()
+}
+
+func digits(n int) int {
+	d := 1
+	for n >= 10 {
+		n /= 10
+		d++
+	}
+	return d
 }
 
 // frame puts the markers for the lines left out around the kept ones.

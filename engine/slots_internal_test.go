@@ -80,3 +80,20 @@ func TestCutHead(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkNumberedAround cuts a 500-line buffer to the editor slot's
+// 2 KB around a cursor in the middle: what every debounced editor change
+// costs before it reaches a prompt.
+func BenchmarkNumberedAround(b *testing.B) {
+	var lines []string
+	for i := range 500 {
+		lines = append(lines, "  const value"+strconv.Itoa(i)+" = compute(input, "+strconv.Itoa(i)+"); // keep it readable")
+	}
+	buf := strings.Join(lines, "\n")
+	b.ReportAllocs()
+	for b.Loop() {
+		if out := numberedAround(buf, 250, 2048, 0); len(out) > 2048 {
+			b.Fatal("over the cap")
+		}
+	}
+}

@@ -19,6 +19,12 @@ import (
 // itself, so each of its refused calls counts as a round.
 const ToolLoopLimit = 3
 
+// MaxToolRounds is the most rounds of tool calls one turn may take, each
+// answered or not. A model still calling tools after that is looping
+// however well its calls go (reading the same file again and again, say):
+// its calls are not run, and it is reported and handled as a tool loop.
+const MaxToolRounds = 10
+
 // tools are functions agents call. A call is checked (offered now, valid
 // arguments) and handed to the pack's rules trigger: tool:NAME, whose
 // tool_result and tool_error actions answer it; a refused call goes back
@@ -244,6 +250,10 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 		s.deliverChecked(a, r.Text, false, true)
 	}
 	a.stale = "" // what follows is asked for now
+	if len(a.toolRounds) >= MaxToolRounds && !s.ended {
+		s.toolRoundsSpent(a, r.ToolCalls[0], spoke)
+		return
+	}
 	round := ToolRound{Text: r.Text}
 	refused := -1 // the last refused call of the round
 	pending := false
@@ -301,6 +311,24 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 		f.active = nil
 	}
 	f.queue = append([]*turn{again}, f.queue...)
+}
+
+// toolRoundsSpent ends a turn whose model calls tools past
+// MaxToolRounds: reported as a loop, the tool_loop rules run, and the
+// role's fallback is said if the turn has said nothing.
+func (s *Session) toolRoundsSpent(a *turn, first ToolCall, spoke bool) {
+	s.emit(Effect{Type: EffectAdapterError, ID: a.reqID, Agent: a.role, Kind: first.Name,
+		Reason: fmt.Sprintf("tool loop: still calling tools after %d rounds in one turn", MaxToolRounds)})
+	s.env.Tool = rules.ToolView{ID: first.ID, Name: first.Name, Caller: a.role}
+	s.fireRules(rules.EngineTrigger(rules.TriggerToolLoop))
+	f := &s.floor
+	switch {
+	case s.ended || f.active != a || spoke:
+	case a.spokeInRounds():
+		f.active = nil
+	default:
+		s.deliver(a, s.fallback(a), true)
+	}
 }
 
 // continuation is the turn that asks the model again after round: the
