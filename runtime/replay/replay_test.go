@@ -46,3 +46,53 @@ func TestScriptBudgetReplays(t *testing.T) {
 		t.Fatalf("replay differs from the log (%d verified): %v", got.Verified, got.Diffs)
 	}
 }
+
+// A session whose agent edits code through client tools replays offline
+// from its log alone: the client's results are recorded inputs, so the
+// replay needs neither the client nor its workspace, and reproduces
+// every effect, the debounced editor slot's included.
+func TestClientToolsReplay(t *testing.T) {
+	const dir = "../../scenarios/training"
+	p, err := rules.Load(os.DirFS(dir), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := p.FS.Open(p.DryRun.Candidate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := events.ReadAll(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := dryrun.Run(p, dryrun.Options{Events: evs, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, results := 0, 0
+	for _, in := range res.Inputs {
+		if in.Type == engine.InputClientToolResult {
+			results++
+		}
+	}
+	for _, r := range res.Records {
+		if r.Type == engine.EffectClientToolCall {
+			calls++
+		}
+	}
+	if calls == 0 || calls != results {
+		t.Fatalf("%d client tool calls and %d results in the log; want some, one result each", calls, results)
+	}
+	path, err := replay.SaveDryRun(t.TempDir(), dir, p, 7, time.Unix(0, 0), res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := replay.File(path, func(string) (*rules.Pack, error) { return p, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.OK() || got.Verified != len(res.Inputs) || got.Effects != len(res.Records) {
+		t.Fatalf("replay: ok %v, %d of %d inputs verified, %d of %d effects: %v", got.OK(), got.Verified, len(res.Inputs), got.Effects, len(res.Records), got.Diffs)
+	}
+}
