@@ -162,6 +162,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("roles: {a: &r {persona: p}, b: {<<: *r, voice: v}}\n"))
 	f.Add([]byte("{{{"))
 	f.Add([]byte("name: x\nduration: 1m\nroles: {a: {persona: p}}\nfiles: {n.md: {class: append_only, roles: [a], max_chars: 9}, c.md: {class: write_few, max_writes: 2, text: t}}\nllm: {assembly: [n.md, c.md, goal], context_budget: {max_chars: 20, trim: [n.md]}}\nrules: [{id: r, trigger: e, do: [append: {file: n.md, role: \"'a'\", text: hi}]}]\n"))
+	f.Add([]byte("name: x\nduration: 1m\nscenario: {human: interviewer}\nroles: {candidate: {persona: p}}\nslots: {ed: {numbered: true, max_bytes: 100, focus: msg.line, debounce: 400ms}, e: {max_chars: 64}}\ntools: {o: {executor: client, timeout: 3s}}\nworkspace: {files: {a.js: a.js}, tools: {o: open}, on_change: ch}\nrules: [{id: r, trigger: ch, do: [slot: {name: ed, value: '${msg.code}'}]}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > maxFuzzInput {
 			return

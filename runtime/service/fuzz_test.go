@@ -23,6 +23,9 @@ func FuzzWireFrame(f *testing.F) {
 		`{"id":"t1","type":"tool_call","tool":{"id":"call-1","name":"transfer","role":"marcus","args":{"colleague":"priya"}}}`,
 		`{"id":"a1","type":"agent_transcript","agent":{"role":"marcus","text":"How do the tokens reach the new processor?"}}`,
 		`{"id":"e1","type":"end","reason":"candidate_left"}`,
+		`{"type":"client_tool_result","tool_call_id":"r2-call-1","result":{"ok":true,"mode":"lineEdits","diffs":[]},"is_error":false}`,
+		`{"id":"c2","type":"client_tool_result","tool_call_id":"r2-call-1","result":"line 40 is outside 1..11","is_error":true}`,
+		`{"type":"client_tool_result","result":null}`,
 		`{"id":"k","type":"ping","kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk":1}`,
 		`{"id":7}`, `[]`, `{"id":"x","type":"event","event":{"event_type":"x","ts_sec":1e308}}`, `{"id":"\u0000"}`,
 	} {
@@ -84,6 +87,10 @@ func FuzzWireFrame(f *testing.F) {
 		case FrameEnd:
 			if len(fr.Reason) > engine.MaxReason {
 				t.Fatalf("end reason of %d bytes", len(fr.Reason))
+			}
+		case FrameClientToolResult:
+			if fr.ToolCallID == "" || !json.Valid(fr.Result) {
+				t.Fatalf("client_tool_result without a call or a result: %q %q", fr.ToolCallID, fr.Result)
 			}
 		case FramePing:
 		default:
