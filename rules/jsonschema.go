@@ -351,11 +351,24 @@ var idRequired = []reflect.Type{
 // The decoder skips null before it looks at the type, so every such value
 // may be null.
 func (g *schemaGen) of(t reflect.Type) jsch {
+	if v, ok := atValue(t); ok {
+		return g.of(v) // At keeps where its value is written; the value is what is written
+	}
 	if t.Kind() == reflect.Struct && !special(t) {
 		return g.ref(t) // its definition takes null
 	}
 	return g.nullable(g.base(t))
 }
+
+// atValue is the type of the value an At[T] holds.
+func atValue(t reflect.Type) (reflect.Type, bool) {
+	if t.Kind() != reflect.Struct || t.PkgPath() != atPkg || !strings.HasPrefix(t.Name(), "At[") {
+		return nil, false
+	}
+	return t.Field(0).Type, true
+}
+
+var atPkg = reflect.TypeFor[At[string]]().PkgPath()
 
 func special(t reflect.Type) bool {
 	switch t {

@@ -18,7 +18,7 @@ type Workspace struct {
 	Pos
 	// Root is where the files live, as tools name them; default
 	// /workspace.
-	Root string `yaml:"root"`
+	Root At[string] `yaml:"root"`
 	// Files are the starting files: path in the workspace to file in the
 	// pack folder. The first is the one open.
 	Files []WorkspaceFile `yaml:"files"`
@@ -28,7 +28,7 @@ type Workspace struct {
 	// OnChange is the event type the simulated client reports after a
 	// write, with data.code (the file) and data.line (the last line
 	// edited); a pack rule on it keeps a slot up to date.
-	OnChange string `yaml:"on_change"`
+	OnChange At[string] `yaml:"on_change"`
 	// Latency is the simulated client's time per tool call; default
 	// 50ms.
 	Latency Duration `yaml:"latency"`
@@ -88,8 +88,8 @@ func (w *Workspace) WorkspaceOpOf(tool string) (WorkspaceOp, bool) {
 
 // RootDir is the workspace's root.
 func (w *Workspace) RootDir() string {
-	if w.Root != "" {
-		return w.Root
+	if w.Root.Val != "" {
+		return w.Root.Val
 	}
 	return DefaultWorkspaceRoot
 }
@@ -105,7 +105,7 @@ func (w *Workspace) read(fsys fs.FS, errs *ErrorList, hashFile func(string, []by
 		}
 		data, err := readFile(fsys, clean, MaxFileSize)
 		if err != nil {
-			errs.add(f.Pos, "workspace file %s: %v", f.Path, fileErr(fsys, clean, err))
+			errs.add(f.Pos, "workspace file %s: %s: %v", f.Path, clean, fileErr(fsys, clean, err))
 			continue
 		}
 		hashFile(clean, data)
@@ -114,8 +114,8 @@ func (w *Workspace) read(fsys fs.FS, errs *ErrorList, hashFile func(string, []by
 }
 
 func (w *Workspace) check(c *compiler) {
-	if r := w.Root; r != "" && (!strings.HasPrefix(r, "/") || path.Clean(r) != r || r == "/") {
-		c.errorf(w.Pos, "workspace.root %q: an absolute folder such as /workspace", r)
+	if r := w.Root.Val; r != "" && (!strings.HasPrefix(r, "/") || path.Clean(r) != r || r == "/") {
+		c.errorf(w.Root.Pos, "workspace.root %q: an absolute folder such as /workspace", r)
 	}
 	for _, f := range w.Files {
 		if clean := path.Clean(f.Path); f.Path == "" || !fs.ValidPath(clean) || clean != f.Path {
@@ -133,11 +133,11 @@ func (w *Workspace) check(c *compiler) {
 			c.errorf(t.Pos, "workspace.tools: %s needs an operation: open or write", t.Tool)
 		}
 	}
-	if w.OnChange != "" {
-		if err := CheckEventType(w.OnChange); err != nil {
-			c.errorf(w.Pos, "workspace.on_change: %v", err)
-		} else if len(c.p.RulesOn(EventTrigger(w.OnChange))) == 0 && !IsBuiltinEvent(w.OnChange) {
-			c.errorf(w.Pos, "workspace.on_change: no rule has trigger: %s, so the change would go unnoticed (and a live client's event be refused)", w.OnChange)
+	if ev := w.OnChange.Val; ev != "" {
+		if err := CheckEventType(ev); err != nil {
+			c.errorf(w.OnChange.Pos, "workspace.on_change: %v", err)
+		} else if len(c.p.RulesOn(EventTrigger(ev))) == 0 && !IsBuiltinEvent(ev) {
+			c.errorf(w.OnChange.Pos, "workspace.on_change: no rule has trigger: %s, so the change would go unnoticed (and a live client's event be refused)", ev)
 		}
 	}
 	if len(w.Tools) > 0 && len(w.Files) == 0 {

@@ -243,13 +243,13 @@ func (e *editor) answer(c *service.ClientToolCall, send func(any) error) error {
 	var w struct {
 		Path string `json:"path"`
 	}
-	if isErr || op != rules.WorkspaceWrite || e.pack.Workspace.OnChange == "" || json.Unmarshal(result, &w) != nil {
+	if isErr || op != rules.WorkspaceWrite || e.pack.Workspace.OnChange.Val == "" || json.Unmarshal(result, &w) != nil {
 		return nil
 	}
 	code, _ := e.ws.Get(w.Path)
 	e.n++
 	return send(map[string]any{"id": fmt.Sprintf("edit%d", e.n), "type": "event", "event": events.Wire{
-		EventType: e.pack.Workspace.OnChange, Data: &events.Data{Source: "editor", Code: code, Line: e.ws.LastEdit(w.Path)}}})
+		EventType: e.pack.Workspace.OnChange.Val, Data: &events.Data{Source: "editor", Code: code, Line: e.ws.LastEdit(w.Path)}}})
 }
 
 // print shows the workspace's files, if the pack has any.

@@ -131,7 +131,7 @@ func TestReadFileNamesEveryProblem(t *testing.T) {
 	}{
 		{"good", `{"event_type":"speech_end","ts_sec":5}` + "\r\n\n" + `{"event_type":"speech_end","ts_ms":6000}`, ""},
 		{"unknown key", `{"event_type":"candidate_message","ts_sec":6,"data":{"source":"text","txt":"hi"}}`,
-			`c.jsonl:1:70: unknown field "txt": did you mean text? (known: addressed_to, code, language, mic_active, run_id, source, stt_confidence, text, typing)`},
+			`c.jsonl:1:70: unknown field "txt": did you mean text? (known: addressed_to, code, language, line, mic_active, run_id, source, stt_confidence, text, typing)`},
 		{"unknown top key", `{"event_type":"x","ts_sec":11,"dta":{}}`,
 			`c.jsonl:1:31: unknown field "dta": did you mean data? (known: data, event_type, session_id, ts_ms, ts_sec)`},
 		{"wrong kind", `  {"event_type":"speech_end","ts_sec":"x"}`, `c.jsonl:1:39: expected a number, found "x"`},

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/runtime/workspace"
@@ -13,7 +14,9 @@ import (
 
 // stepUntil moves session id's fake clock on a tick at a time until a
 // frame matching pred arrives, so a test sees it before any later timer
-// (a tool's timeout) fires.
+// (a tool's timeout) fires. Before each tick it waits until the client
+// has received every effect the session has sent so far (its status's
+// seq), so a frame on its way over the socket is never stepped past.
 func (h *harness) stepUntil(c *wsClient, id, what string, pred func(*ServerFrame) bool) ServerFrame {
 	h.t.Helper()
 	for range 3000 {
@@ -21,16 +24,25 @@ func (h *harness) stepUntil(c *wsClient, id, what string, pred func(*ServerFrame
 		if !ok {
 			h.t.Fatalf("session %s is gone while waiting for %s", id, what)
 		}
-		select {
-		case f, ok := <-c.frames:
-			if !ok {
-				h.t.Fatalf("connection closed while waiting for %s", what)
+		deadline := time.Now().Add(waitLimit)
+		for c.lastSeq() < st.Seq {
+			if time.Now().After(deadline) {
+				h.t.Fatalf("effect %d never reached the client", st.Seq)
 			}
-			if pred(&f) {
-				return f
+			time.Sleep(time.Millisecond)
+		}
+		for drained := false; !drained; {
+			select {
+			case f, ok := <-c.frames:
+				if !ok {
+					h.t.Fatalf("connection closed while waiting for %s", what)
+				}
+				if pred(&f) {
+					return f
+				}
+			default:
+				drained = true
 			}
-			continue
-		default:
 		}
 		h.runUntil(id, st.Now+100)
 	}
@@ -99,9 +111,26 @@ func TestClientToolsOverWebSocket(t *testing.T) {
 			t.Fatalf("repeated result: %s", e.Message)
 		}
 	}
-	h.stepUntil(c, "tr1", "the candidate's confirmation", func(f *ServerFrame) bool {
-		return f.Type == FrameEffect && f.Effect.Type == engine.EffectAgentMessage && strings.Contains(f.Effect.Text, "greet() returns 'hi'")
-	})
+	// The confirmation may have come while the test read the answers
+	// above: look among every effect received.
+	confirmed := func() bool {
+		for _, e := range c.effectList() {
+			if e.Effect.Type == engine.EffectAgentMessage && strings.Contains(e.Effect.Text, "greet() returns 'hi'") {
+				return true
+			}
+		}
+		return false
+	}
+	for range 100 {
+		if confirmed() {
+			break
+		}
+		st, _ := h.quiesce("tr1")
+		h.runUntil("tr1", st.Now+100)
+	}
+	if !confirmed() {
+		t.Fatal("the candidate never confirmed the edit")
+	}
 	if got, _ := ws.Get("index.js"); !strings.Contains(got, "function greet() {\n  return \"hi\";\n}") {
 		t.Fatalf("the client's workspace after the edits:\n%s", got)
 	}

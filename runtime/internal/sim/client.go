@@ -48,7 +48,7 @@ func (c *Client) Answer(e *engine.Effect) (engine.ClientToolResult, *engine.Cand
 	}
 	out, isErr := c.ws.Call(op.String(), e.Data)
 	res.Result, res.IsError = out, isErr
-	if isErr || op != rules.WorkspaceWrite || c.pack.Workspace.OnChange == "" {
+	if isErr || op != rules.WorkspaceWrite || c.pack.Workspace.OnChange.Val == "" {
 		return res, nil
 	}
 	var w struct {
@@ -58,7 +58,7 @@ func (c *Client) Answer(e *engine.Effect) (engine.ClientToolResult, *engine.Cand
 		return res, nil
 	}
 	code, _ := c.ws.Get(w.Path)
-	return res, &engine.CandidateEvent{Type: c.pack.Workspace.OnChange, Code: code, Line: c.ws.LastEdit(w.Path), Source: "editor"}
+	return res, &engine.CandidateEvent{Type: c.pack.Workspace.OnChange.Val, Code: code, Line: c.ws.LastEdit(w.Path), Source: "editor"}
 }
 
 // LatencyMS is how long the client takes per call.
