@@ -191,9 +191,18 @@ func (s *Session) roundAnswered(cont *turn, round *ToolRound) {
 		s.madeProgress(cont.role)
 		return
 	}
-	if s.refusedRound(cont.role, round.Steps[refused].Call) {
-		f := &s.floor
-		f.queue = slices.DeleteFunc(f.queue, func(t *turn) bool { return t == cont })
+	if !s.refusedRound(cont.role, round.Steps[refused].Call) {
+		return
+	}
+	// A loop: the turn goes no further. As when the calls came back
+	// refused at once (turnTools), a turn that has said nothing says the
+	// role's fallback line, if the floor is free for it.
+	f := &s.floor
+	queued := slices.Contains(f.queue, cont)
+	f.queue = slices.DeleteFunc(f.queue, func(t *turn) bool { return t == cont })
+	if queued && !s.ended && f.active == nil && !cont.spokeInRounds() {
+		f.active = cont
+		s.deliver(cont, s.fallback(cont), true)
 	}
 }
 

@@ -32,7 +32,7 @@ func (sl *slots) init(s *Session) {
 	for i := range p.Slots {
 		d := &p.Slots[i]
 		if d.Value.Set() {
-			s.memory.session[d.ID] = capSlot(d, s.render(&d.Value, ""), 0)
+			s.memory.session[d.ID], _ = capSlot(d, s.render(&d.Value, ""), 0)
 		}
 	}
 }
@@ -77,24 +77,25 @@ func (sl *slots) fire(s *Session, i int) {
 // apply caps value, stores it and reports the update with what was cut.
 func (sl *slots) apply(s *Session, i int, value string, focus int, heldMS int64) {
 	d := &s.p.Slots[i]
-	out := capSlot(d, value, focus)
+	out, cut := capSlot(d, value, focus)
 	s.memory.session[d.ID] = out
 	data, _ := json.Marshal(struct {
 		Bytes  int   `json:"bytes"`
 		Cut    bool  `json:"cut,omitempty"`
 		HeldMS int64 `json:"held_ms,omitempty"`
-	}{len(out), out != value && (!d.Numbered || strings.Contains(out, "[… ")), heldMS})
+	}{len(out), cut, heldMS})
 	s.emit(Effect{Type: EffectSlot, Text: d.ID, Data: data})
 }
 
 // capSlot is value as the declaration keeps it: numbered, then cut to
-// its caps.
-func capSlot(d *rules.SlotDecl, value string, focus int) string {
+// its caps; cut says whether the caps left anything out.
+func capSlot(d *rules.SlotDecl, value string, focus int) (out string, cut bool) {
 	maxBytes, maxChars := d.Caps()
 	if d.Numbered {
 		return numberedAround(value, focus, maxBytes, maxChars)
 	}
-	return cutHead(value, maxBytes, maxChars)
+	out = cutHead(value, maxBytes, maxChars)
+	return out, out != value
 }
 
 // fits reports whether s is within both caps (0: none).
@@ -133,12 +134,13 @@ func less(limit, n int) int {
 // numberedAround renders value as "L1:..." lines and, when that is over
 // the caps, keeps the whole lines nearest focus (1-based; 0 the top),
 // growing the kept range a line above and a line below in turn, with a
-// marker line for what is left out on each side. Lines are never cut,
-// except a focus line that alone is over the caps. Only the kept lines
-// are built: a long buffer costs its measuring, not its rendering.
-func numberedAround(value string, focus, maxBytes, maxChars int) string {
+// marker line for what is left out on each side; cut says whether
+// anything was. Lines are never cut, except a focus line that alone is
+// over the caps. Only the kept lines are built: a long buffer costs its
+// measuring, not its rendering.
+func numberedAround(value string, focus, maxBytes, maxChars int) (out string, cut bool) {
 	if value == "" {
-		return ""
+		return "", false
 	}
 	lines := strings.Split(strings.ReplaceAll(value, "\r\n", "\n"), "\n")
 	if len(lines) > 1 && lines[len(lines)-1] == "" {
@@ -159,41 +161,41 @@ func numberedAround(value string, focus, maxBytes, maxChars int) string {
 		total, totalChars = total+n, totalChars+c
 	}
 	if fits(total-1, totalChars-1, maxBytes, maxChars) {
-		return numberLines(lines, 0, len(lines))
+		return numberLines(lines, 0, len(lines)), false
+	}
+	// withMarks is the size of lines[lo:hi] (n bytes, chars characters,
+	// newlines included) with the markers for what lies outside it.
+	withMarks := func(lo, hi, n, chars int) (int, int) {
+		m := len(frame(lo, "", len(lines)-hi)) // its markers and their newlines
+		return n - 1 + m, chars - 1 + utf8.RuneCountInString(frame(lo, "", len(lines)-hi))
 	}
 	f := min(max(focus, 1), len(lines)) - 1
-	// Room for both markers, whose numbers are at most this long.
-	markMax := len("[… 0000000 lines above]") + 1
-	budget, budgetChars := less(maxBytes, 2*markMax), less(maxChars, 2*markMax)
 	lo, hi := f, f+1 // kept: lines[lo:hi]
 	n, chars := size(f)
-	if !fits(n, chars, budget, budgetChars) {
+	if b, c := withMarks(lo, hi, n, chars); !fits(b, c, maxBytes, maxChars) {
 		// One line over the caps: cut it, the one exception.
-		return frame(f, cutHead(numberLines(lines, f, f+1), budget, budgetChars), len(lines)-f-1)
+		marks, markChars := withMarks(lo, hi, 1, 1)
+		return frame(f, cutHead(numberLines(lines, f, f+1), less(maxBytes, marks), less(maxChars, markChars)), len(lines)-f-1), true
 	}
 	for grew := true; grew; {
 		grew = false
 		for _, below := range []bool{false, true} {
-			j := lo - 1
+			j, nlo, nhi := lo-1, lo-1, hi
 			if below {
-				j = hi
+				j, nlo, nhi = hi, lo, hi+1
 			}
 			if j < 0 || j >= len(lines) {
 				continue
 			}
 			w, wc := size(j)
-			if !fits(n+w, chars+wc, budget, budgetChars) {
+			if b, c := withMarks(nlo, nhi, n+w, chars+wc); !fits(b, c, maxBytes, maxChars) {
 				continue
 			}
 			n, chars, grew = n+w, chars+wc, true
-			if below {
-				hi++
-			} else {
-				lo--
-			}
+			lo, hi = nlo, nhi
 		}
 	}
-	return frame(lo, numberLines(lines, lo, hi), len(lines)-hi)
+	return frame(lo, numberLines(lines, lo, hi), len(lines)-hi), true
 }
 
 // numberLines renders lines[lo:hi] as "L<n>:<line>", one per line.

@@ -31,7 +31,7 @@ func TestNumberedAroundKeepsCapsAndLines(t *testing.T) {
 		maxBytes := []int{0, 64, 100, 512, 2048}[rng.IntN(5)]
 		maxChars := []int{0, 64, 300}[rng.IntN(3)]
 		focus := rng.IntN(n + 3)
-		out := numberedAround(value, focus, maxBytes, maxChars)
+		out, cut := numberedAround(value, focus, maxBytes, maxChars)
 		if maxBytes > 0 && len(out) > maxBytes || maxChars > 0 && utf8.RuneCountInString(out) > maxChars {
 			t.Fatalf("case %d: %d bytes, %d chars over caps %d/%d:\n%s", i, len(out), utf8.RuneCountInString(out), maxBytes, maxChars, out)
 		}
@@ -61,6 +61,25 @@ func TestNumberedAroundKeepsCapsAndLines(t *testing.T) {
 		if f := min(max(focus, 1), len(lines)); len(kept) > 0 && (f < kept[0] || f > kept[len(kept)-1]) {
 			t.Fatalf("case %d: focus %d outside kept lines %v", i, f, kept)
 		}
+		whole := value == "" || len(kept) == len(lines) && !strings.Contains(out, "[…]")
+		if cut == whole {
+			t.Fatalf("case %d: cut %v, but %d of %d lines kept:\n%s", i, cut, len(kept), len(lines), out)
+		}
+	}
+}
+
+// Marker room is kept only for a side that has lines left out: at the
+// smallest cap, a buffer cut only below keeps every line that fits.
+func TestNumberedAroundMarkerRoom(t *testing.T) {
+	out, cut := numberedAround("a\nb\nc\nd\ne\nf\ng\nh\ni\nj\nk\nl\nm\nn\no\np", 1, 64, 0)
+	want := "L1:a\nL2:b\nL3:c\nL4:d\nL5:e\nL6:f\nL7:g\nL8:h\nL9:i\n[… 7 lines below]" // 64 bytes
+	if out != want || !cut {
+		t.Fatalf("got %q (cut %v), want %q", out, cut, want)
+	}
+	// One line alone over the cap is the one that is cut, and says so.
+	out, cut = numberedAround(strings.Repeat("x", 300), 1, 64, 0)
+	if len(out) > 64 || !cut || !strings.HasPrefix(out, "L1:xxx") {
+		t.Fatalf("got %q (%d bytes, cut %v)", out, len(out), cut)
 	}
 }
 
@@ -92,7 +111,7 @@ func BenchmarkNumberedAround(b *testing.B) {
 	buf := strings.Join(lines, "\n")
 	b.ReportAllocs()
 	for b.Loop() {
-		if out := numberedAround(buf, 250, 2048, 0); len(out) > 2048 {
+		if out, _ := numberedAround(buf, 250, 2048, 0); len(out) > 2048 {
 			b.Fatal("over the cap")
 		}
 	}

@@ -12,11 +12,10 @@ import (
 )
 
 // ToolLoopLimit is how many refused rounds of tool calls in a row from one
-// role count as a loop. It is also the most rounds one turn may take: the
-// turn that reaches it ends (with the role's fallback line if it said
-// nothing), an adapter_error is reported and rules trigger: tool_loop run, so
-// the two limits can never disagree. A live model keeps calling by
-// itself, so each of its refused calls counts as a round.
+// role count as a loop: the turn that reaches it ends (with the role's
+// fallback line if it said nothing), an adapter_error is reported and rules
+// trigger: tool_loop run. A live model keeps calling by itself, so each of
+// its refused calls counts as a round.
 const ToolLoopLimit = 3
 
 // MaxToolRounds is the most rounds of tool calls one turn may take, each
@@ -261,8 +260,11 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 		if s.ended {
 			return
 		}
-		if c.ID == "" {
-			// Unique in the session, and the same on every replay.
+		if c.ID == "" || s.idTaken(c.ID, round.Steps) {
+			// Unique in the session, and the same on every replay. A
+			// model may leave ids out, or reuse one (some number their
+			// calls afresh every reply): two calls under one id could
+			// not be told apart when their results come back.
 			c.ID = a.reqID + "-call-" + strconv.Itoa(i+1)
 		}
 		st := s.handleTool(a.role, c)
@@ -281,6 +283,7 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 		// round and its results, once they are all answered (and counts
 		// towards the loop then, if any was refused).
 		again := s.continuation(a, round)
+		again.clientRound = true
 		s.clientTools.wait(again)
 		if !spoke && f.active == a {
 			f.active = nil
@@ -331,6 +334,17 @@ func (s *Session) toolRoundsSpent(a *turn, first ToolCall, spoke bool) {
 	}
 }
 
+// idTaken reports whether a call id is already used in the session: by
+// an earlier call of this round, or by a client call made before.
+func (s *Session) idTaken(id string, steps []ToolStep) bool {
+	for _, st := range steps {
+		if st.Call.ID == id {
+			return true
+		}
+	}
+	return s.ClientToolState(id) != ClientToolUnknown
+}
+
 // continuation is the turn that asks the model again after round: the
 // same turn, with the round added to what the request carries.
 func (s *Session) continuation(a *turn, round ToolRound) *turn {
@@ -342,7 +356,7 @@ func (s *Session) continuation(a *turn, round ToolRound) *turn {
 	again.outcome, again.violations, again.original = "", nil, ""
 	again.guard = guard{} // a new request: its own answers and budget
 	again.deferrable = false
-	again.waiting = 0
+	again.waiting, again.clientRound = 0, false
 	return &again
 }
 
@@ -354,6 +368,14 @@ func (s *Session) onToolCall(c *ToolCall) {
 	role := c.Role
 	if role == "" {
 		role = s.resolveRole(rules.RoleRef{Kind: rules.RoleRefActive}, "")
+	}
+	if s.ClientToolState(c.ID) != ClientToolUnknown {
+		// A live session's vendor matches the answer by this id, so it
+		// cannot be renamed; a second call under it is refused.
+		msg := "a call with id " + c.ID + " was already made; give each call its own id"
+		res, _ := json.Marshal(map[string]string{"error": msg})
+		s.emit(Effect{Type: EffectToolResult, ID: c.ID, Agent: role, Kind: c.Name, Data: res, IsError: true, Reason: msg})
+		return
 	}
 	// A client tool's answer counts when it arrives (clienttools.go).
 	if st := s.handleTool(role, *c); st.IsError {

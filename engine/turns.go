@@ -51,8 +51,12 @@ type turn struct {
 	original   string
 	toolRounds []ToolRound
 	// waiting counts client tool calls of its last round still to be
-	// answered (clienttools.go); it starts when none are.
-	waiting int
+	// answered (clienttools.go); it starts when none are. clientRound
+	// marks a turn going on after client calls: the agent is mid-action
+	// (an edit under way), so a routed reply queues behind it rather
+	// than drop it and the results its model has not seen.
+	waiting     int
+	clientRound bool
 	guard   guard // guardrail.go
 	// due is when the turn could first be said (made, started, or let
 	// go by defer), for its lateness.
@@ -184,7 +188,7 @@ func (s *Session) preemptScheduled(by string) {
 	}
 	kept := f.queue[:0]
 	for _, t := range f.queue {
-		if t.hard {
+		if t.hard || t.clientRound {
 			kept = append(kept, t)
 			continue
 		}

@@ -153,7 +153,7 @@ func (r *Role) check(c *compiler) {
 	if !isIdent(r.ID) || oneOf(r.ID, RoleLast, RoleSame, RoleAddressed, RoleActive) {
 		c.errorf(r.Pos, "role %q: ids are letters, digits and _, and not last/same/addressed/active", r.ID)
 	}
-	if r.ID == c.p.HumanName() {
+	if strings.EqualFold(r.ID, c.p.HumanName()) {
 		c.errorf(r.Pos, "role %q has the name of the person in the session (scenario.human); a transcript could not tell them apart: set scenario.human (interviewer, say) or rename the role", r.ID)
 	}
 	r.focus = c.keywords(r.Pos, "focus", r.Focus)

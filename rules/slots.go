@@ -46,6 +46,11 @@ func (p *Pack) SlotDeclOf(id string) (int, bool) {
 
 func (sd *SlotDecl) check(c *compiler) {
 	c.id(sd.Pos, "slot", "slot:"+sd.ID)
+	for _, r := range c.p.Roles {
+		if _, ok := r.Slots.Get(sd.ID); ok {
+			c.errorf(sd.Pos, "slot %s is declared for the session, and role %s sets a slot of that name, which would hide it from %s's prompts; rename one", sd.ID, r.ID, r.ID)
+		}
+	}
 	if !isIdent(sd.ID) {
 		c.errorf(sd.Pos, "slot %q: names are letters, digits and _", sd.ID)
 	}

@@ -5,6 +5,8 @@ import (
 	"path"
 	"strings"
 
+	"github.com/batonhq/baton/rules/workspacepath"
+
 	"go.yaml.in/yaml/v3"
 )
 
@@ -103,7 +105,7 @@ func (w *Workspace) read(fsys fs.FS, errs *ErrorList, hashFile func(string, []by
 			errs.add(f.Pos, "workspace file %s: the file must be a path inside the pack folder", f.Path)
 			continue
 		}
-		data, err := readFile(fsys, clean, MaxFileSize)
+		data, err := readFile(fsys, clean, workspacepath.MaxFileBytes)
 		if err != nil {
 			errs.add(f.Pos, "workspace file %s: %s: %v", f.Path, clean, fileErr(fsys, clean, err))
 			continue
@@ -114,13 +116,22 @@ func (w *Workspace) read(fsys fs.FS, errs *ErrorList, hashFile func(string, []by
 }
 
 func (w *Workspace) check(c *compiler) {
+	root := w.RootDir()
 	if r := w.Root.Val; r != "" && (!strings.HasPrefix(r, "/") || path.Clean(r) != r || r == "/") {
 		c.errorf(w.Root.Pos, "workspace.root %q: an absolute folder such as /workspace", r)
+		root = DefaultWorkspaceRoot // checked against a root that is, the paths add no knock-on errors
 	}
 	for _, f := range w.Files {
-		if clean := path.Clean(f.Path); f.Path == "" || !fs.ValidPath(clean) || clean != f.Path {
-			c.errorf(f.Pos, "workspace file %q: a path inside the workspace such as src/index.js (no leading /, no ..)", f.Path)
+		// The rule every tool call is held to (runtime/workspace): a pack
+		// must not seed a file its own tools could not name.
+		if rel, err := workspacepath.Rel(root, f.Path); err != nil {
+			c.errorf(f.Pos, "workspace file: %v", err)
+		} else if rel != f.Path {
+			c.errorf(f.Pos, "workspace file %q: write it as %s, relative to %s", f.Path, rel, root)
 		}
+	}
+	if len(w.Files) > workspacepath.MaxFiles {
+		c.errorf(w.Pos, "workspace: %d files; a workspace holds at most %d", len(w.Files), workspacepath.MaxFiles)
 	}
 	for _, t := range w.Tools {
 		tool, ok := c.p.Tool(t.Tool)
@@ -131,6 +142,9 @@ func (w *Workspace) check(c *compiler) {
 			c.errorf(t.Pos, "workspace.tools: %s is run by the pack's rules; the workspace answers client tools (executor: client)", t.Tool)
 		case t.Op == WorkspaceOpNone:
 			c.errorf(t.Pos, "workspace.tools: %s needs an operation: open or write", t.Tool)
+		case w.Latency.ok() && tool.Timeout.ok() && tool.Timeout.MS > 0 && w.Latency.MS >= tool.Timeout.MS:
+			// The simulated client would always be too late.
+			c.errorf(w.Latency.Pos, "workspace.latency %dms is not under %s's timeout (%dms), so every call would time out", w.Latency.MS, t.Tool, tool.Timeout.MS)
 		}
 	}
 	if ev := w.OnChange.Val; ev != "" {

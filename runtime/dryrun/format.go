@@ -160,7 +160,8 @@ func TextLine(r *Record) string {
 		parts := []string{}
 		for _, s := range []string{r.Rule, r.Kind, r.IntentTag, r.Text, r.Reason} {
 			if s != "" {
-				parts = append(parts, s)
+				// One record, one line: a client's error may span several.
+				parts = append(parts, strings.ReplaceAll(strings.ReplaceAll(s, "\r", ""), "\n", " | "))
 			}
 		}
 		if len(r.Data) > 0 && r.Type != engine.EffectToolResult {
@@ -232,10 +233,13 @@ var diffIndent = strings.Repeat(" ", len("00:00.0  ")+11+21)
 func WriteWorkspace(w io.Writer, root string, files []WorkspaceFile) error {
 	var b strings.Builder
 	for _, f := range files {
-		lines := strings.Split(strings.TrimSuffix(f.Content, "\n"), "\n")
+		var lines []string
+		if f.Content != "" {
+			lines = strings.Split(strings.TrimSuffix(strings.ReplaceAll(f.Content, "\r\n", "\n"), "\n"), "\n")
+		}
 		fmt.Fprintf(&b, "# %s/%s as the session ended (%d lines):\n", strings.TrimSuffix(root, "/"), f.Path, len(lines))
 		for i, l := range lines {
-			fmt.Fprintf(&b, "# %4d  %s\n", i+1, l)
+			fmt.Fprintf(&b, "# %4d  %s\n", i+1, strings.ReplaceAll(l, "\r", ""))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

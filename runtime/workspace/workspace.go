@@ -46,8 +46,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/batonhq/baton/rules/workspacepath"
 )
 
 // Root is the folder the workspace's files live under unless New is
@@ -57,10 +57,10 @@ const Root = "/workspace"
 // Limits keep one call, one file and the whole workspace small enough
 // that a runaway model cannot make a client hold unbounded text.
 const (
-	MaxEdits     = 500     // line edits in one write_file call
-	MaxFileBytes = 1 << 20 // bytes in one file after a write
-	MaxFiles     = 200     // files in the workspace
-	MaxPathBytes = 256     // bytes in a path as the model gives it
+	MaxEdits     = 500                        // line edits in one write_file call
+	MaxFileBytes = workspacepath.MaxFileBytes // bytes in one file after a write
+	MaxFiles     = workspacepath.MaxFiles     // files in the workspace
+	MaxPathBytes = workspacepath.MaxPathBytes // bytes in a path as the model gives it
 )
 
 // listCap is how many file names an error lists before "and N more":
@@ -159,58 +159,13 @@ func (w *Workspace) LastEdit(path string) int {
 	return 0
 }
 
-// Resolve checks path against the workspace's whitelist and returns it
-// clean and relative to the root. It accepts "a.js", "./a.js" and
-// "<root>/a.js"; it refuses anything outside the root, any "..", and any
-// path that is not already a plain clean relative one once the root
-// prefix is gone, rather than cleaning it: a model that writes
-// "src//a.js" or "src/./a.js" is told so, instead of editing a file it
-// did not name exactly.
+// Resolve checks path against the workspace's whitelist
+// (rules/workspacepath, the rule the pack loader applies too) and returns
+// it clean and relative to the root; a refusal names the files there.
 func (w *Workspace) Resolve(p string) (string, error) {
-	root := w.rootDir()
-	switch {
-	case p == "":
-		return "", fmt.Errorf("the path is empty; give a file path such as index.js; %s", w.listing())
-	case len(p) > MaxPathBytes:
-		return "", fmt.Errorf("the path is %d bytes long; paths are at most %d bytes; %s", len(p), MaxPathBytes, w.listing())
-	case !utf8.ValidString(p):
-		return "", fmt.Errorf("the path %q is not valid UTF-8; %s", p, w.listing())
-	}
-	for _, r := range p {
-		switch {
-		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
-			return "", fmt.Errorf("the path %q contains the control character %U; paths are plain text; %s", p, r, w.listing())
-		case r == '\\':
-			return "", fmt.Errorf("the path %q contains a backslash; separate folders with /, as in src/a.js; %s", p, w.listing())
-		case r == '~':
-			return "", fmt.Errorf("the path %q contains ~; there is no home folder, only %s; %s", p, root, w.listing())
-		}
-	}
-	rel := p
-	if strings.HasPrefix(p, "/") {
-		prefix := root
-		if !strings.HasSuffix(prefix, "/") {
-			prefix += "/"
-		}
-		if p == root || p == prefix {
-			return "", fmt.Errorf("the path %q is the folder %s itself; name a file in it; %s", p, root, w.listing())
-		}
-		if !strings.HasPrefix(p, prefix) {
-			return "", fmt.Errorf("the path %q is outside %s; only files in %s can be opened or written; %s", p, root, root, w.listing())
-		}
-		rel = p[len(prefix):]
-	}
-	rel = strings.TrimPrefix(rel, "./")
-	if rel == "" || rel == "." {
-		return "", fmt.Errorf("the path %q is the folder %s itself; name a file in it; %s", p, root, w.listing())
-	}
-	for _, part := range strings.Split(rel, "/") {
-		if part == ".." {
-			return "", fmt.Errorf("the path %q contains ..; name files from %s down, as in src/a.js; %s", p, root, w.listing())
-		}
-	}
-	if strings.HasPrefix(rel, "/") || rel != path.Clean(rel) {
-		return "", fmt.Errorf("the path %q has an empty or . part or ends in /; write it plainly, as in src/a.js; %s", p, w.listing())
+	rel, err := workspacepath.Rel(w.rootDir(), p)
+	if err != nil {
+		return "", fmt.Errorf("%w; %s", err, w.listing())
 	}
 	return rel, nil
 }
