@@ -57,7 +57,7 @@ type turn struct {
 	// than drop it and the results its model has not seen.
 	waiting     int
 	clientRound bool
-	guard   guard // guardrail.go
+	guard       guard // guardrail.go
 	// due is when the turn could first be said (made, started, or let
 	// go by defer), for its lateness.
 	due int64
