@@ -30,6 +30,10 @@ const DefaultModel = "gemini-2.5-flash-native-audio-preview-09-2025"
 // 16-bit little-endian PCM at 16 kHz.
 const DefaultInputMIME = "audio/pcm;rate=16000"
 
+// OutputMIME is the format of the model's audio: the Live API speaks
+// 16-bit little-endian mono PCM at 24 kHz.
+const OutputMIME = "audio/pcm;rate=24000"
+
 // eventBuffer lets the reader run ahead of a briefly busy consumer (audio
 // arrives in many small chunks) without unbounded memory.
 const eventBuffer = 64
@@ -188,6 +192,12 @@ func start(ctx context.Context, gs *genai.Session) *Session {
 	go s.read()
 	return s
 }
+
+// InputMIME is the audio format SendAudio takes without a mime type.
+func (s *Session) InputMIME() string { return DefaultInputMIME }
+
+// OutputMIME is the format of the agent's audio events.
+func (s *Session) OutputMIME() string { return OutputMIME }
 
 // Events returns the event stream; see voice.LiveSession.
 func (s *Session) Events() <-chan voice.Event { return s.events }

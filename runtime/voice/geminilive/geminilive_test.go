@@ -5,8 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"reflect"
 	goruntime "runtime" // the Go runtime, not baton's runtime/ packages
 	"strconv"
@@ -15,98 +13,32 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batonhq/baton/runtime/internal/wiretest"
-
 	"github.com/gorilla/websocket"
 	"google.golang.org/genai"
 
+	"github.com/batonhq/baton/runtime/internal/wiretest"
 	"github.com/batonhq/baton/runtime/llm"
 	"github.com/batonhq/baton/runtime/llm/gemini"
 	"github.com/batonhq/baton/runtime/voice"
+	"github.com/batonhq/baton/runtime/voice/geminilive/geminilivefake"
 )
 
 const (
 	testKey   = "live-key"
 	testModel = "gemini-live-test"
-	// The SDK dials {BaseURL}/ws/google.ai.generativelanguage.{version}.GenerativeService.BidiGenerateContent.
-	livePath = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
 )
 
 // startFake runs script on each WebSocket connection made to a local
 // server speaking the Live API's wire format. The returned channel closes
-// when the script has returned.
-func startFake(t *testing.T, script func(t *testing.T, c *websocket.Conn)) (*Client, <-chan struct{}) {
+// when the first connection's script has returned.
+func startFake(t *testing.T, script func(c *geminilivefake.Conn)) (*Client, <-chan struct{}) {
 	t.Helper()
-	done := make(chan struct{})
-	var once sync.Once
-	upgrader := websocket.Upgrader{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != livePath {
-			t.Errorf("dialed path %q, want %q", r.URL.Path, livePath)
-		}
-		if got := r.Header.Get("x-goog-api-key"); got != testKey {
-			t.Errorf("x-goog-api-key = %q", got)
-		}
-		c, err := upgrader.Upgrade(w, r, nil)
-		if err != nil {
-			t.Errorf("upgrade: %v", err)
-			return
-		}
-		defer once.Do(func() { close(done) })
-		defer c.Close()
-		// A safety net so a broken client cannot hang the suite; the
-		// tests never depend on it firing.
-		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		script(t, c)
-	}))
-	t.Cleanup(srv.Close)
-	client, err := New(context.Background(), Config{APIKey: testKey, BaseURL: "ws" + strings.TrimPrefix(srv.URL, "http")})
+	fake := geminilivefake.New(t, testKey, script)
+	client, err := New(context.Background(), Config{APIKey: testKey, BaseURL: fake.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return client, done
-}
-
-func readMsg(t *testing.T, c *websocket.Conn) map[string]any {
-	t.Helper()
-	_, data, err := c.ReadMessage()
-	if err != nil {
-		t.Errorf("fake server read: %v", err)
-		return nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Errorf("client sent non-JSON %.200q: %v", data, err)
-	}
-	return m
-}
-
-func send(t *testing.T, c *websocket.Conn, frame int, v any) {
-	t.Helper()
-	data, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.WriteMessage(frame, data); err != nil {
-		t.Errorf("fake server write: %v", err)
-	}
-}
-
-// handshake reads the setup message and answers setupComplete.
-func handshake(t *testing.T, c *websocket.Conn) map[string]any {
-	t.Helper()
-	setup := readMsg(t, c)
-	send(t, c, websocket.TextMessage, map[string]any{"setupComplete": map[string]any{}})
-	return setup
-}
-
-// drainUntilGone reads until the client goes away.
-func drainUntilGone(c *websocket.Conn) {
-	for {
-		if _, _, err := c.ReadMessage(); err != nil {
-			return
-		}
-	}
+	return client, fake.Done()
 }
 
 // checkNoLeaks waits for every session and connect goroutine to exit. It
@@ -151,8 +83,8 @@ func liveConfig() voice.LiveConfig {
 func TestLiveSessionContract(t *testing.T) {
 	userAudio := []byte{0x01, 0x02, 0x03, 0xff}
 	agentAudio := []byte("pcm-bytes-from-the-model")
-	client, serverDone := startFake(t, func(t *testing.T, c *websocket.Conn) {
-		setup := handshake(t, c)
+	client, serverDone := startFake(t, func(c *geminilivefake.Conn) {
+		setup := c.Setup()
 		wiretest.Expect(t, setup, "setup.model", "models/"+testModel)
 		wiretest.Expect(t, setup, "setup.systemInstruction.parts.0.text", "You are the QA engineer.")
 		wiretest.Expect(t, setup, "setup.generationConfig.responseModalities", []any{"AUDIO"})
@@ -162,37 +94,37 @@ func TestLiveSessionContract(t *testing.T) {
 		wiretest.Expect(t, setup, "setup.inputAudioTranscription", map[string]any{})
 		wiretest.Expect(t, setup, "setup.outputAudioTranscription", map[string]any{})
 
-		audio := readMsg(t, c)
+		audio := c.Read()
 		wiretest.Expect(t, audio, "realtimeInput.audio.mimeType", DefaultInputMIME)
 		wiretest.Expect(t, audio, "realtimeInput.audio.data", base64.StdEncoding.EncodeToString(userAudio))
-		text := readMsg(t, c)
+		text := c.Read()
 		wiretest.Expect(t, text, "realtimeInput.text", "typed hello")
 
-		send(t, c, websocket.TextMessage, map[string]any{"serverContent": map[string]any{
+		c.Send(map[string]any{"serverContent": map[string]any{
 			"inputTranscription": map[string]any{"text": "I can fix now", "finished": true},
 		}})
 		// The real service sends JSON in binary frames; cover both.
-		send(t, c, websocket.BinaryMessage, map[string]any{"serverContent": map[string]any{
+		c.SendBinary(map[string]any{"serverContent": map[string]any{
 			"modelTurn":           map[string]any{"parts": []any{map[string]any{"inlineData": map[string]any{"mimeType": "audio/pcm;rate=24000", "data": base64.StdEncoding.EncodeToString(agentAudio)}}}},
 			"outputTranscription": map[string]any{"text": "Share your first step."},
 		}})
-		send(t, c, websocket.TextMessage, map[string]any{"serverContent": map[string]any{"interrupted": true}})
-		if err := c.WriteMessage(websocket.TextMessage, []byte("this is not JSON")); err != nil {
+		c.Send(map[string]any{"serverContent": map[string]any{"interrupted": true}})
+		if err := c.WS.WriteMessage(websocket.TextMessage, []byte("this is not JSON")); err != nil {
 			t.Errorf("write: %v", err)
 		}
-		send(t, c, websocket.TextMessage, map[string]any{"toolCall": map[string]any{"functionCalls": []any{
+		c.Send(map[string]any{"toolCall": map[string]any{"functionCalls": []any{
 			map[string]any{"id": "fc-7", "name": "lookup_ticket", "args": map[string]any{"id": "PAY-1"}},
 		}}})
 
-		resp := readMsg(t, c)
+		resp := c.Read()
 		wiretest.Expect(t, resp, "toolResponse.functionResponses", []any{map[string]any{
 			"id": "fc-7", "name": "lookup_ticket", "response": map[string]any{"status": "open"},
 		}})
-		send(t, c, websocket.TextMessage, map[string]any{"serverContent": map[string]any{"turnComplete": true}})
-		if err := c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "bye")); err != nil {
+		c.Send(map[string]any{"serverContent": map[string]any{"turnComplete": true}})
+		if err := c.WS.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "bye")); err != nil {
 			t.Errorf("write close: %v", err)
 		}
-		drainUntilGone(c)
+		c.DrainUntilGone()
 	})
 
 	ls, err := client.Connect(context.Background(), liveConfig())
@@ -259,9 +191,9 @@ func TestLiveSessionContract(t *testing.T) {
 }
 
 func TestLiveContextCancel(t *testing.T) {
-	client, serverDone := startFake(t, func(t *testing.T, c *websocket.Conn) {
-		handshake(t, c)
-		drainUntilGone(c)
+	client, serverDone := startFake(t, func(c *geminilivefake.Conn) {
+		c.Setup()
+		c.DrainUntilGone()
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	ls, err := client.Connect(ctx, voice.LiveConfig{Model: testModel})
@@ -289,17 +221,17 @@ func TestLiveContextCancel(t *testing.T) {
 }
 
 func TestLiveCloseWithoutReadingEvents(t *testing.T) {
-	client, serverDone := startFake(t, func(t *testing.T, c *websocket.Conn) {
-		handshake(t, c)
+	client, serverDone := startFake(t, func(c *geminilivefake.Conn) {
+		c.Setup()
 		// Far more events than the buffer holds, so the reader blocks.
 		for i := 0; i < 4*eventBuffer; i++ {
 			msg := map[string]any{"serverContent": map[string]any{"outputTranscription": map[string]any{"text": "word"}}}
 			data, _ := json.Marshal(msg)
-			if err := c.WriteMessage(websocket.TextMessage, data); err != nil {
+			if err := c.WS.WriteMessage(websocket.TextMessage, data); err != nil {
 				return // the client closed mid-stream, as intended
 			}
 		}
-		drainUntilGone(c)
+		c.DrainUntilGone()
 	})
 	ls, err := client.Connect(context.Background(), voice.LiveConfig{Model: testModel})
 	if err != nil {
@@ -339,10 +271,10 @@ func TestLiveServerErrorClose(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strconv.Itoa(tt.code), func(t *testing.T) {
-			client, serverDone := startFake(t, func(t *testing.T, c *websocket.Conn) {
-				handshake(t, c)
-				_ = c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(tt.code, "quota or whatever"))
-				drainUntilGone(c)
+			client, serverDone := startFake(t, func(c *geminilivefake.Conn) {
+				c.Setup()
+				_ = c.WS.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(tt.code, "quota or whatever"))
+				c.DrainUntilGone()
 			})
 			ls, err := client.Connect(context.Background(), voice.LiveConfig{Model: testModel})
 			if err != nil {
@@ -370,10 +302,10 @@ func TestLiveServerErrorClose(t *testing.T) {
 }
 
 func TestLiveSetupRejected(t *testing.T) {
-	client, serverDone := startFake(t, func(t *testing.T, c *websocket.Conn) {
-		readMsg(t, c)
-		_ = c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseInvalidFramePayloadData, "API key not valid"))
-		drainUntilGone(c)
+	client, serverDone := startFake(t, func(c *geminilivefake.Conn) {
+		c.Read()
+		_ = c.WS.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseInvalidFramePayloadData, "API key not valid"))
+		c.DrainUntilGone()
 	})
 	ls, err := client.Connect(context.Background(), voice.LiveConfig{Model: testModel})
 	if err == nil || ls != nil {
@@ -390,12 +322,12 @@ func TestLiveSetupRejected(t *testing.T) {
 func TestLiveConnectAbandoned(t *testing.T) {
 	setupSeen := make(chan struct{})
 	release := make(chan struct{})
-	client, serverDone := startFake(t, func(t *testing.T, c *websocket.Conn) {
-		readMsg(t, c)
+	client, serverDone := startFake(t, func(c *geminilivefake.Conn) {
+		c.Read()
 		close(setupSeen)
 		<-release
-		send(t, c, websocket.TextMessage, map[string]any{"setupComplete": map[string]any{}})
-		drainUntilGone(c) // ends when the abandoned session is closed
+		c.Send(map[string]any{"setupComplete": map[string]any{}})
+		c.DrainUntilGone() // ends when the abandoned session is closed
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -418,11 +350,11 @@ func TestLiveConcurrentSends(t *testing.T) {
 	// writers would interleave frames (gorilla panics or the fake reads
 	// garbage) even without the race detector.
 	const senders, each, chunkSize = 8, 25, 16 << 10
-	client, serverDone := startFake(t, func(t *testing.T, c *websocket.Conn) {
-		handshake(t, c)
+	client, serverDone := startFake(t, func(c *geminilivefake.Conn) {
+		c.Setup()
 		seen := map[string]int{}
 		for i := 0; i < senders*each; i++ {
-			msg := readMsg(t, c)
+			msg := c.Read()
 			data, _ := wiretest.At(msg, "realtimeInput.audio.data").(string)
 			raw, err := base64.StdEncoding.DecodeString(data)
 			if err != nil || len(raw) != chunkSize {
@@ -434,8 +366,8 @@ func TestLiveConcurrentSends(t *testing.T) {
 		if len(seen) != senders*each {
 			t.Errorf("received %d distinct chunks, want %d", len(seen), senders*each)
 		}
-		_ = c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
-		drainUntilGone(c)
+		_ = c.WS.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+		c.DrainUntilGone()
 	})
 	ls, err := client.Connect(context.Background(), voice.LiveConfig{Model: testModel})
 	if err != nil {
@@ -467,9 +399,9 @@ func TestLiveConcurrentSends(t *testing.T) {
 }
 
 func TestLiveRejectsBadInput(t *testing.T) {
-	client, serverDone := startFake(t, func(t *testing.T, c *websocket.Conn) {
-		handshake(t, c)
-		drainUntilGone(c)
+	client, serverDone := startFake(t, func(c *geminilivefake.Conn) {
+		c.Setup()
+		c.DrainUntilGone()
 	})
 	ls, err := client.Connect(context.Background(), voice.LiveConfig{Model: testModel})
 	if err != nil {
@@ -515,9 +447,9 @@ func TestNewMissingKey(t *testing.T) {
 // A session whose context ended while it was being set up must shut down
 // by itself without racing its own construction.
 func TestStartWithDoneContext(t *testing.T) {
-	client, serverDone := startFake(t, func(t *testing.T, c *websocket.Conn) {
-		handshake(t, c)
-		drainUntilGone(c)
+	client, serverDone := startFake(t, func(c *geminilivefake.Conn) {
+		c.Setup()
+		c.DrainUntilGone()
 	})
 	gs, err := client.client.Live.Connect(context.Background(), testModel, &genai.LiveConnectConfig{})
 	if err != nil {
