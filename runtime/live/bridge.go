@@ -8,8 +8,10 @@
 // live model hears, says and calls into engine inputs (candidate messages,
 // agent transcripts, tool calls) and sends the engine's tool results back.
 //
-// No binary links it yet: baton serve takes these inputs from a client
-// that hosts the live session itself (docs/protocol.md, "Speech").
+// baton serve --voice runs one Bridge per live-voice session and relays
+// what it observes (audio, transcripts, barge-in) to the session's client;
+// without --voice, a client that hosts the live session itself sends the
+// same inputs (docs/protocol.md, "Speech").
 package live
 
 import (
@@ -34,6 +36,18 @@ type Bridge struct {
 	// Deliver hands an input to whoever owns the engine session; that owner
 	// stamps its time. It is called from the bridge's reader goroutine.
 	Deliver func(engine.Input)
+	// Connected, if set, is called with each live session once it is open,
+	// before any of its events is read, on the goroutine that called
+	// Handle. A host reads the session's formats here.
+	Connected func(role string, sess voice.LiveSession)
+	// Observe, if set, sees every event of the session holding the floor,
+	// with its role, before the bridge turns it into inputs: a host relays
+	// audio and barge-in from it, which are not engine inputs. Events of a
+	// session that has been replaced are not observed. It is called from
+	// the bridge's reader goroutine, so it holds up the session's events
+	// while it runs, and must not call Handle or Close, which wait for that
+	// goroutine.
+	Observe func(role string, ev voice.Event)
 
 	mu     sync.Mutex
 	cur    voice.LiveSession
@@ -44,6 +58,10 @@ type Bridge struct {
 
 // ErrClosed is returned after Close.
 var ErrClosed = errors.New("live bridge closed")
+
+// ErrNoSession is SendAudio's error while no live session holds the floor
+// (before the first live_session effect, or while the floor moves).
+var ErrNoSession = errors.New("live: no session holds the floor")
 
 // Handle acts on one engine effect; effects it does not care about are
 // ignored.
@@ -75,7 +93,7 @@ func (b *Bridge) SendAudio(chunk []byte, mime string) error {
 	cur := b.cur
 	b.mu.Unlock()
 	if cur == nil {
-		return fmt.Errorf("live: no session holds the floor")
+		return ErrNoSession
 	}
 	return cur.SendAudio(chunk, mime)
 }
@@ -118,6 +136,9 @@ func (b *Bridge) connect(ctx context.Context, e engine.Effect) error {
 	}
 	b.cur, b.role, b.done = sess, e.Agent, done
 	b.mu.Unlock()
+	if b.Connected != nil {
+		b.Connected(e.Agent, sess)
+	}
 	go b.read(sess, e.Agent, done)
 	return nil
 }
@@ -139,6 +160,9 @@ func (b *Bridge) read(sess voice.LiveSession, role string, done chan struct{}) {
 		said.Reset()
 	}
 	for ev := range sess.Events() {
+		if b.Observe != nil && current() {
+			b.Observe(role, ev)
+		}
 		switch ev.Kind {
 		case voice.EventUserTranscript:
 			if !ev.Final || strings.TrimSpace(ev.Text) == "" || !current() {
