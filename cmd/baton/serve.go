@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -17,8 +18,12 @@ import (
 	"github.com/batonhq/baton/runtime/llm/vendors"
 
 	"github.com/batonhq/baton/runtime/dryrun"
+	"github.com/batonhq/baton/runtime/llm/gemini"
 	"github.com/batonhq/baton/runtime/service"
 	"github.com/batonhq/baton/runtime/service/dayone"
+	"github.com/batonhq/baton/runtime/voice"
+	"github.com/batonhq/baton/runtime/voice/elevenlabs"
+	"github.com/batonhq/baton/runtime/voice/geminilive"
 	"github.com/batonhq/baton/scenarios"
 )
 
@@ -63,6 +68,8 @@ func serveFlags(fl *flag.FlagSet) runFunc {
 	maxOpen := fl.Int("max-open-logs", service.DefaultMaxOpenLogs(), "session logs kept open at once; the least recently written are reopened on demand (0: no bound)")
 	noSync := fl.Bool("no-sync", false, "do not fsync session logs (benchmarking only: a crash can lose acknowledged input)")
 	syncMode := fl.String("sync", "all", "which inputs are fsynced before they are applied: all, or external (client events and model answers; timer advances and simulated speech ends, which recovery re-derives, ride on the next sync)")
+	voiceName := fl.String("voice", "", "host the live speech of sessions in live voice mode on the server, with `VENDOR`: "+strings.Join(voiceVendors, " or ")+
+		" (keys from $GEMINI_API_KEY or $GOOGLE_API_KEY, base URL $GOOGLE_GEMINI_BASE_URL; $ELEVENLABS_API_KEY and $ELEVENLABS_AGENT_ID, base URL $ELEVENLABS_BASE_URL); default: clients host it")
 	logFormat := fl.String("log", "text", "log format: text or json")
 	verbose := fl.Bool("v", false, "debug logging")
 	return func(ctx context.Context, c *cli, _ []string) error {
@@ -71,19 +78,19 @@ func serveFlags(fl *flag.FlagSet) runFunc {
 			maxMsg: *maxMsg, rate: *rate, burst: *burst, sendQueue: *sendQueue, maxConns: *maxConns, maxConnsPerIP: *maxConnsPerIP,
 			readTimeout: *readTimeout, writeTimeout: *writeTimeout, idleTimeout: *idleTimeout, llmLatency: *llmLatency,
 			llmScript: *llmScript, baseURL: *baseURL, model: *model, maxOpen: *maxOpen, noSync: *noSync, syncMode: *syncMode,
-			logFormat: *logFormat, verbose: *verbose,
+			logFormat: *logFormat, verbose: *verbose, voice: *voiceName,
 		})
 	}
 }
 
 type serveOptions struct {
-	addr, data, token, llmLatency, llmScript, baseURL, model, syncMode, logFormat string
-	dev, noSync, verbose                                                          bool
-	origins, packRoots, hookHosts                                                 stringList
-	maxMsg                                                                        int64
-	rate                                                                          float64
-	burst, sendQueue, maxConns, maxConnsPerIP, maxOpen                            int
-	readTimeout, writeTimeout, idleTimeout                                        time.Duration
+	addr, data, token, llmLatency, llmScript, baseURL, model, syncMode, logFormat, voice string
+	dev, noSync, verbose                                                                 bool
+	origins, packRoots, hookHosts                                                        stringList
+	maxMsg                                                                               int64
+	rate                                                                                 float64
+	burst, sendQueue, maxConns, maxConnsPerIP, maxOpen                                   int
+	readTimeout, writeTimeout, idleTimeout                                               time.Duration
 }
 
 func serve(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error {
@@ -100,6 +107,9 @@ func serve(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error 
 	}
 	if o.syncMode != "all" && o.syncMode != "external" {
 		return usageError("--sync must be all or external, not %q", o.syncMode)
+	}
+	if o.voice != "" && !slices.Contains(voiceVendors, o.voice) {
+		return usageError("--voice must be %s, not %q", strings.Join(voiceVendors, " or "), o.voice)
 	}
 	if o.token == "" {
 		o.token = os.Getenv("BATON_TOKEN")
@@ -155,6 +165,12 @@ func serve(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error 
 	if real != nil {
 		cfg.Model = service.RealModel(real)
 	}
+	if cfg.Voice, err = voiceConnector(ctx, o.voice); err != nil {
+		return err
+	}
+	if cfg.Voice != nil {
+		logger.Info("the server hosts the live speech of live voice sessions", "voice", o.voice)
+	}
 	if o.noSync {
 		logger.Warn("fsync disabled: a crash can lose acknowledged input")
 	}
@@ -199,6 +215,45 @@ func serve(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error 
 	}
 	fmt.Fprintln(stdout, "stopped")
 	return nil
+}
+
+// voiceVendors are --voice's values.
+var voiceVendors = []string{"gemini-live", "elevenlabs"}
+
+// voiceConnector builds --voice's connector, nil without one. A missing
+// key or agent id stops the server at start, naming the variable, rather
+// than failing every live session later.
+func voiceConnector(ctx context.Context, name string) (voice.Connector, error) {
+	switch name {
+	case "gemini-live":
+		if _, err := gemini.APIKey(""); err != nil {
+			return nil, fmt.Errorf("--voice gemini-live needs an API key: set $GEMINI_API_KEY or $GOOGLE_API_KEY")
+		}
+		c, err := geminilive.New(ctx, geminilive.Config{BaseURL: os.Getenv("GOOGLE_GEMINI_BASE_URL")})
+		if err != nil {
+			return nil, fmt.Errorf("--voice gemini-live: %w", err)
+		}
+		return c, nil
+	case "elevenlabs":
+		var missing []string
+		for _, v := range []struct{ env, what string }{
+			{elevenlabs.EnvAPIKey, "the API key"},
+			{elevenlabs.EnvAgentID, "the id of an agent created at https://elevenlabs.io/app/agents"},
+		} {
+			if strings.TrimSpace(os.Getenv(v.env)) == "" {
+				missing = append(missing, fmt.Sprintf("$%s (%s)", v.env, v.what))
+			}
+		}
+		if len(missing) > 0 {
+			return nil, fmt.Errorf("--voice elevenlabs needs %s", strings.Join(missing, " and "))
+		}
+		c, err := elevenlabs.New(elevenlabs.Config{})
+		if err != nil {
+			return nil, fmt.Errorf("--voice elevenlabs: %w", err)
+		}
+		return c, nil
+	}
+	return nil, nil
 }
 
 // offIfZero maps a flag's 0 (off) to the Config's -1 (off); the Config

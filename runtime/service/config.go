@@ -8,6 +8,7 @@ import (
 
 	"github.com/batonhq/baton/runtime/clock"
 	"github.com/batonhq/baton/runtime/internal/wal"
+	"github.com/batonhq/baton/runtime/voice"
 )
 
 // Config sets up a Server. Zero values get the defaults noted on each field.
@@ -43,6 +44,11 @@ type Config struct {
 	Model ModelFactory
 	// Logger receives structured logs (default: slog.Default()).
 	Logger *slog.Logger
+	// Voice, when set, hosts the live speech of every session in live
+	// voice mode on the server (voice.go): the client streams microphone
+	// audio and gets the agent's back. Nil (the default): clients host
+	// live sessions themselves.
+	Voice voice.Connector
 
 	// MaxMessageBytes bounds one client frame or HTTP body (default 64 KiB).
 	// A frame up to 4x this is read and refused with too_large; anything

@@ -67,6 +67,8 @@ type conn struct {
 	// unanswered counts refused frames dropped without a reply since the
 	// last rate_limited error.
 	unanswered int
+	// audio is the microphone audio budget (voice.go).
+	audio connAudio
 }
 
 func (srv *Server) serveWS(ws *websocket.Conn, remote string) {
@@ -395,6 +397,15 @@ func (c *conn) admit(now time.Time) bool {
 // stream cannot be read on (a frame over the hard size limit, a broken
 // connection).
 func (c *conn) frame(typ int, r io.Reader, read time.Time) error {
+	if vh := c.serverVoice(); vh != nil {
+		// Microphone audio has its own budget (voice.go): at 50 frames a
+		// second it would exhaust the frame rate.
+		audio, rest, err := c.voiceFrame(vh, typ, r, read)
+		if audio || err != nil {
+			return err
+		}
+		r = rest
+	}
 	if !c.admit(read) {
 		return c.refuse(r)
 	}
@@ -412,7 +423,7 @@ func (c *conn) frame(typ int, r io.Reader, read time.Time) error {
 		return nil
 	}
 	if typ != websocket.TextMessage {
-		c.sendError("", perr(CodeBadFrame, "binary frames are not part of the protocol; send JSON text frames"))
+		c.sendError("", perr(CodeBadFrame, "binary frames are not part of the protocol here; send JSON text frames (microphone audio is taken only by sessions whose live speech the server hosts)"))
 		return nil
 	}
 	c.handle(data, read)
@@ -473,6 +484,7 @@ func (c *conn) handle(data []byte, read time.Time) {
 		s, pe := c.srv.start(startParams{
 			sessionID: f.SessionID, candidateID: f.CandidateID, packRef: f.Pack, seed: seed,
 			host: hostOptions{ClientPlayback: f.ClientPlayback}, conn: c, frameID: f.ID,
+			voiceMode: f.VoiceMode, clientVoice: f.ClientVoice,
 		})
 		if pe != nil {
 			c.sendError(f.ID, pe)

@@ -40,6 +40,8 @@ type metrics struct {
 	guardrails       *prometheus.CounterVec
 	flags            *prometheus.CounterVec
 	turnLateness     *prometheus.HistogramVec
+	audioBytes       prometheus.Counter
+	audioDropped     *prometheus.CounterVec
 }
 
 // Latency buckets from 50 µs to 10 s: engine steps are microseconds, fsyncs
@@ -77,11 +79,15 @@ func newMetrics() *metrics {
 	m.warnings = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_pack_warnings_total", Help: "Notes a pack emitted with level: warning (a setup job failed and defaults were used, say), by pack and rule."}, []string{"pack", "rule"})
 	m.guardrails = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_guardrail_outcomes_total", Help: "Generated agent lines by what the guardrails did with them (pass, regenerated(N), rewritten, fallback, tripped), by pack, role and the guardrail broken: none for a line said as the model gave it, model_error for a fallback because the model failed; a line that broke two counts under each."}, []string{"pack", "role", "guardrail", "outcome"})
 	m.flags = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_flags_total", Help: "Flags a pack raised (its tripwires, input checks or rules), by pack and the check or rule that raised them."}, []string{"pack", "rule"})
+	m.audioBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_voice_audio_bytes_total", Help: "Client microphone audio passed to live speech sessions, in bytes."})
+	m.audioDropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_voice_audio_dropped_total",
+		Help: "Client audio frames dropped, by reason: no_live_session (none open yet, or the floor is moving), rate_limited (over the audio budget), backlog (the live model is behind), too_large, malformed, send_failed (the live session refused it)."}, []string{"reason"})
 	for _, c := range []prometheus.Collector{
 		m.sessionsActive, m.sessionsStarted, m.sessionsEnded, m.connections, m.events, m.inputs, m.effects,
 		m.clientErrors, m.stepSeconds, m.adapterSeconds, m.adapterErrors, m.adapterInflight,
 		m.walSyncSeconds, m.walErrors, m.archiveErrors, m.walTruncations, m.recoveries, m.panics,
 		m.slowConsumers, m.rateLimited, m.resumes, m.eventToEffectSec, m.warnings, m.guardrails, m.flags, m.turnLateness,
+		m.audioBytes, m.audioDropped,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
@@ -93,6 +99,9 @@ func newMetrics() *metrics {
 		m.recoveries.WithLabelValues(r)
 	}
 	m.adapterSeconds.WithLabelValues("llm")
+	for _, r := range audioDropReasons {
+		m.audioDropped.WithLabelValues(r)
+	}
 	return m
 }
 

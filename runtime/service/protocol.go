@@ -104,6 +104,11 @@ type ClientFrame struct {
 	CandidateID    string `json:"candidate_id,omitempty"`
 	Seed           *int64 `json:"seed,omitempty"`
 	ClientPlayback bool   `json:"client_playback,omitempty"`
+	// VoiceMode overrides the pack's voice.mode: "live" or "tts".
+	VoiceMode string `json:"voice_mode,omitempty"`
+	// ClientVoice: the client hosts the live speech session itself even
+	// on a server that could (baton serve --voice).
+	ClientVoice bool `json:"client_voice,omitempty"`
 	// resume: the last effect seq the client saw (0 for none).
 	LastSeq *uint64 `json:"last_seq,omitempty"`
 	// event: one candidate event in the seed §5.2 shape.
@@ -274,7 +279,7 @@ func salvageID(data []byte) string {
 // any other field that is set is an error, so a typo is reported rather
 // than silently ignored.
 var frameFields = map[string][]string{
-	FrameStart:            {"session_id", "pack", "candidate_id", "seed", "client_playback"},
+	FrameStart:            {"session_id", "pack", "candidate_id", "seed", "client_playback", "voice_mode", "client_voice"},
 	FrameResume:           {"session_id", "last_seq"},
 	FrameEvent:            {"event"},
 	FrameSpeechDone:       {"message_id", "interrupted"},
@@ -294,7 +299,8 @@ func (f *ClientFrame) setFields() []string {
 		name string
 	}{
 		{f.SessionID != "", "session_id"}, {f.Pack != "", "pack"}, {f.CandidateID != "", "candidate_id"},
-		{f.Seed != nil, "seed"}, {f.ClientPlayback, "client_playback"}, {f.LastSeq != nil, "last_seq"},
+		{f.Seed != nil, "seed"}, {f.ClientPlayback, "client_playback"}, {f.VoiceMode != "", "voice_mode"},
+		{f.ClientVoice, "client_voice"}, {f.LastSeq != nil, "last_seq"},
 		{f.Event != nil, "event"}, {f.MessageID != "", "message_id"}, {f.Interrupted, "interrupted"},
 		{f.Tool != nil, "tool"}, {f.Agent != nil, "agent"}, {f.Reason != "", "reason"},
 		{f.ToolCallID != "", "tool_call_id"}, {f.Result != nil, "result"}, {f.IsError, "is_error"},
@@ -319,6 +325,8 @@ func checkFields(f *ClientFrame) *ProtoError {
 		return perr(CodeBadFrame, "start needs session_id")
 	case f.Type == FrameStart && f.Pack == "":
 		return perr(CodeBadFrame, "start needs pack (a bundled pack name such as \"dayone\", or a pack folder)")
+	case f.Type == FrameStart && f.VoiceMode != "" && f.VoiceMode != "live" && f.VoiceMode != "tts":
+		return perr(CodeBadFrame, "voice_mode %q: want live or tts (or leave it out for the pack's)", f.VoiceMode)
 	case f.Type == FrameResume && f.SessionID == "":
 		return perr(CodeBadFrame, "resume needs session_id")
 	case f.Type == FrameEvent && f.Event == nil:
@@ -409,6 +417,9 @@ type SessionState struct {
 	Ended          bool   `json:"ended,omitempty"`
 	EndReason      string `json:"end_reason,omitempty"`
 	ClientPlayback bool   `json:"client_playback,omitempty"`
+	// ServerVoice: the server hosts the session's live speech; the client
+	// streams microphone audio and gets audio frames (voice.go).
+	ServerVoice bool `json:"server_voice,omitempty"`
 	// Playing lists agent messages whose speech has not finished.
 	Playing []string `json:"playing,omitempty"`
 }
@@ -491,6 +502,12 @@ type ServerFrame struct {
 	Effect    *WireEffect   `json:"effect,omitempty"`
 	// ClientToolCall is set on client_tool_call frames.
 	ClientToolCall *ClientToolCall `json:"client_tool_call,omitempty"`
+	// The event of a server-hosted voice frame (VoiceFrame).
+	Audio             *AudioEvent             `json:"audio_event,omitempty"`
+	AgentResponse     *AgentResponseEvent     `json:"agent_response_event,omitempty"`
+	UserTranscription *UserTranscriptionEvent `json:"user_transcription_event,omitempty"`
+	Interruption      *InterruptionEvent      `json:"interruption_event,omitempty"`
+	Metadata          *VoiceMetadata          `json:"conversation_initiation_metadata_event,omitempty"`
 }
 
 func mustJSON(v any) []byte {

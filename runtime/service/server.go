@@ -292,6 +292,11 @@ type startParams struct {
 	contract    json.RawMessage // a contract's own options (StartOptions)
 	conn        *conn           // subscribed before the first step, acked with frameID
 	frameID     string
+	// voiceMode overrides the pack's voice.mode (engine.Options); with
+	// clientVoice a client hosts the live session even when the server
+	// could (voice.go).
+	voiceMode   string
+	clientVoice bool
 }
 
 // start creates, logs and launches a new session.
@@ -320,12 +325,12 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 		return nil, perr(CodeBadPack, "%v", err)
 	}
 	model := srv.cfg.Model(sp.sessionID, p, srv.clock)
-	host, err := hostJSON(sp.host, sp.contract)
+	host, err := hostJSON(sp.host, mergeObjects(mustJSON(voiceOptions{ClientVoice: sp.clientVoice}), sp.contract))
 	if err != nil {
 		return nil, perr(CodeInternal, "%v", err)
 	}
 	now := srv.clock.Now()
-	hdr := wal.Header{Engine: engine.Version, Pack: p.Name, PackRef: sp.packRef, PackHash: p.Hash, Options: engine.Options{Seed: uint64(sp.seed)},
+	hdr := wal.Header{Engine: engine.Version, Pack: p.Name, PackRef: sp.packRef, PackHash: p.Hash, Options: engine.Options{Seed: uint64(sp.seed), VoiceMode: sp.voiceMode},
 		SessionID: sp.sessionID, CandidateID: sp.candidateID, StartWall: now, Host: host}
 	wl, err := srv.dir.Create(hdr)
 	switch {
@@ -356,7 +361,7 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 		return nil, perr(CodeShuttingDown, "server is shutting down")
 	}
 	srv.m.sessionsStarted.Inc()
-	s.log.Info("session started", "pack", p.Name, "candidate_id", sp.candidateID, "client_playback", sp.host.ClientPlayback, "watchers", len(s.watchers))
+	s.log.Info("session started", "pack", p.Name, "candidate_id", sp.candidateID, "client_playback", sp.host.ClientPlayback, "server_voice", s.liveVoice != nil, "watchers", len(s.watchers))
 	return s, nil
 }
 

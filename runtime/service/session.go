@@ -52,6 +52,9 @@ type session struct {
 	// watchers are the mounted contracts' effect hooks; set before the
 	// actor runs.
 	watchers []EffectHook
+	// liveVoice runs the session's live speech when the server hosts it
+	// (voice.go); nil otherwise. Set before the session is shared.
+	liveVoice *voiceHost
 
 	postMu sync.RWMutex
 	closed bool // the inbox takes no more messages
@@ -158,6 +161,7 @@ func newSession(srv *Server, hdr wal.Header, host hostOptions, p *rules.Pack) *s
 	}
 	s.submitLimit = newBucket(srv.cfg.EventRate, srv.cfg.EventBurst, srv.clock.Now())
 	s.ctx, s.cancel = context.WithCancel(srv.ctx)
+	s.liveVoice = newVoiceHost(s, hdr, p)
 	return s
 }
 
@@ -254,6 +258,9 @@ func (s *session) run() {
 	timer := s.srv.clock.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	if s.liveVoice != nil {
+		s.liveVoice.start()
+	}
 	for {
 		if s.exitCode != "" {
 			s.exit()
@@ -449,6 +456,9 @@ func (s *session) recordEffect(e *engine.Effect) EffectFrame {
 		s.ended = true
 		s.endReason, s.endRule = e.Reason, e.Rule
 	}
+	if s.liveVoice != nil {
+		s.liveVoice.effect(e, s.replaying)
+	}
 	fr := effectFrame(s.id, s.seq, e)
 	if e.Type == engine.EffectAgentMessage && !s.host.ClientPlayback {
 		fr.Effect.SpeechMS = speechMS
@@ -623,6 +633,8 @@ func (s *session) handle(m any) {
 		}
 	case noticeMsg:
 		s.broadcast(mustJSON(m.n))
+	case voiceMsg:
+		s.broadcast(m.frame)
 	case statusMsg:
 		w, ok := s.nextWake()
 		m.reply <- sessionStatus{Now: s.engineNow(), T: s.eng.Now(), Wake: w, HasWake: ok, Inflight: len(s.inflight), Inbox: len(s.inbox), Seq: s.seq, Ended: s.ended, Subs: len(s.subs)}
@@ -641,6 +653,10 @@ func (s *session) onClientInput(m *evMsg) {
 		}
 		if m.reply != nil {
 			m.reply <- evReply{err: pe}
+		}
+		if m.c == nil && m.reply == nil && m.input != nil {
+			// The session's own live speech made it: nobody else hears.
+			s.log.Warn("live speech input refused", "type", m.input.Type, "code", pe.Code, "err", pe.Message)
 		}
 	}
 	if s.ended {
@@ -813,7 +829,7 @@ func (s *session) subscribe(m *subMsg) *ProtoError {
 func (s *session) state() SessionState {
 	return SessionState{SessionID: s.id, CandidateID: s.hdr.CandidateID, Pack: s.pack.Name, T: s.eng.Now(),
 		LastSeq: s.seq, Ended: s.ended, EndReason: s.endReason, ClientPlayback: s.host.ClientPlayback,
-		Playing: slices.Clone(s.playing)}
+		ServerVoice: s.liveVoice != nil, Playing: slices.Clone(s.playing)}
 }
 
 // missedSince returns the effect frames after seq, from the ring when it
@@ -942,6 +958,9 @@ func (s *session) fail(err error) {
 func (s *session) exit() {
 	s.closeInbox()
 	s.cancel()
+	if s.liveVoice != nil {
+		s.liveVoice.stop()
+	}
 	for id, cancel := range s.inflight {
 		cancel()
 		delete(s.inflight, id)

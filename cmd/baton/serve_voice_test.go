@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/batonhq/baton/runtime/voice/elevenlabs/elevenlabsfake"
+)
+
+// runServe runs baton with args; a server that starts anyway stops after
+// a while, so a check that is missing fails the test instead of hanging it.
+func runServe(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code = (&cli{stdout: &out, stderr: &errb}).run(ctx, args)
+	return code, out.String(), errb.String()
+}
+
+// --voice builds its vendor's connector at start: a missing key or agent
+// id stops the server before it listens, naming the variables to set.
+func TestServeVoiceNeedsItsVariables(t *testing.T) {
+	tests := []struct {
+		name, voice string
+		env         map[string]string
+		says        []string
+		not         string
+	}{
+		{"elevenlabs without anything", "elevenlabs",
+			map[string]string{"ELEVENLABS_API_KEY": "", "ELEVENLABS_AGENT_ID": ""},
+			[]string{"--voice elevenlabs needs $ELEVENLABS_API_KEY (the API key) and $ELEVENLABS_AGENT_ID"}, ""},
+		{"elevenlabs without an agent", "elevenlabs",
+			map[string]string{"ELEVENLABS_API_KEY": "xi-key", "ELEVENLABS_AGENT_ID": ""},
+			[]string{"--voice elevenlabs needs $ELEVENLABS_AGENT_ID (the id of an agent"}, "ELEVENLABS_API_KEY"},
+		{"elevenlabs without a key", "elevenlabs",
+			map[string]string{"ELEVENLABS_API_KEY": " ", "ELEVENLABS_AGENT_ID": "agent_1"},
+			[]string{"--voice elevenlabs needs $ELEVENLABS_API_KEY (the API key)"}, "ELEVENLABS_AGENT_ID"},
+		{"gemini-live without a key", "gemini-live",
+			map[string]string{"GEMINI_API_KEY": "", "GOOGLE_API_KEY": ""},
+			[]string{"--voice gemini-live needs an API key: set $GEMINI_API_KEY or $GOOGLE_API_KEY"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			code, out, errs := runServe(t, "serve", "--dev", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--voice", tt.voice)
+			if code != 1 || strings.Contains(out, "listening") {
+				t.Fatalf("exit %d, stdout %q; want 1 before listening", code, out)
+			}
+			for _, s := range tt.says {
+				if !strings.Contains(errs, s) {
+					t.Errorf("stderr %q does not say %q", errs, s)
+				}
+			}
+			if tt.not != "" && strings.Contains(errs, tt.not) {
+				t.Errorf("stderr %q names %s, which is set", errs, tt.not)
+			}
+		})
+	}
+}
+
+// An unknown vendor is a wrong command line: exit 2, naming the choices.
+func TestServeVoiceUnknown(t *testing.T) {
+	code, _, errs := runServe(t, "serve", "--dev", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--voice", "gemini")
+	if code != 2 || !strings.Contains(errs, `--voice must be gemini-live or elevenlabs, not "gemini"`) {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+}
+
+// With --voice the server opens the live session of a live-voice session
+// itself: a Hot Seat panel in live mode connects its first juror to the
+// vendor, and the client is told the session is open.
+func TestServeVoiceHostsLiveSessions(t *testing.T) {
+	fake := elevenlabsfake.New(t, elevenlabsfake.Script{AgentID: "agent_panel", APIKey: "xi-key"})
+	t.Setenv("ELEVENLABS_API_KEY", "xi-key")
+	t.Setenv("ELEVENLABS_AGENT_ID", "agent_panel")
+	t.Setenv("ELEVENLABS_BASE_URL", fake.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &lineWriter{lines: make(chan string, 16)}
+	done := make(chan int, 1)
+	go func() {
+		done <- (&cli{stdout: out, stderr: io.Discard}).run(ctx, []string{"serve", "--dev", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--voice", "elevenlabs", "--llm-latency", "0s"})
+	}()
+	defer func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("serve exited %d", code)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("serve did not stop")
+		}
+	}()
+	var addr string
+	for _, want := range []string{"listening on ", "ready:"} {
+		select {
+		case l := <-out.lines:
+			if !strings.HasPrefix(l, want) {
+				t.Fatalf("line %q, want %q", l, want)
+			}
+			if want == "listening on " {
+				addr = strings.TrimPrefix(l, want)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("serve did not print %q", want)
+		}
+	}
+	d := websocket.Dialer{HandshakeTimeout: 20 * time.Second}
+	ws, _, err := d.Dial("ws://"+addr+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	ws.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if err := ws.WriteJSON(map[string]any{"id": "s", "type": "start", "pack": "hotseat", "session_id": "panel", "voice_mode": "live"}); err != nil {
+		t.Fatal(err)
+	}
+	var ack struct {
+		Type  string
+		State struct {
+			ServerVoice bool `json:"server_voice"`
+		}
+	}
+	if err := ws.ReadJSON(&ack); err != nil || ack.Type != "ack" || !ack.State.ServerVoice {
+		t.Fatalf("start answered %+v, %v; want an ack with server_voice", ack, err)
+	}
+	for {
+		var f struct{ Type, Code, Message string }
+		if err := ws.ReadJSON(&f); err != nil {
+			t.Fatalf("no conversation_initiation_metadata frame: %v", err)
+		}
+		if f.Type == "notice" || f.Type == "error" {
+			t.Fatalf("%s %s: %s", f.Type, f.Code, f.Message)
+		}
+		if f.Type == "conversation_initiation_metadata" {
+			break
+		}
+	}
+	select {
+	case c := <-fake.Conns():
+		prompt, _ := c.Initiation()["conversation_config_override"].(map[string]any)["agent"].(map[string]any)["prompt"].(map[string]any)["prompt"].(string)
+		if !strings.Contains(prompt, "You are") {
+			t.Errorf("the juror's live session was opened with prompt %q", prompt)
+		}
+	default:
+		t.Fatal("the vendor has no connection")
+	}
+}
