@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,7 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/batonhq/baton/engine"
-	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/internal/wal"
 	"github.com/batonhq/baton/runtime/replay"
 	"github.com/batonhq/baton/runtime/voice"
@@ -28,44 +26,12 @@ import (
 	"github.com/batonhq/baton/runtime/voice/elevenlabs/elevenlabsfake"
 	"github.com/batonhq/baton/runtime/voice/geminilive"
 	"github.com/batonhq/baton/runtime/voice/geminilive/geminilivefake"
-	"github.com/batonhq/baton/scenarios"
 )
 
-// liveTrainingPack is the training pack, copied, with the two lines live
-// voice needs that the bundled pack does not have: at live_start the floor
-// goes to the candidate (so the engine asks for the candidate's live
-// session), and in live voice mode the candidate's replies are the live
-// session's, not generated turns.
-func liveTrainingPack(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "training")
-	sub, err := fs.Sub(scenarios.FS, "training")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.CopyFS(dir, sub); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "pack.yaml")
-	src, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(src)
-	for _, e := range []struct{ old, new string }{
-		{"goal: answer_the_interviewer}", `goal: answer_the_interviewer, when: "!session.live_voice"}`},
-		{"\nrules:\n", "\nrules:\n  - id: live_floor\n    trigger: live_start\n    when: session.live_voice\n    do: [floor: \"'candidate'\"]\n"},
-	} {
-		if strings.Count(text, e.old) != 1 {
-			t.Fatalf("training pack.yaml no longer has %q once; update liveTrainingPack", e.old)
-		}
-		text = strings.Replace(text, e.old, e.new, 1)
-	}
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
+// liveTrainingPack is the bundled training pack, which in live voice
+// mode gives the candidate the floor at live_start (so the engine asks
+// for the candidate's live session) and leaves replies to it.
+func liveTrainingPack(*testing.T) string { return "training" }
 
 // readWAV returns the samples of a 16 kHz mono 16-bit PCM WAV file,
 // refusing any other format.
@@ -496,7 +462,7 @@ func TestVoiceTrainingEndToEnd(t *testing.T) {
 			}
 
 			// Offline, with no vendor: the same effects, byte for byte.
-			res, err := replay.File(path, func(ref string) (*rules.Pack, error) { return rules.Load(os.DirFS(ref), ".") })
+			res, err := replay.File(path, h.srv.Pack)
 			if err != nil {
 				t.Fatal(err)
 			}
