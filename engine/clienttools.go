@@ -58,6 +58,16 @@ func (s *Session) ClientToolState(id string) string {
 	return ClientToolUnknown
 }
 
+// PendingClientTools lists the ids of the client tool calls waiting for
+// their results, in the order they were made.
+func (s *Session) PendingClientTools() []string {
+	var out []string
+	for _, c := range s.clientTools.pending {
+		out = append(out, c.call.ID)
+	}
+	return out
+}
+
 func (ct *clientTools) find(id string) int {
 	return slices.IndexFunc(ct.pending, func(c *clientCall) bool { return c.call.ID == id })
 }

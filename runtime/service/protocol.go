@@ -422,6 +422,11 @@ type SessionState struct {
 	ServerVoice bool `json:"server_voice,omitempty"`
 	// Playing lists agent messages whose speech has not finished.
 	Playing []string `json:"playing,omitempty"`
+	// ToolCalls lists the client tool calls still waiting for a
+	// client_tool_result, in the order they were made: a client that
+	// resumes runs these, and no other client_tool_call among the
+	// missed effects (those were answered or timed out).
+	ToolCalls []string `json:"tool_calls,omitempty"`
 }
 
 // ErrorFrame reports a frame that was not applied, or a problem.

@@ -694,12 +694,6 @@ func (s *session) onClientInput(m *evMsg) {
 		respondErr(pe)
 		return
 	}
-	if r := in.ClientTool; r != nil {
-		if st := s.eng.ClientToolState(r.ID); st != engine.ClientToolPending {
-			respondErr(unknownToolCall(r.ID, st))
-			return
-		}
-	}
 	if err := engine.CheckInput(s.pack, &in); err != nil {
 		code := CodeBadEvent
 		if errors.Is(err, engine.ErrUnknownEventType) {
@@ -717,6 +711,15 @@ func (s *session) onClientInput(m *evMsg) {
 	if s.ended {
 		respondErr(perr(CodeSessionEnded, "session %s ended (%s) before the input's time", s.id, s.endReason))
 		return
+	}
+	// Asked at the input's own time, after what was due before it: a
+	// result that arrives past its call's timeout finds the call timed
+	// out, and is refused rather than logged and then ignored.
+	if r := in.ClientTool; r != nil {
+		if st := s.eng.ClientToolState(r.ID); st != engine.ClientToolPending {
+			respondErr(unknownToolCall(r.ID, st))
+			return
+		}
 	}
 	if m.clientT != nil {
 		// The backwards check remembers the time the event was applied at
@@ -829,7 +832,7 @@ func (s *session) subscribe(m *subMsg) *ProtoError {
 func (s *session) state() SessionState {
 	return SessionState{SessionID: s.id, CandidateID: s.hdr.CandidateID, Pack: s.pack.Name, T: s.eng.Now(),
 		LastSeq: s.seq, Ended: s.ended, EndReason: s.endReason, ClientPlayback: s.host.ClientPlayback,
-		ServerVoice: s.liveVoice != nil, Playing: slices.Clone(s.playing)}
+		ServerVoice: s.liveVoice != nil, Playing: slices.Clone(s.playing), ToolCalls: s.eng.PendingClientTools()}
 }
 
 // missedSince returns the effect frames after seq, from the ring when it
