@@ -8,9 +8,9 @@
 // stream out as Events. Like runtime/llm, nothing here imports a vendor SDK.
 //
 // The simulated voice (the speech model of dry runs and of the server) is
-// a Speaker without audio. The Gemini implementations, geminitts and
-// geminilive, are linked into no binary yet: baton serve simulates speech
-// (docs/protocol.md, "Speech").
+// a Speaker without audio. The live connectors, geminilive and elevenlabs,
+// are what baton serve --voice hosts live sessions with; geminitts is
+// linked into no binary yet (docs/protocol.md, "Speech").
 package voice
 
 import (
