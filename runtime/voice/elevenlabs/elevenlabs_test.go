@@ -664,7 +664,7 @@ func TestCloseIdempotent(t *testing.T) {
 			client, srv := startFake(t, fake.Script{Steps: tt.steps})
 			sess := connect(t, client, voice.LiveConfig{})
 			conn := <-srv.Conns()
-			for tt.fill && len(sess.events) < cap(sess.events) {
+			for tt.fill && len(sess.Events()) < cap(sess.Events()) {
 				time.Sleep(time.Millisecond)
 			}
 			var wg sync.WaitGroup
@@ -682,9 +682,7 @@ func TestCloseIdempotent(t *testing.T) {
 					t.Errorf("Close %d = %v", i, err)
 				}
 			}
-			select {
-			case <-sess.readerDone:
-			default:
+			if !sess.stream.Exited() {
 				t.Fatal("Close returned before the reader goroutine exited")
 			}
 			if err := sess.SendAudio([]byte{1, 2}, ""); !errors.Is(err, ErrClosed) {

@@ -16,8 +16,7 @@ import (
 // read is the session's only reader. It ends when the connection fails or
 // closes, after delivering a final EventClosed and closing the channel.
 func (s *Session) read() {
-	defer close(s.readerDone)
-	defer close(s.events)
+	defer s.stream.Exit()
 	final := voice.Event{Kind: voice.EventClosed}
 	defer func() { s.finish(final) }()
 	// The service sends an error message before it closes for a failure;
@@ -26,7 +25,7 @@ func (s *Session) read() {
 	for {
 		_, data, err := s.conn.ReadMessage()
 		if err != nil {
-			if s.isDone() {
+			if s.stream.Stopped() {
 				return // Close or context cancellation: a clean end.
 			}
 			final.Err = receiveError(err, serverErr)
@@ -35,7 +34,7 @@ func (s *Session) read() {
 		var msg serverMessage
 		if err := json.Unmarshal(data, &msg); err != nil {
 			// One unreadable message does not doom the session.
-			if !s.emit(voice.Event{Kind: voice.EventError, Err: fmt.Errorf("elevenlabs: undecodable message %.200q: %w", data, err)}) {
+			if !s.stream.Emit(voice.Event{Kind: voice.EventError, Err: fmt.Errorf("elevenlabs: undecodable message %.200q: %w", data, err)}) {
 				return
 			}
 			continue
@@ -50,7 +49,7 @@ func (s *Session) read() {
 			}
 		}
 		for _, ev := range evs {
-			if !s.emit(ev) {
+			if !s.stream.Emit(ev) {
 				return
 			}
 		}
@@ -149,38 +148,11 @@ func (s *Session) translate(msg *serverMessage) ([]voice.Event, *pongMessage) {
 	return []voice.Event{{Kind: voice.EventError, Err: fmt.Errorf("elevenlabs: %w %q", ErrUnknownMessage, msg.Type)}}, nil
 }
 
-// emit delivers ev unless the session is closed first.
-func (s *Session) emit(ev voice.Event) bool {
-	select {
-	case s.events <- ev:
-		return true
-	case <-s.done:
-		return false
-	}
-}
-
-// finish delivers the last events. An abnormal end is announced twice, as
-// an error and on the closed event, so consumers that only watch for errors
-// see it too. After Close nobody may be reading, so delivery is then best
-// effort into the buffer.
+// finish releases the socket now rather than at Close (a second close
+// is harmless) and delivers the last events.
 func (s *Session) finish(final voice.Event) {
-	// Release the socket now rather than at Close; a second close is
-	// harmless.
 	_ = s.conn.Close()
-	if final.Err != nil {
-		s.deliver(voice.Event{Kind: voice.EventError, Err: final.Err})
-	}
-	s.deliver(final)
-}
-
-func (s *Session) deliver(ev voice.Event) {
-	if s.emit(ev) {
-		return
-	}
-	select {
-	case s.events <- ev:
-	default:
-	}
+	s.stream.Finish(final)
 }
 
 // receiveError classifies why the connection ended. A normal or going-away

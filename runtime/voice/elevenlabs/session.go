@@ -22,16 +22,12 @@ const closeFrameWait = time.Second
 
 // Session is an open ElevenLabs agent conversation.
 type Session struct {
-	conn   *websocket.Conn
-	meta   metadata
-	events chan voice.Event
-	// done is closed by Close; the reader stops delivering once it is.
-	done chan struct{}
-	// readerDone is closed when the reader goroutine has exited.
-	readerDone chan struct{}
-	closeOnce  sync.Once
-	closeErr   error
-	stopCtx    func() bool
+	conn      *websocket.Conn
+	meta      metadata
+	stream    *voice.Stream
+	closeOnce sync.Once
+	closeErr  error
+	stopCtx   func() bool
 
 	// sendMu serializes writes: the connection allows one writer at a time.
 	sendMu sync.Mutex
@@ -47,9 +43,7 @@ func start(ctx context.Context, conn *websocket.Conn, meta metadata) *Session {
 	s := &Session{
 		conn:          conn,
 		meta:          meta,
-		events:        make(chan voice.Event, eventBuffer),
-		done:          make(chan struct{}),
-		readerDone:    make(chan struct{}),
+		stream:        voice.NewStream(eventBuffer),
 		lastInterrupt: -1,
 	}
 	// AfterFunc rather than a watcher goroutine: nothing runs until ctx
@@ -72,7 +66,7 @@ func (s *Session) InputMIME() string { return s.meta.inputMIME }
 func (s *Session) OutputMIME() string { return s.meta.outputMIME }
 
 // Events returns the event stream; see voice.LiveSession.
-func (s *Session) Events() <-chan voice.Event { return s.events }
+func (s *Session) Events() <-chan voice.Event { return s.stream.Events() }
 
 // SendAudio streams candidate audio. The service takes only the input
 // format its metadata named (InputMIME); an empty mime means that format
@@ -148,12 +142,12 @@ func (s *Session) send(what string, msgs ...any) error {
 	}
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
-	if s.isDone() {
+	if s.stream.Stopped() {
 		return ErrClosed
 	}
 	for _, data := range datas {
 		if err := s.conn.WriteMessage(websocket.TextMessage, data); err != nil {
-			if s.isDone() {
+			if s.stream.Stopped() {
 				// Close raced with this write and cut the connection under it.
 				return ErrClosed
 			}
@@ -161,15 +155,6 @@ func (s *Session) send(what string, msgs ...any) error {
 		}
 	}
 	return nil
-}
-
-func (s *Session) isDone() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
 }
 
 // Close ends the session and waits for the reader goroutine to exit. It is
@@ -184,7 +169,7 @@ func (s *Session) Close() error {
 
 func (s *Session) shutdown() error {
 	s.closeOnce.Do(func() {
-		close(s.done)
+		s.stream.Stop()
 		// A normal close frame tells the service the conversation ended on
 		// purpose. WriteControl may run alongside a blocked writer; closing
 		// the socket then unblocks the reader and any write in progress.
@@ -192,7 +177,7 @@ func (s *Session) shutdown() error {
 			websocket.FormatCloseMessage(websocket.CloseNormalClosure, "conversation ended"),
 			time.Now().Add(closeFrameWait))
 		s.closeErr = s.conn.Close()
-		<-s.readerDone
+		s.stream.Wait()
 		if s.closeErr != nil && errors.Is(s.closeErr, net.ErrClosed) {
 			s.closeErr = nil
 		}

@@ -161,15 +161,11 @@ func connectConfig(lc voice.LiveConfig) (*genai.LiveConnectConfig, error) {
 
 // Session is an open Gemini Live session.
 type Session struct {
-	sess   *genai.Session
-	events chan voice.Event
-	// done is closed by Close; the reader stops delivering once it is.
-	done chan struct{}
-	// readerDone is closed when the reader goroutine has exited.
-	readerDone chan struct{}
-	closeOnce  sync.Once
-	closeErr   error
-	stopCtx    func() bool
+	sess      *genai.Session
+	stream    *voice.Stream
+	closeOnce sync.Once
+	closeErr  error
+	stopCtx   func() bool
 
 	// sendMu serializes writes: the connection allows one writer at a time.
 	sendMu sync.Mutex
@@ -179,10 +175,8 @@ var _ voice.LiveSession = (*Session)(nil)
 
 func start(ctx context.Context, gs *genai.Session) *Session {
 	s := &Session{
-		sess:       gs,
-		events:     make(chan voice.Event, eventBuffer),
-		done:       make(chan struct{}),
-		readerDone: make(chan struct{}),
+		sess:   gs,
+		stream: voice.NewStream(eventBuffer),
 	}
 	// AfterFunc rather than a watcher goroutine: nothing runs until ctx
 	// ends, and Close can cancel it.
@@ -200,7 +194,7 @@ func (s *Session) InputMIME() string { return DefaultInputMIME }
 func (s *Session) OutputMIME() string { return OutputMIME }
 
 // Events returns the event stream; see voice.LiveSession.
-func (s *Session) Events() <-chan voice.Event { return s.events }
+func (s *Session) Events() <-chan voice.Event { return s.stream.Events() }
 
 // SendAudio streams candidate audio. An empty mime means DefaultInputMIME.
 func (s *Session) SendAudio(chunk []byte, mime string) error {
@@ -251,7 +245,7 @@ func (s *Session) SendToolResponse(results []llm.ToolResult) error {
 func (s *Session) send(what string, op func() error) (err error) {
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
-	if s.isDone() {
+	if s.stream.Stopped() {
 		return ErrClosed
 	}
 	defer func() {
@@ -262,22 +256,13 @@ func (s *Session) send(what string, op func() error) (err error) {
 		}
 	}()
 	if err := op(); err != nil {
-		if s.isDone() {
+		if s.stream.Stopped() {
 			// Close raced with this write and cut the connection under it.
 			return ErrClosed
 		}
 		return fmt.Errorf("geminilive: %s: %w", what, err)
 	}
 	return nil
-}
-
-func (s *Session) isDone() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
 }
 
 // Close ends the session and waits for the reader goroutine to exit. It is
@@ -292,11 +277,11 @@ func (s *Session) Close() error {
 
 func (s *Session) shutdown() error {
 	s.closeOnce.Do(func() {
-		close(s.done)
+		s.stream.Stop()
 		// Closing the connection unblocks the reader's Receive and any
 		// write in progress, so Close never waits on a stalled network.
 		s.closeErr = s.sess.Close()
-		<-s.readerDone
+		s.stream.Wait()
 		if s.closeErr != nil && isClosedConn(s.closeErr) {
 			s.closeErr = nil
 		}

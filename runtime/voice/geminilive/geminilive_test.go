@@ -59,9 +59,7 @@ func checkNoLeaks(t *testing.T) {
 
 func assertReaderDone(t *testing.T, s *Session) {
 	t.Helper()
-	select {
-	case <-s.readerDone:
-	default:
+	if !s.stream.Exited() {
 		t.Fatal("Close returned before the reader goroutine exited")
 	}
 }
@@ -239,7 +237,7 @@ func TestLiveCloseWithoutReadingEvents(t *testing.T) {
 	}
 	sess := ls.(*Session)
 	// Wait until the buffer is full so the reader is parked on a send.
-	for len(sess.events) < cap(sess.events) {
+	for len(sess.Events()) < cap(sess.Events()) {
 		time.Sleep(time.Millisecond)
 	}
 	if err := sess.Close(); err != nil {

@@ -18,8 +18,7 @@ import (
 // read is the session's only reader. It ends when the connection fails or
 // closes, after delivering a final EventClosed and closing the channel.
 func (s *Session) read() {
-	defer close(s.readerDone)
-	defer close(s.events)
+	defer s.stream.Exit()
 	final := voice.Event{Kind: voice.EventClosed}
 	defer func() {
 		if p := recover(); p != nil {
@@ -30,12 +29,12 @@ func (s *Session) read() {
 	for {
 		msg, err := s.sess.Receive()
 		if err != nil {
-			if s.isDone() {
+			if s.stream.Stopped() {
 				return // Close or context cancellation: a clean end.
 			}
 			if isDecodeError(err) {
 				// One unreadable message does not doom the session.
-				if !s.emit(voice.Event{Kind: voice.EventError, Err: fmt.Errorf("geminilive: receive: %w", err)}) {
+				if !s.stream.Emit(voice.Event{Kind: voice.EventError, Err: fmt.Errorf("geminilive: receive: %w", err)}) {
 					return
 				}
 				continue
@@ -44,45 +43,19 @@ func (s *Session) read() {
 			return
 		}
 		for _, ev := range translate(msg) {
-			if !s.emit(ev) {
+			if !s.stream.Emit(ev) {
 				return
 			}
 		}
 	}
 }
 
-// emit delivers ev unless the session is closed first.
-func (s *Session) emit(ev voice.Event) bool {
-	select {
-	case s.events <- ev:
-		return true
-	case <-s.done:
-		return false
-	}
-}
-
-// finish delivers the last events. An abnormal end is announced twice, as
-// an error and on the closed event, so consumers that only watch for errors
-// see it too. After Close nobody may be reading, so delivery is then best
-// effort into the buffer.
+// finish releases the socket now rather than at Close (the server may
+// have sent an error and left it open; a second close is harmless) and
+// delivers the last events.
 func (s *Session) finish(final voice.Event) {
-	// Release the socket now rather than at Close: the server may have
-	// sent an error and left it open. A second close is harmless.
 	_ = s.sess.Close()
-	if final.Err != nil {
-		s.deliver(voice.Event{Kind: voice.EventError, Err: final.Err})
-	}
-	s.deliver(final)
-}
-
-func (s *Session) deliver(ev voice.Event) {
-	if s.emit(ev) {
-		return
-	}
-	select {
-	case s.events <- ev:
-	default:
-	}
+	s.stream.Finish(final)
 }
 
 func isDecodeError(err error) bool {
