@@ -21,8 +21,10 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/runtime/clock"
 	"github.com/batonhq/baton/runtime/llm"
 	"github.com/batonhq/baton/runtime/voice"
 )
@@ -48,6 +50,10 @@ type Bridge struct {
 	// while it runs, and must not call Handle or Close, which wait for that
 	// goroutine.
 	Observe func(role string, ev voice.Event)
+	// ConnectTimeout bounds opening a live session; 0 means
+	// DefaultConnectTimeout. Clock measures it (nil: the real clock).
+	ConnectTimeout time.Duration
+	Clock          clock.Clock
 
 	mu     sync.Mutex
 	cur    voice.LiveSession
@@ -98,6 +104,50 @@ func (b *Bridge) SendAudio(chunk []byte, mime string) error {
 	return cur.SendAudio(chunk, mime)
 }
 
+// DefaultConnectTimeout bounds opening a live session when the bridge
+// sets no ConnectTimeout.
+const DefaultConnectTimeout = 15 * time.Second
+
+// ErrConnectTimeout is a live session that did not open in time.
+var ErrConnectTimeout = errors.New("no answer from the vendor in time")
+
+// dial opens a live session, giving up after the connect timeout. The
+// context given to Connect bounds the session's whole life, so it cannot
+// also carry the timeout: a vendor that accepts and never answers is left
+// to its own goroutine, which closes the session should it open after all.
+func (b *Bridge) dial(ctx context.Context, cfg voice.LiveConfig) (voice.LiveSession, error) {
+	type opened struct {
+		sess voice.LiveSession
+		err  error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		s, err := b.Connector.Connect(ctx, cfg)
+		ch <- opened{s, err}
+	}()
+	c := b.Clock
+	if c == nil {
+		c = clock.Real()
+	}
+	d := b.ConnectTimeout
+	if d <= 0 {
+		d = DefaultConnectTimeout
+	}
+	t := c.NewTimer(d)
+	defer t.Stop()
+	select {
+	case o := <-ch:
+		return o.sess, o.err
+	case <-t.C():
+		go func() {
+			if o := <-ch; o.sess != nil {
+				o.sess.Close()
+			}
+		}()
+		return nil, fmt.Errorf("%w (%s)", ErrConnectTimeout, d)
+	}
+}
+
 // Role is the role whose session is open.
 func (b *Bridge) Role() string {
 	b.mu.Lock()
@@ -123,7 +173,7 @@ func (b *Bridge) connect(ctx context.Context, e engine.Effect) error {
 		return ErrClosed
 	}
 	b.mu.Unlock()
-	sess, err := b.Connector.Connect(ctx, cfg)
+	sess, err := b.dial(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("live: connecting %s: %w", e.Agent, err)
 	}
@@ -186,6 +236,15 @@ func (b *Bridge) read(sess voice.LiveSession, role string, done chan struct{}) {
 			}
 		case voice.EventClosed:
 			flush()
+			b.mu.Lock()
+			if b.cur == sess {
+				// Ended by the vendor (a call ended, a length limit), not
+				// replaced: the floor has no voice until the engine moves
+				// it, and audio sent meanwhile is ErrNoSession.
+				b.cur, b.role, b.done = nil, "", nil
+			}
+			b.mu.Unlock()
+			sess.Close()
 			return
 		}
 	}

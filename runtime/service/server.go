@@ -325,7 +325,9 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 		return nil, perr(CodeBadPack, "%v", err)
 	}
 	model := srv.cfg.Model(sp.sessionID, p, srv.clock)
-	host, err := hostJSON(sp.host, mergeObjects(mustJSON(voiceOptions{ClientVoice: sp.clientVoice}), sp.contract))
+	vo := voiceOptions{ClientVoice: sp.clientVoice}
+	vo.ServerVoice = srv.cfg.Voice != nil && !sp.clientVoice && liveMode(p, sp.voiceMode)
+	host, err := hostJSON(sp.host, mergeObjects(mustJSON(vo), sp.contract))
 	if err != nil {
 		return nil, perr(CodeInternal, "%v", err)
 	}

@@ -826,6 +826,13 @@ func (s *session) subscribe(m *subMsg) *ProtoError {
 		return nil
 	}
 	s.subs[m.c] = struct{}{}
+	if vh := s.liveVoice; vh != nil {
+		// The live session may have opened before this client came: it
+		// needs the formats, and the word to start its microphone.
+		if meta := vh.metadata(); meta != nil {
+			m.c.enqueue(meta)
+		}
+	}
 	return nil
 }
 

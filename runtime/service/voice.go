@@ -94,6 +94,11 @@ const (
 // could not be opened or ended abnormally.
 const NoticeVoiceFailed = "voice_failed"
 
+// NoticeVoiceClosed is the notice code for a live speech session the
+// vendor ended normally (a call ended, a length limit reached): the
+// floor has no voice until the engine next moves it.
+const NoticeVoiceClosed = "voice_closed"
+
 // VoiceFrame is one frame of server-hosted voice; exactly one event field
 // is set, the one its Type names.
 type VoiceFrame struct {
@@ -144,6 +149,11 @@ type voiceOptions struct {
 	// ClientVoice: the client hosts the live session itself even when the
 	// server could.
 	ClientVoice bool `json:"client_voice,omitempty"`
+	// ServerVoice: the server hosts the session's live speech. Decided
+	// once, at start, and kept: a restart with another --voice must not
+	// move the speech of a session under way to the other side (both
+	// would then send what the model said).
+	ServerVoice bool `json:"server_voice,omitempty"`
 }
 
 // liveMode reports whether a session speaks through live sessions: the
@@ -198,6 +208,10 @@ type voiceHost struct {
 	outMu sync.Mutex
 	turn  int64
 	said  strings.Builder
+	// meta is the open live session's metadata frame, for a client that
+	// subscribes after it was sent (a resume, a second watcher); nil
+	// while no live session is open.
+	meta []byte
 	// sendFailed is set once a failed audio send was logged, until one
 	// goes through (forwarder only).
 	sendFailed bool
@@ -206,16 +220,17 @@ type voiceHost struct {
 // newVoiceHost returns the voice host of a session whose speech the server
 // hosts, nil for any other. It starts nothing.
 func newVoiceHost(s *session, hdr wal.Header, p *rules.Pack) *voiceHost {
-	if s.srv.cfg.Voice == nil || !liveMode(p, hdr.Options.VoiceMode) {
+	var o voiceOptions
+	if len(hdr.Host) == 0 || json.Unmarshal(hdr.Host, &o) != nil || !o.ServerVoice || !liveMode(p, hdr.Options.VoiceMode) {
 		return nil
 	}
-	var o voiceOptions
-	if len(hdr.Host) > 0 && json.Unmarshal(hdr.Host, &o) == nil && o.ClientVoice {
+	if s.srv.cfg.Voice == nil {
+		s.log.Warn("the session's speech was hosted by the server, which now runs without --voice; it goes on without a voice", "session_id", s.id)
 		return nil
 	}
 	vh := &voiceHost{s: s, turn: 1, wakeFx: make(chan struct{}, 1), wakeAu: make(chan struct{}, 1)}
 	vh.ctx, vh.cancel = context.WithCancel(s.ctx)
-	vh.bridge = &live.Bridge{Connector: s.srv.cfg.Voice, Deliver: vh.deliver, Connected: vh.connected, Observe: vh.observe}
+	vh.bridge = &live.Bridge{Connector: s.srv.cfg.Voice, Deliver: vh.deliver, Connected: vh.connected, Observe: vh.observe, Clock: s.srv.clock}
 	return vh
 }
 
@@ -326,8 +341,10 @@ func (vh *voiceHost) send(f VoiceFrame) {
 	vh.s.post(vh.ctx, voiceMsg{frame: mustJSON(f)})
 }
 
-func (vh *voiceHost) notice(msg string) {
-	vh.s.post(vh.ctx, noticeMsg{n: NoticeFrame{Type: FrameNotice, SessionID: vh.s.id, Code: NoticeVoiceFailed, Message: vh.s.srv.clientTextString(msg)}})
+func (vh *voiceHost) notice(msg string) { vh.noticeCode(NoticeVoiceFailed, msg) }
+
+func (vh *voiceHost) noticeCode(code, msg string) {
+	vh.s.post(vh.ctx, noticeMsg{n: NoticeFrame{Type: FrameNotice, SessionID: vh.s.id, Code: code, Message: vh.s.srv.clientTextString(msg)}})
 }
 
 // connected tells the session's watchers a live session is open and in
@@ -343,7 +360,11 @@ func (vh *voiceHost) connected(role string, sess voice.LiveSession) {
 	if c, ok := sess.(interface{ ConversationID() string }); ok {
 		md.ConversationID = c.ConversationID()
 	}
-	vh.send(VoiceFrame{Type: FrameVoiceMetadata, Metadata: &md})
+	f := VoiceFrame{Type: FrameVoiceMetadata, Metadata: &md, SessionID: vh.s.id}
+	vh.outMu.Lock()
+	vh.meta = mustJSON(f)
+	vh.outMu.Unlock()
+	vh.send(f)
 	if i, ok := sess.(interface{ InputMIME() string }); ok && audioFormat(i.InputMIME()) != md.UserInputAudioFormat {
 		vh.s.log.Warn("the live session takes another audio format than clients send", "role", role, "takes", i.InputMIME(), "clients_send", AudioInMIME)
 		vh.notice(fmt.Sprintf("the live speech session for %s takes audio as %s, not %s; set the agent's user input audio format to pcm_16000", role, i.InputMIME(), AudioInMIME))
@@ -379,10 +400,22 @@ func (vh *voiceHost) observe(role string, ev voice.Event) {
 		vh.s.log.Warn("live speech session reported an error", "role", role, "err", ev.Err)
 	case voice.EventClosed:
 		vh.flush()
+		vh.meta = nil
 		if ev.Err != nil {
 			vh.notice(fmt.Sprintf("the live speech session for %s ended: %s", role, voiceErrText(ev.Err)))
+			return
 		}
+		// The vendor ended it normally: say so, or the client would
+		// stream into a floor with no voice without knowing.
+		vh.noticeCode(NoticeVoiceClosed, fmt.Sprintf("the vendor ended the live speech session for %s; the next move of the floor opens another", role))
 	}
+}
+
+// metadata is the open live session's metadata frame, or nil.
+func (vh *voiceHost) metadata() []byte {
+	vh.outMu.Lock()
+	defer vh.outMu.Unlock()
+	return vh.meta
 }
 
 // flush sends the agent's text said since the last flush; outMu is held.
@@ -578,9 +611,9 @@ func (c *conn) audioFrame(vh *voiceHost, r io.Reader, read time.Time, vendor boo
 	case len(pcm)%2 != 0:
 		c.audioRefused(dropMalformed, read, perr(CodeBadFrame, "audio is 16-bit PCM, but the frame has an odd number of bytes (%d); it was dropped", len(pcm)))
 		return nil
-	case len(pcm) == 0:
-		return nil
 	}
+	// Even an empty frame costs its share of the budget: a flood of them
+	// would otherwise be free.
 	if !c.audio.take(read, max(len(pcm), minAudioCost)) {
 		c.srv.m.audioDropped.WithLabelValues(dropRateLimited).Inc()
 		if n := c.refused.add(read); n > c.srv.cfg.MaxRejected {
@@ -596,6 +629,9 @@ func (c *conn) audioFrame(vh *voiceHost, r io.Reader, read time.Time, vendor boo
 		return nil
 	}
 	c.audio.refusing = false
+	if len(pcm) == 0 {
+		return nil
+	}
 	if why := vh.audioIn(pcm); why != "" {
 		c.srv.m.audioDropped.WithLabelValues(why).Inc()
 	}

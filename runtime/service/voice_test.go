@@ -20,6 +20,7 @@ import (
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/runtime/internal/wal"
+	"github.com/batonhq/baton/runtime/live"
 	"github.com/batonhq/baton/runtime/replay"
 	"github.com/batonhq/baton/runtime/voice"
 	"github.com/batonhq/baton/runtime/voice/elevenlabs"
@@ -756,6 +757,88 @@ func TestVoiceFailureNotice(t *testing.T) {
 	}
 }
 
+// A live session the vendor ends normally (a call ended, a length limit)
+// is said to the client with a voice_closed notice, and audio sent after
+// it finds no session instead of failing against a closed socket.
+func TestVoiceVendorEndsNormally(t *testing.T) {
+	fake := elevenlabsfake.New(t, elevenlabsfake.Script{AgentID: "agent_training", APIKey: "xi-test",
+		Steps: []elevenlabsfake.Step{elevenlabsfake.Close(websocket.CloseNormalClosure, "call ended")}})
+	connector, err := elevenlabs.New(elevenlabs.Config{APIKey: "xi-test", AgentID: "agent_training", BaseURL: fake.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, func(c *Config) { c.Voice = connector })
+	c := h.dial(nil)
+	c.send(map[string]any{"id": "s", "type": "start", "pack": "training", "session_id": "vc", "voice_mode": "live"})
+	c.expectAck("s")
+	var log voiceLog
+	drive(t, c, nil, &log, "a voice_closed notice", func(l *voiceLog) bool { return len(l.notices) > 0 })
+	if want := NoticeVoiceClosed + ": "; !strings.HasPrefix(log.notices[0], want) || !strings.Contains(log.notices[0], "ended the live speech session for candidate") {
+		t.Fatalf("notice %q, want %s", log.notices[0], NoticeVoiceClosed)
+	}
+	vh := h.srv.lookup("vc").liveVoice
+	for deadline := time.Now().Add(waitLimit); vh.bridge.Role() != ""; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the bridge still names a floor holder whose session the vendor ended")
+		}
+	}
+}
+
+// Empty audio frames are not free: each costs its share of the audio
+// budget, so a flood of them is refused like any other.
+func TestVoiceEmptyAudioFlood(t *testing.T) {
+	connector, _ := startElevenLabs(t, nil)
+	h := newHarness(t, func(c *Config) { c.Voice = connector })
+	c := h.dial(nil)
+	var log voiceLog
+	startVoice(t, h, c, "empty", liveTrainingPack(t), &log)
+	for range audioBurst/minAudioCost + 10 {
+		if err := c.ws.WriteMessage(websocket.BinaryMessage, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.send(map[string]any{"id": "p", "type": "ping"})
+	drive(t, c, nil, &log, "the pong", func(l *voiceLog) bool { return slices.Contains(l.pongs, "p") })
+	if !slices.ContainsFunc(log.errors, func(e string) bool { return strings.HasPrefix(e, CodeRateLimited) }) {
+		t.Fatalf("a flood of empty audio frames was never refused: errors %q", log.errors)
+	}
+}
+
+// stalledConnector accepts a connection and never answers the setup, as
+// a vendor can; Connect returns only when its context ends.
+type stalledConnector struct{}
+
+func (stalledConnector) Connect(ctx context.Context, _ voice.LiveConfig) (voice.LiveSession, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A vendor that never answers is given up on after the connect timeout,
+// measured on the server's clock, and the client is told; the session
+// goes on.
+func TestVoiceConnectTimeout(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Voice = stalledConnector{} })
+	c := h.dial(nil)
+	c.send(map[string]any{"id": "s", "type": "start", "pack": "training", "session_id": "st", "voice_mode": "live"})
+	c.expectAck("s")
+	// The live session is being opened: the connect timer is armed.
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := h.clk.WaitFor(ctx, func(armed []time.Time) bool {
+		return slices.ContainsFunc(armed, func(at time.Time) bool { return at.Equal(h.clk.Now().Add(live.DefaultConnectTimeout)) })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.clk.Advance(live.DefaultConnectTimeout)
+	var log voiceLog
+	drive(t, c, nil, &log, "a voice_failed notice", func(l *voiceLog) bool { return len(l.notices) > 0 })
+	if !strings.HasPrefix(log.notices[0], NoticeVoiceFailed+": ") || !strings.Contains(log.notices[0], "no answer from the vendor in time") {
+		t.Fatalf("notice %q", log.notices[0])
+	}
+	c.send(eventFrame("e", map[string]any{"event_type": "candidate_message", "data": map[string]any{"text": "Are you there?"}}))
+	c.expectAck("e")
+}
+
 // A session recovered after a restart opens its floor holder's live
 // session again, with the same instructions.
 func TestVoiceRecovered(t *testing.T) {
@@ -782,6 +865,45 @@ func TestVoiceRecovered(t *testing.T) {
 	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "rv"})
 	if ack := c2.expectAck("r"); !ack.State.ServerVoice {
 		t.Fatalf("resume ack %+v: the server does not host the session's voice", ack.State)
+	}
+	// The live session opened before this client came back: it still gets
+	// the formats and the word to start its microphone.
+	var after voiceLog
+	drive(t, c2, nil, &after, "the live session's metadata", func(l *voiceLog) bool { return len(l.metadata) > 0 })
+	if md := after.metadata[0]; md.UserInputAudioFormat != "pcm_16000" || md.AgentOutputAudioFormat == "" {
+		t.Fatalf("metadata after resume: %+v", md)
+	}
+}
+
+// Who hosts a session's speech is decided when it starts and kept in its
+// log: a session whose client hosted its live session stays with the
+// client after a restart with --voice (else both would send what the
+// model said), and one the server hosted stays voiceless, not moved to
+// the client, after a restart without it.
+func TestVoiceHostingSurvivesRestart(t *testing.T) {
+	connector, heard := startElevenLabs(t, nil)
+	h := newHarness(t) // no --voice: the client hosts
+	c := h.dial(nil)
+	c.send(map[string]any{"id": "s", "type": "start", "pack": "training", "session_id": "cv", "voice_mode": "live"})
+	if ack := c.expectAck("s"); ack.State.ServerVoice {
+		t.Fatal("a server without --voice hosts the session's voice")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := h.srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg := h.cfg
+	cfg.Voice = connector
+	h2 := startHarness(t, cfg, h.clk, nil)
+	c2 := h2.dial(nil)
+	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "cv"})
+	if ack := c2.expectAck("r"); ack.State.ServerVoice {
+		t.Fatal("after a restart with --voice the server took over the voice of a session its client hosts")
+	}
+	h2.quiesce("cv")
+	if n := heard().conns; n != 0 {
+		t.Fatalf("%d vendor connections for a session its client voices", n)
 	}
 }
 
