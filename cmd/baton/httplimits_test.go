@@ -34,16 +34,18 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	}
 }
 
-// The connection flags reach the server: with --max-conns 1, a second
-// connection is refused with 503 too_many_connections.
-func TestServeMaxConnsFlag(t *testing.T) {
+// startServe runs baton serve --dev on a free loopback port with args
+// added, waits until it has recovered and is ready, and returns its
+// address; the test's cleanup stops it and checks it exited 0.
+func startServe(t *testing.T, args ...string) (addr string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &lineWriter{lines: make(chan string, 16)}
 	done := make(chan int, 1)
 	go func() {
-		done <- (&cli{stdout: out, stderr: io.Discard}).run(ctx, []string{"serve", "--dev", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--max-conns", "1", "--idle-timeout", "1m"})
+		done <- (&cli{stdout: out, stderr: io.Discard}).run(ctx, append([]string{"serve", "--dev", "--data", t.TempDir(), "--addr", "127.0.0.1:0"}, args...))
 	}()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		select {
 		case code := <-done:
@@ -53,26 +55,28 @@ func TestServeMaxConnsFlag(t *testing.T) {
 		case <-time.After(20 * time.Second):
 			t.Error("serve did not stop")
 		}
-	}()
-	var addr string
-	select {
-	case l := <-out.lines:
-		var ok bool
-		if addr, ok = strings.CutPrefix(l, "listening on "); !ok {
-			t.Fatalf("first line %q", l)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not start")
-	}
+	})
 	// Stopping during recovery is an error exit; wait until it is over.
-	select {
-	case l := <-out.lines:
-		if !strings.HasPrefix(l, "ready:") {
-			t.Fatalf("second line %q", l)
+	for _, want := range []string{"listening on ", "ready:"} {
+		select {
+		case l := <-out.lines:
+			if !strings.HasPrefix(l, want) {
+				t.Fatalf("line %q, want %q", l, want)
+			}
+			if want == "listening on " {
+				addr = strings.TrimPrefix(l, want)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("serve did not print %q", want)
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not recover")
 	}
+	return addr
+}
+
+// The connection flags reach the server: with --max-conns 1, a second
+// connection is refused with 503 too_many_connections.
+func TestServeMaxConnsFlag(t *testing.T) {
+	addr := startServe(t, "--max-conns", "1", "--idle-timeout", "1m")
 	get := func() (int, string) {
 		c, err := net.DialTimeout("tcp", addr, 20*time.Second)
 		if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -83,37 +82,7 @@ func TestServeVoiceHostsLiveSessions(t *testing.T) {
 	t.Setenv("ELEVENLABS_API_KEY", "xi-key")
 	t.Setenv("ELEVENLABS_AGENT_ID", "agent_panel")
 	t.Setenv("ELEVENLABS_BASE_URL", fake.URL)
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &lineWriter{lines: make(chan string, 16)}
-	done := make(chan int, 1)
-	go func() {
-		done <- (&cli{stdout: out, stderr: io.Discard}).run(ctx, []string{"serve", "--dev", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--voice", "elevenlabs", "--llm-latency", "0s"})
-	}()
-	defer func() {
-		cancel()
-		select {
-		case code := <-done:
-			if code != 0 {
-				t.Errorf("serve exited %d", code)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("serve did not stop")
-		}
-	}()
-	var addr string
-	for _, want := range []string{"listening on ", "ready:"} {
-		select {
-		case l := <-out.lines:
-			if !strings.HasPrefix(l, want) {
-				t.Fatalf("line %q, want %q", l, want)
-			}
-			if want == "listening on " {
-				addr = strings.TrimPrefix(l, want)
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatalf("serve did not print %q", want)
-		}
-	}
+	addr := startServe(t, "--voice", "elevenlabs", "--llm-latency", "0s")
 	d := websocket.Dialer{HandshakeTimeout: 20 * time.Second}
 	ws, _, err := d.Dial("ws://"+addr+"/ws", nil)
 	if err != nil {
