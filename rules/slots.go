@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"fmt"
 	"math"
 )
 
@@ -83,8 +82,6 @@ func (c *compiler) slotAction(a *SlotAction, where string) {
 		c.errorf(a.Pos, "%s: slot %s is declared under slots:, which makes it the session's; drop role", where, a.Name)
 	}
 }
-
-func (sd *SlotDecl) String() string { return fmt.Sprintf("slot %s", sd.ID) }
 
 // Caps are the slot's caps in bytes and characters; 0 means none.
 func (sd *SlotDecl) Caps() (maxBytes, maxChars int) {

@@ -508,11 +508,7 @@ type ServerFrame struct {
 	// ClientToolCall is set on client_tool_call frames.
 	ClientToolCall *ClientToolCall `json:"client_tool_call,omitempty"`
 	// The event of a server-hosted voice frame (VoiceFrame).
-	Audio             *AudioEvent             `json:"audio_event,omitempty"`
-	AgentResponse     *AgentResponseEvent     `json:"agent_response_event,omitempty"`
-	UserTranscription *UserTranscriptionEvent `json:"user_transcription_event,omitempty"`
-	Interruption      *InterruptionEvent      `json:"interruption_event,omitempty"`
-	Metadata          *VoiceMetadata          `json:"conversation_initiation_metadata_event,omitempty"`
+	VoiceEvents
 }
 
 func mustJSON(v any) []byte {

@@ -102,8 +102,14 @@ const NoticeVoiceClosed = "voice_closed"
 // VoiceFrame is one frame of server-hosted voice; exactly one event field
 // is set, the one its Type names.
 type VoiceFrame struct {
-	Type              string                  `json:"type"`
-	SessionID         string                  `json:"session_id,omitempty"`
+	Type      string `json:"type"`
+	SessionID string `json:"session_id,omitempty"`
+	VoiceEvents
+}
+
+// VoiceEvents are the events of voice frames, in ElevenLabs' member
+// names; ServerFrame carries them too, for clients decoding any frame.
+type VoiceEvents struct {
 	Audio             *AudioEvent             `json:"audio_event,omitempty"`
 	AgentResponse     *AgentResponseEvent     `json:"agent_response_event,omitempty"`
 	UserTranscription *UserTranscriptionEvent `json:"user_transcription_event,omitempty"`
@@ -112,8 +118,8 @@ type VoiceFrame struct {
 }
 
 // AudioEvent is a chunk of agent audio, base64 in the format the metadata
-// names. EventID numbers the agent's turns: audio of a turn that was
-// interrupted has an EventID at most the interruption's.
+// names. EventID starts at 1 and goes up at each interruption: audio of
+// a turn that was interrupted has an EventID at most the interruption's.
 type AudioEvent struct {
 	Audio   string `json:"audio_base_64"`
 	EventID int64  `json:"event_id"`
@@ -360,7 +366,7 @@ func (vh *voiceHost) connected(role string, sess voice.LiveSession) {
 	if c, ok := sess.(interface{ ConversationID() string }); ok {
 		md.ConversationID = c.ConversationID()
 	}
-	f := VoiceFrame{Type: FrameVoiceMetadata, Metadata: &md, SessionID: vh.s.id}
+	f := VoiceFrame{Type: FrameVoiceMetadata, SessionID: vh.s.id, VoiceEvents: VoiceEvents{Metadata: &md}}
 	vh.outMu.Lock()
 	vh.meta = mustJSON(f)
 	vh.outMu.Unlock()
@@ -379,13 +385,13 @@ func (vh *voiceHost) observe(role string, ev voice.Event) {
 	defer vh.outMu.Unlock()
 	switch ev.Kind {
 	case voice.EventAgentAudio:
-		vh.send(VoiceFrame{Type: FrameAudio, Audio: &AudioEvent{Audio: base64.StdEncoding.EncodeToString(ev.Audio), EventID: vh.turn}})
+		vh.send(VoiceFrame{Type: FrameAudio, VoiceEvents: VoiceEvents{Audio: &AudioEvent{Audio: base64.StdEncoding.EncodeToString(ev.Audio), EventID: vh.turn}}})
 	case voice.EventAgentText:
 		vh.said.WriteString(ev.Text)
 	case voice.EventTurnComplete, voice.EventToolCall:
 		vh.flush()
 	case voice.EventInterrupted:
-		vh.send(VoiceFrame{Type: FrameInterruption, Interruption: &InterruptionEvent{EventID: vh.turn}})
+		vh.send(VoiceFrame{Type: FrameInterruption, VoiceEvents: VoiceEvents{Interruption: &InterruptionEvent{EventID: vh.turn}}})
 		// Audio after barge-in belongs to a turn the client must play.
 		vh.turn++
 		vh.flush()
@@ -394,7 +400,7 @@ func (vh *voiceHost) observe(role string, ev voice.Event) {
 			return
 		}
 		vh.flush()
-		vh.send(VoiceFrame{Type: FrameUserTranscript, UserTranscription: &UserTranscriptionEvent{UserTranscript: ev.Text}})
+		vh.send(VoiceFrame{Type: FrameUserTranscript, VoiceEvents: VoiceEvents{UserTranscription: &UserTranscriptionEvent{UserTranscript: ev.Text}}})
 	case voice.EventError:
 		vh.s.srv.m.adapterErrors.WithLabelValues("voice", voiceErrKind(ev.Err)).Inc()
 		vh.s.log.Warn("live speech session reported an error", "role", role, "err", ev.Err)
@@ -421,7 +427,7 @@ func (vh *voiceHost) metadata() []byte {
 // flush sends the agent's text said since the last flush; outMu is held.
 func (vh *voiceHost) flush() {
 	if text := strings.TrimSpace(vh.said.String()); text != "" {
-		vh.send(VoiceFrame{Type: FrameAgentResponse, AgentResponse: &AgentResponseEvent{AgentResponse: text}})
+		vh.send(VoiceFrame{Type: FrameAgentResponse, VoiceEvents: VoiceEvents{AgentResponse: &AgentResponseEvent{AgentResponse: text}}})
 	}
 	vh.said.Reset()
 }
