@@ -22,6 +22,7 @@ func (s *Session) runRule(r *rules.Rule) {
 	if !s.evalBool(&r.When, "") {
 		return
 	}
+	s.coverage.hit(s, rules.CoverRule, r.ID)
 	for _, a := range r.Do {
 		if s.ended {
 			return

@@ -1,6 +1,10 @@
 package engine
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/batonhq/baton/rules"
+)
 
 // confidence is speech-to-text confidence handling: a message heard
 // below the pack's threshold is not routed (its words may be wrong, so no
@@ -22,12 +26,14 @@ func (c *confidence) reset() { c.lowInRow = 0 }
 func (c *confidence) ask(s *Session, ev *CandidateEvent) {
 	sc := &s.p.SpeechConfidence
 	c.lowInRow++
-	step := &sc.Steps[0]
+	n := 0
 	for i := range sc.Steps {
 		if float64(c.lowInRow) >= sc.Steps[i].Count.Value {
-			step = &sc.Steps[i]
+			n = i
 		}
 	}
+	step := &sc.Steps[n]
+	s.coverage.step(s, rules.CoverConfidence, n)
 	t := s.newTurn(&step.Turn, "speech_confidence", false)
 	s.emit(Effect{Type: EffectRouted, Agent: t.role, Kind: t.kind, Rule: "speech_confidence",
 		Reason: "low confidence " + strconv.FormatFloat(*ev.STTConfidence, 'f', 2, 64) + ", " + strconv.Itoa(c.lowInRow) + " in a row"})

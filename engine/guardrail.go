@@ -39,6 +39,7 @@ func (s *Session) check(t *turn, line string) []string {
 	if s.lines.atCap(s, line) {
 		v = append(v, rules.GuardRepeat)
 	}
+	s.coverage.broke(s, v)
 	g := &s.p.Guardrails
 	if len(g.Tripwires) == 0 {
 		return v
@@ -51,6 +52,7 @@ func (s *Session) check(t *turn, line string) []string {
 			continue
 		}
 		t.guard.tripped = true
+		s.coverage.hit(s, rules.CoverGuardrail, tw.ID)
 		v = append(v, tw.ID)
 		for _, a := range tw.Do {
 			if s.ended {

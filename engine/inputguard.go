@@ -30,6 +30,7 @@ func (s *Session) screen(ev *CandidateEvent) (*CandidateEvent, bool) {
 		if !s.evalBool(&k.When, "") {
 			continue
 		}
+		s.coverage.hit(s, rules.CoverGuardrail, k.ID)
 		for _, a := range k.Do {
 			if s.ended {
 				return ev, false

@@ -87,6 +87,7 @@ func (j *jobs) next(s *Session) {
 // run asks the model for a job, as its role allows and its overlap
 // policy says; rule is who started it.
 func (j *jobs) run(s *Session, job *rules.Job, args map[string]any, overlap rules.JobOverlap, phase bool, rule string) {
+	s.coverage.hit(s, rules.CoverJob, job.ID)
 	role := job.Role
 	if name := job.RoleArg(); name != "" {
 		r, _ := args[name].(string)

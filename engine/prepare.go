@@ -334,6 +334,7 @@ func (pr *prepare) precheck(s *Session, e *prepEntry) {
 	if len(v) == 0 {
 		return
 	}
+	s.coverage.broke(s, v)
 	gd := &e.guard
 	gd.answers++
 	gd.regens++

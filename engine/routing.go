@@ -23,6 +23,7 @@ func (s *Session) route(ev *CandidateEvent) {
 			if hard == nil {
 				continue
 			}
+			s.coverage.hit(s, rules.CoverRoute, r.ID)
 			s.emit(Effect{Type: EffectRouted, Agent: hard.role, Rule: r.ID, Reason: "anchor " + hard.rule + " is due"})
 			return
 		case rules.RouteAddressed:
@@ -46,6 +47,7 @@ func (s *Session) route(ev *CandidateEvent) {
 		// The intent tag is what the route read the message as (an intent
 		// class's tag or a script's); a route that only picks a role has
 		// none, and its id is already the effect's rule.
+		s.coverage.route(s, r, role, tag)
 		s.emit(Effect{Type: EffectRouted, Agent: role, Rule: r.ID, IntentTag: tag, Reason: reason})
 		s.preemptScheduled(r.ID)
 		spec := rules.TurnSpec{Role: role, Kind: r.Kind, Goal: goal, IntentTag: tag, Who: rules.RoleRef{Role: role}}

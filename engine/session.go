@@ -80,6 +80,7 @@ type Session struct {
 	cover       cover       // cover.go
 	files       files       // files.go
 	seqs        sequences   // sequence.go
+	coverage    coverage    // coverage.go
 }
 
 // New starts a session of pack p at time 0. The first Step runs the
@@ -362,6 +363,7 @@ func (s *Session) checkEnd() {
 	for i := range s.p.End {
 		e := &s.p.End[i]
 		if s.evalBool(&e.When, "") {
+			s.coverage.hit(s, rules.CoverEnd, e.ID)
 			s.end(e.Reason, e.ID)
 			return
 		}

@@ -82,6 +82,7 @@ func (sl *silence) step(s *Session) {
 		return
 	}
 	st := &s.p.Silence.Steps[w.step]
+	s.coverage.step(s, rules.CoverSilence, w.step)
 	switch st.Action {
 	case rules.SilenceSay:
 		t := s.newTurnFor(&st.Turn, "silence", false, w.role)

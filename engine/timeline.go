@@ -41,6 +41,7 @@ func (tl *timeline) init(s *Session) {
 
 func (tl *timeline) anchor(s *Session, i int) {
 	a := &s.p.Timeline.Anchors[i]
+	s.coverage.hit(s, rules.CoverAnchor, a.ID)
 	if a.Action == rules.AnchorEnd {
 		s.emit(Effect{Type: EffectAnchor, Rule: a.ID, Reason: "end"})
 		s.end(a.Reason, a.ID)
@@ -68,6 +69,7 @@ func (tl *timeline) close(s *Session, i int) {
 		s.prep.expire(s, w.ID)
 		return
 	}
+	s.coverage.hit(s, rules.CoverWindow, w.ID)
 	t := s.newTurn(&w.Turn, w.ID, false)
 	t.window = i
 	s.enqueue(t)
@@ -98,6 +100,7 @@ func (tl *timeline) takeFreeFloor(s *Session) bool {
 			continue
 		}
 		tl.windows[i] = wDone
+		s.coverage.hit(s, rules.CoverWindow, w.ID)
 		t := s.newTurn(&w.Turn, w.ID, false)
 		t.window = i
 		s.enqueue(t)

@@ -134,6 +134,7 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 		return step
 	}
 	tool, known := s.p.Tool(call.Name)
+	s.coverage.hit(s, rules.CoverTool, call.Name)
 	var choices [][]string
 	why, offered := "", false
 	if known {

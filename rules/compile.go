@@ -97,6 +97,7 @@ func compile(p *Pack, errs *ErrorList) {
 	c.check()
 	if len(*errs) == 0 {
 		p.Warnings = c.warnings()
+		p.buildCover()
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 // Guardrails check every agent line before it is sent, and the
 // candidate's messages before they reach a model.
 type Guardrails struct {
+	// Pos is where the section starts: the built-in checks' place.
+	Pos
 	MaxQuestions int `yaml:"max_questions"`
 	MinSentences int `yaml:"min_sentences"`
 	MaxSentences int `yaml:"max_sentences"`

@@ -80,6 +80,7 @@ type Pack struct {
 	tpls       map[string]int
 	env        *envSpec
 	ruleOn     map[Trigger][]*Rule
+	cover      coverIndex
 	// Scripts runs the pack's scripts/*.js; nil when there are none.
 	Scripts     *script.Pool `yaml:"-"`
 	scriptFiles []*script.File

@@ -82,6 +82,9 @@ type Result struct {
 	// Workspace is the simulated client's workspace as the run ended
 	// (the pack's workspace: section), in path order.
 	Workspace []WorkspaceFile
+	// Coverage counts how often each of the pack's CoverItems was
+	// exercised, by index.
+	Coverage []uint32
 }
 
 // WorkspaceFile is one file of the simulated client's workspace.
@@ -188,6 +191,7 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error
 
 func (h *host) finish() *Result {
 	h.res.EndMS, h.res.Files, h.res.Workspace = h.s.Now(), h.s.ContextFiles(), h.client.Files()
+	h.res.Coverage = h.s.Coverage()
 	return h.res
 }
 
