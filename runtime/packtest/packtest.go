@@ -92,6 +92,11 @@ type Result struct {
 	Err  error
 	// Updated is set when a golden file was (re)written.
 	Updated bool
+	// Coverage counts, by index in the pack's CoverItems, how often the
+	// case's session exercised each item, whether or not the case passed:
+	// what ran was exercised all the same, as go test -cover counts a
+	// failing test's statements. Nil for a case that did not run.
+	Coverage []uint32
 }
 
 // Options for running a pack's tests.
@@ -132,18 +137,19 @@ func Run(p *rules.Pack, opt Options) ([]Result, error) {
 		if err != nil {
 			res.Err = err
 		} else {
-			res.Updated, res.Err = c.run(p, opt)
+			res.Updated, res.Coverage, res.Err = c.run(p, opt)
 		}
 		out = append(out, res)
 	}
 	return out, nil
 }
 
-func (c *Case) run(p *rules.Pack, opt Options) (updated bool, err error) {
+func (c *Case) run(p *rules.Pack, opt Options) (updated bool, cover []uint32, err error) {
 	res, err := dryrun.Run(p, dryrun.Options{Events: c.timed, Replies: c.replies})
 	if err != nil {
-		return false, fmt.Errorf("%s: %w", c.file, err)
+		return false, nil, fmt.Errorf("%s: %w", c.file, err)
 	}
+	cover = res.Coverage
 	recs := res.Records
 	var errs []error
 	for i := range recs {
@@ -191,9 +197,9 @@ func (c *Case) run(p *rules.Pack, opt Options) (updated bool, err error) {
 	if len(errs) > 0 {
 		var b bytes.Buffer
 		_ = dryrun.WriteText(&b, recs, dryrun.FormatOptions{Verbose: true})
-		return updated, fmt.Errorf("%s:\n%w\ntimeline:\n%s", c.file, errors.Join(errs...), b.String())
+		return updated, cover, fmt.Errorf("%s:\n%w\ntimeline:\n%s", c.file, errors.Join(errs...), b.String())
 	}
-	return updated, nil
+	return updated, cover, nil
 }
 
 func (c *Case) golden(p *rules.Pack, res *dryrun.Result, opt Options) (bool, error) {
