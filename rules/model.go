@@ -504,6 +504,9 @@ type DryRun struct {
 	// tests (for calls no test script answers). It receives the request
 	// and returns {text, intent_tag, tool_calls: [{name, args}], error}.
 	Model ScriptRef `yaml:"model"`
+	// CandidateModel, if set, is a simulated candidate that answers the
+	// panel, seeded: baton sweep plays many sessions of it.
+	CandidateModel *CandidateModel `yaml:"candidate_model"`
 }
 
 // Expr is an expr-lang expression compiled at load, or a script returning

@@ -59,7 +59,7 @@ var commands []*command
 func init() {
 	commands = []*command{
 		dryrunCommand, testCommand, checkCommand, initCommand, schemaCommand,
-		serveCommand, replayCommand, versionCommand, completionCommand,
+		serveCommand, replayCommand, versionCommand, completionCommand, sweepCommand,
 	}
 }
 

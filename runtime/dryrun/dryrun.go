@@ -7,6 +7,7 @@ package dryrun
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -57,6 +58,49 @@ type Options struct {
 	// run against a real model can be shown as it happens. An error from
 	// it stops the run.
 	OnRecord func(*Record) error
+	// Candidate, if set, plays the pack's candidate model seeded with Seed
+	// instead of Events (which must then be empty): the simulated
+	// candidate answers what the session says, so the same pack and seed
+	// always play the same session.
+	Candidate *CandidateModel
+	// Lean keeps no Records, Inputs or Steps in the Result, for callers
+	// that stream what they need through OnRecord (a sweep of thousands
+	// of runs): the record OnRecord is given is then only valid during
+	// the call.
+	Lean bool
+}
+
+// CandidateModel is a pack's dryrun.candidate_model ready to play, built
+// once and shared, read-only, by any number of runs at once.
+type CandidateModel struct{ m *sim.CandidateModel }
+
+// NewCandidateModel resolves p's candidate model. Its answers are its own
+// answers: list, else the candidate_message texts of the pack's
+// dryrun.candidate file. Problems come back as a rules.ErrorList at
+// file:line:col.
+func NewCandidateModel(p *rules.Pack) (*CandidateModel, error) {
+	var texts []string
+	if m := p.DryRun.CandidateModel; m != nil && len(m.Answers) == 0 && p.DryRun.Candidate != "" {
+		f, err := p.FS.Open(p.DryRun.Candidate)
+		if err != nil {
+			return nil, fmt.Errorf("dryrun.candidate: %w", err)
+		}
+		defer f.Close()
+		evs, err := events.ReadFile(p.DryRun.Candidate, f)
+		if err != nil {
+			return nil, err
+		}
+		for i := range evs {
+			if ev := &evs[i].Event; ev.Type == engine.EventMessage && ev.Text != "" {
+				texts = append(texts, ev.Text)
+			}
+		}
+	}
+	m, err := sim.NewCandidateModel(p, texts)
+	if err != nil {
+		return nil, err
+	}
+	return &CandidateModel{m: m}, nil
 }
 
 // Record is one effect with what the simulated host added to it.
@@ -85,6 +129,19 @@ type Result struct {
 	// Coverage counts how often each of the pack's CoverItems was
 	// exercised, by index.
 	Coverage []uint32
+	// Candidate is what the candidate did, from the inputs.
+	Candidate CandidateStats
+	// end is the session_end effect's reason, kept when Records are not.
+	end string
+}
+
+// CandidateStats count what the candidate did in a run.
+type CandidateStats struct {
+	// Messages is how many candidate_message events it sent.
+	Messages int `json:"messages"`
+	// TalkMS is how long its mic was on.
+	TalkMS int64 `json:"talk_ms"`
+	micOn  int64 // when the mic went on; -1 when off
 }
 
 // WorkspaceFile is one file of the simulated client's workspace.
@@ -93,6 +150,9 @@ type WorkspaceFile = sim.WorkspaceFile
 // EndReason is why the run's session ended, or "dryrun" for a run that
 // stopped with the session still going.
 func (r *Result) EndReason() string {
+	if r.end != "" {
+		return r.end
+	}
 	if n := len(r.Records); n > 0 && r.Records[n-1].Type == engine.EffectSessionEnd {
 		return r.Records[n-1].Reason
 	}
@@ -120,6 +180,9 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error
 	if opt.StepMS > p.Tick.MS {
 		return nil, fmt.Errorf("step %dms is coarser than the pack's tick (%dms)", opt.StepMS, p.Tick.MS)
 	}
+	if opt.Candidate != nil && len(opt.Events) > 0 {
+		return nil, errors.New("a run plays either events or the candidate model, not both")
+	}
 	var model llm.Answerer = sim.NewModel(p, opt.Replies, -1)
 	if opt.Model != nil {
 		model = opt.Model
@@ -130,8 +193,16 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error
 		llm:    model,
 		voice:  sim.NewVoice(p),
 		client: sim.NewClient(p),
-		res:    &Result{},
+		res:    &Result{Candidate: CandidateStats{micOn: -1}},
 		on:     opt.OnRecord,
+		lean:   opt.Lean,
+		tickMS: p.Tick.MS,
+	}
+	if opt.Candidate != nil {
+		h.cand = opt.Candidate.m.NewCandidate(opt.Seed)
+	}
+	if !h.lean {
+		h.res.Records = make([]Record, 0, 256)
 	}
 	// Every event is checked against the pack before the run starts, with
 	// the one check a live session applies before it logs an input.
@@ -158,13 +229,13 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error
 		deadline, hasDeadline := h.s.NextDeadline()
 		if opt.StepMS > 0 {
 			next := clock + opt.StepMS
-			if len(h.queue) > 0 && h.queue[0].in.T <= next {
+			if at, ok := h.nextAt(); ok && at <= next {
 				if err := h.step(h.pop()); err != nil {
 					return nil, err
 				}
 				continue
 			}
-			if !hasDeadline && len(h.queue) == 0 {
+			if _, ok := h.nextAt(); !hasDeadline && !ok {
 				break
 			}
 			if err := h.step(engine.Input{T: next, Type: engine.InputAdvance}); err != nil {
@@ -173,8 +244,9 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error
 			clock = next
 			continue
 		}
+		at, ok := h.nextAt()
 		switch {
-		case len(h.queue) > 0 && (!hasDeadline || h.queue[0].in.T < deadline):
+		case ok && (!hasDeadline || at < deadline):
 			if err := h.step(h.pop()); err != nil {
 				return nil, err
 			}
@@ -192,6 +264,10 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error
 func (h *host) finish() *Result {
 	h.res.EndMS, h.res.Files, h.res.Workspace = h.s.Now(), h.s.ContextFiles(), h.client.Files()
 	h.res.Coverage = h.s.Coverage()
+	if c := &h.res.Candidate; c.micOn >= 0 {
+		c.TalkMS += h.res.EndMS - c.micOn
+		c.micOn = -1
+	}
 	return h.res
 }
 
@@ -211,6 +287,21 @@ type host struct {
 	res       *Result
 	buf       []engine.Effect
 	on        func(*Record) error
+	// lean keeps no records, inputs or steps (Options.Lean); rec is the
+	// record OnRecord is given then.
+	lean   bool
+	rec    Record
+	tickMS int64
+	// cand is the simulated candidate, when the run plays the model, and
+	// playing the agent messages whose speech has not finished, which
+	// its barge-ins cut short.
+	cand    *sim.Candidate
+	playing []playing
+}
+
+type playing struct {
+	id  string
+	end int64
 }
 
 type earlyAnswer struct {
@@ -263,10 +354,65 @@ func (h *host) push(in engine.Input) {
 	h.queue = slices.Insert(h.queue, i, pending{in: in, seq: h.seq})
 }
 
+// nextAt is when the next input is due: the queue's first or the
+// candidate's next event, whichever is sooner.
+func (h *host) nextAt() (int64, bool) {
+	at, ok := int64(0), false
+	if len(h.queue) > 0 {
+		at, ok = h.queue[0].in.T, true
+	}
+	if h.cand != nil {
+		if t, has := h.cand.Next(); has && (!ok || t < at) {
+			at, ok = t, true
+		}
+	}
+	return at, ok
+}
+
+// pop takes the next input; on a tie the queue's comes first, having
+// arrived first.
 func (h *host) pop() engine.Input {
+	if h.cand != nil {
+		if t, ok := h.cand.Next(); ok && (len(h.queue) == 0 || t < h.queue[0].in.T) {
+			t, ev := h.cand.Pop()
+			return engine.Input{T: t, Type: engine.InputCandidate, Candidate: &ev}
+		}
+	}
 	in := h.queue[0].in
 	h.queue = h.queue[1:]
 	return in
+}
+
+// bargeIn cuts short, at t, the agent speech the candidate talked over:
+// a client stops playback when its user starts talking, and says so.
+func (h *host) bargeIn(t int64) {
+	for _, p := range h.playing {
+		if p.end <= t {
+			continue
+		}
+		h.queue = slices.DeleteFunc(h.queue, func(q pending) bool {
+			return q.in.Type == engine.InputSpeechDone && q.in.Speech.ID == p.id
+		})
+		h.push(engine.Input{T: t, Type: engine.InputSpeechDone, Speech: &engine.SpeechDone{ID: p.id, Interrupted: true}})
+	}
+	h.playing = h.playing[:0]
+}
+
+// countCandidate keeps the candidate's statistics from its inputs.
+func (h *host) countCandidate(in *engine.Input) {
+	c, ev := &h.res.Candidate, in.Candidate
+	switch ev.Type {
+	case engine.EventMessage:
+		c.Messages++
+	case engine.EventMicState:
+		switch on := ev.MicActive != nil && *ev.MicActive; {
+		case on && c.micOn < 0:
+			c.micOn = in.T
+		case !on && c.micOn >= 0:
+			c.TalkMS += in.T - c.micOn
+			c.micOn = -1
+		}
+	}
 }
 
 func (h *host) step(in engine.Input) error {
@@ -278,15 +424,31 @@ func (h *host) step(in engine.Input) error {
 	if in.T < h.s.Now() {
 		in.T = h.s.Now() // a reply scheduled inside the current tick lands on it
 	}
-	h.res.Inputs = append(h.res.Inputs, in)
+	if !h.lean {
+		h.res.Inputs = append(h.res.Inputs, in)
+	}
+	if in.Type == engine.InputCandidate {
+		h.countCandidate(&in)
+		if h.cand != nil && in.Candidate.Type == engine.EventMicState && in.Candidate.MicActive != nil && *in.Candidate.MicActive && len(h.playing) > 0 {
+			h.bargeIn(in.T)
+		}
+	}
 	var err error
 	h.buf, err = h.s.Step(in, h.buf[:0])
-	h.res.Steps = append(h.res.Steps, Step{Effects: append([]engine.Effect(nil), h.buf...), Err: err})
+	if !h.lean {
+		h.res.Steps = append(h.res.Steps, Step{Effects: append([]engine.Effect(nil), h.buf...), Err: err})
+	}
 	if err != nil && err != engine.ErrEnded {
 		return fmt.Errorf("at %s: %w", rules.FormatClock(in.T), err)
 	}
-	for _, e := range h.buf {
-		rec := Record{Effect: e, tickMS: h.s.Pack().Tick.MS}
+	for i := range h.buf {
+		e := &h.buf[i]
+		rec := &h.rec
+		if !h.lean {
+			h.res.Records = append(h.res.Records, Record{})
+			rec = &h.res.Records[len(h.res.Records)-1]
+		}
+		*rec = Record{Effect: *e, tickMS: h.tickMS}
 		switch e.Type {
 		case engine.EffectLLMRequest:
 			a := h.llm.Answer(h.ctx, e.ID, e.Request)
@@ -309,7 +471,7 @@ func (h *host) step(in engine.Input) error {
 		case engine.EffectClientToolCall:
 			// The simulated client answers after its latency and then, for
 			// a write, reports the editor's change.
-			res, change := h.client.Answer(&e)
+			res, change := h.client.Answer(e)
 			at := e.T + h.client.LatencyMS()
 			h.push(engine.Input{T: at, Type: engine.InputClientToolResult, ClientTool: &res})
 			if change != nil {
@@ -318,10 +480,18 @@ func (h *host) step(in engine.Input) error {
 		case engine.EffectAgentMessage:
 			rec.SpeechMS = h.voice.Duration(e.Agent, e.Text)
 			h.push(engine.Input{T: e.T + rec.SpeechMS, Type: engine.InputSpeechDone, Speech: &engine.SpeechDone{ID: e.ID}})
+			if h.cand != nil {
+				h.playing = slices.DeleteFunc(h.playing, func(p playing) bool { return p.end <= e.T })
+				h.playing = append(h.playing, playing{id: e.ID, end: e.T + rec.SpeechMS})
+			}
+		case engine.EffectSessionEnd:
+			h.res.end = e.Reason
 		}
-		h.res.Records = append(h.res.Records, rec)
+		if h.cand != nil {
+			h.cand.Observe(e, rec.SpeechMS)
+		}
 		if h.on != nil {
-			if err := h.on(&h.res.Records[len(h.res.Records)-1]); err != nil {
+			if err := h.on(rec); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/batonhq/baton/runtime/sweep"
+)
+
+var sweepCommand = &command{
+	name: "sweep", operands: "PACK", min: 1, max: 1,
+	summary: "play many seeded sessions of a pack's candidate model and sum them",
+	about: `Plays -n sessions of PACK on a simulated clock, each with its own seed of
+the pack's dryrun.candidate_model, and prints what they did: how many sessions
+hit each rule, anchor, window, route and step of the pack, the items none hit,
+the spread of turns, talk time, deferrals, nudges, lateness and endings, and
+the most extreme sessions, each with the "baton dryrun -seed N PACK" command
+that plays it again alone. The same -seed and -n print the same bytes whatever
+-parallel is; how long it took goes to stderr (docs/sweep.md).`,
+	flags: sweepFlags,
+}
+
+func sweepFlags(fl *flag.FlagSet) runFunc {
+	n := fl.Int("n", 1000, "how many `SESSIONS` to play")
+	seed := fl.Uint64("seed", 0, "the sweep's `SEED`: session i plays a seed derived from it and i")
+	parallel := fl.Int("parallel", 0, "play `N` sessions at once (default: GOMAXPROCS)")
+	out := fl.String("o", "", "also write the report as a self-contained HTML page to `FILE`")
+	format := fl.String("format", "text", "stdout `FORMAT`: text (a summary) or json (the whole report)")
+	return func(ctx context.Context, c *cli, args []string) error {
+		if *format != "text" && *format != "json" {
+			return usageError("--format must be text or json, not %q", *format)
+		}
+		if *n < 1 {
+			return usageError("-n must be 1 or more, not %d", *n)
+		}
+		if *parallel < 0 {
+			return usageError("-parallel must be 0 (GOMAXPROCS) or more, not %d", *parallel)
+		}
+		p, err := packRefs.Open(args[0])
+		if err != nil {
+			return err
+		}
+		printWarnings(c, p)
+		pop, err := sweep.NewModel(p, args[0], *seed, *n)
+		if err != nil {
+			return err
+		}
+		workers := *parallel
+		if workers == 0 {
+			workers = runtime.GOMAXPROCS(0)
+		}
+		bar := newProgressBar(c, *n)
+		start := time.Now()
+		rep, err := sweep.Run(ctx, p, pop, sweep.Options{Parallel: workers, Progress: bar.set})
+		bar.stop()
+		if err != nil {
+			return err
+		}
+		took := time.Since(start)
+		w := bufio.NewWriter(c.stdout)
+		if *format == "json" {
+			err = sweep.WriteJSON(w, rep)
+		} else {
+			err = sweep.WriteText(w, rep)
+		}
+		if err != nil {
+			return err
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		if *out != "" {
+			if err := writeHTMLReport(*out, rep); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(c.stderr, "# %s: %d sessions in %s (%.0f sessions/s, %d workers)\n", p.Name, *n,
+			took.Round(time.Millisecond), float64(*n)/max(took.Seconds(), 1e-9), workers)
+		if *out != "" {
+			fmt.Fprintf(c.stderr, "wrote %s\n", *out)
+		}
+		return nil
+	}
+}
+
+func writeHTMLReport(name string, rep *sweep.Report) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	err = sweep.WriteHTML(w, rep)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// progressBar draws how many sessions are done on stderr, a few times a
+// second, when stderr is a terminal; elsewhere it draws nothing.
+type progressBar struct {
+	c     *cli
+	total int
+	done  atomic.Int64
+	quit  chan struct{}
+	wg    sync.WaitGroup
+}
+
+func newProgressBar(c *cli, total int) *progressBar {
+	b := &progressBar{c: c, total: total, quit: make(chan struct{})}
+	if !c.tty {
+		return b
+	}
+	start := time.Now()
+	b.wg.Go(func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-b.quit:
+				fmt.Fprint(c.stderr, "\r\033[K")
+				return
+			case <-tick.C:
+				b.draw(time.Since(start))
+			}
+		}
+	})
+	return b
+}
+
+func (b *progressBar) set(done int) { b.done.Store(int64(done)) }
+
+func (b *progressBar) draw(elapsed time.Duration) {
+	const width = 30
+	done := int(b.done.Load())
+	fill := width * done / max(b.total, 1)
+	rate := float64(done) / max(elapsed.Seconds(), 1e-9)
+	fmt.Fprintf(b.c.stderr, "\r\033[K[%s%s] %d/%d  %.0f sessions/s", strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, b.total, rate)
+}
+
+func (b *progressBar) stop() {
+	close(b.quit)
+	b.wg.Wait()
+}
