@@ -2,7 +2,6 @@ package packtest
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/batonhq/baton/rules"
 )
@@ -112,16 +111,17 @@ func (r *Report) Below(min float64) bool {
 	return float64(r.Covered)*100 < min*float64(len(r.Items))
 }
 
-// UncoveredNames lists the uncovered items as "rule R1 (pack.yaml:12:5)",
-// each file named by where (nil keeps the pack's own names).
-func (r *Report) UncoveredNames(where func(rules.Pos) string) string {
-	var parts []string
+// UncoveredNames names the uncovered items as "rule R1
+// (pack.yaml:12:5)", each file named by where (nil keeps the pack's own
+// names).
+func (r *Report) UncoveredNames(where func(rules.Pos) string) []string {
+	var out []string
 	for _, it := range r.Uncovered() {
 		pos := it.Pos.String()
 		if where != nil {
 			pos = where(it.Pos)
 		}
-		parts = append(parts, fmt.Sprintf("%s (%s)", it.Name(), pos))
+		out = append(out, fmt.Sprintf("%s (%s)", it.Name(), pos))
 	}
-	return strings.Join(parts, ", ")
+	return out
 }
