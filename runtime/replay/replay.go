@@ -82,15 +82,7 @@ func File(path string, open func(ref string) (*rules.Pack, error)) (*Result, err
 	if err := wal.CheckHeader(&rec.Header, p); err != nil {
 		return nil, err
 	}
-	h := &rec.Header
-	out := &Result{Session: Session{ID: h.SessionID, CandidateID: h.CandidateID, Pack: h.Pack, PackRef: h.PackRef,
-		PackHash: h.PackHash, Engine: h.Engine, Seed: h.Options.Seed, Start: h.StartWall, Inputs: len(rec.Inputs)}}
-	if rec.End != nil {
-		out.Session.Ended, out.Session.EndReason, out.Session.EndT = true, rec.End.Reason, rec.End.T
-	}
-	if rec.Tail != nil {
-		out.Session.Tail = rec.Tail.Error()
-	}
+	out := &Result{Session: sessionOf(rec)}
 	voice := sim.NewVoice(p)
 	res, err := wal.Replay(p, rec, func(_ uint64, _ *engine.Input, effects []engine.Effect, _ error) {
 		for _, e := range effects {
@@ -112,6 +104,32 @@ func File(path string, open func(ref string) (*rules.Pack, error)) (*Result, err
 	out.Ended, out.T = res.Session.Ended(), res.Session.Now()
 	out.Files = res.Session.ContextFiles()
 	return out, nil
+}
+
+// sessionOf is what rec's header and end say about its session.
+func sessionOf(rec *wal.Recovered) Session {
+	h := &rec.Header
+	s := Session{ID: h.SessionID, CandidateID: h.CandidateID, Pack: h.Pack, PackRef: h.PackRef,
+		PackHash: h.PackHash, Engine: h.Engine, Seed: h.Options.Seed, Start: h.StartWall, Inputs: len(rec.Inputs)}
+	if rec.End != nil {
+		s.Ended, s.EndReason, s.EndT = true, rec.End.Reason, rec.End.T
+	}
+	if rec.Tail != nil {
+		s.Tail = rec.Tail.Error()
+	}
+	return s
+}
+
+// ReadSession reads what the log at path says about its session, without
+// replaying it: which pack and engine wrote it, so a caller can choose how
+// to replay it.
+func ReadSession(path string) (*Session, error) {
+	rec, err := wal.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s := sessionOf(rec)
+	return &s, nil
 }
 
 // SaveDryRun writes a finished dry run of p as a session log in dir, in the
