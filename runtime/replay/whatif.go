@@ -62,17 +62,25 @@ type WhatIf struct {
 // deterministic for a deterministic fallback model: the same recording and
 // pack give the same result.
 func (r *Recording) WhatIf(ctx context.Context, p *rules.Pack, opt WhatIfOptions) (*WhatIf, error) {
+	do, m, notes := r.options(p, opt)
+	res, err := dryrun.RunContext(ctx, p, do)
+	if err != nil {
+		return nil, fmt.Errorf("%s: playing session %s through pack %s %.12s: %w", r.Path, r.Session.ID, p.Name, p.Hash, err)
+	}
+	return &WhatIf{Recorded: r, Pack: p, Result: res, Reused: m.reused, Asked: m.asked, Notes: notes}, nil
+}
+
+// options are the dry run that plays the recording through p, with the
+// model that counts the answers it reused, and the notes on what it
+// cannot replay.
+func (r *Recording) options(p *rules.Pack, opt WhatIfOptions) (dryrun.Options, *recordedModel, []string) {
 	evs, notes := r.worldEvents()
 	fallback := opt.Model
 	if fallback == nil {
 		fallback = sim.NewModel(p, opt.Replies, -1)
 	}
 	m := newRecordedModel(r.Result, fallback)
-	res, err := dryrun.RunContext(ctx, p, dryrun.Options{Events: evs, Model: m, Seed: r.Session.Seed})
-	if err != nil {
-		return nil, fmt.Errorf("%s: playing session %s through pack %s %.12s: %w", r.Path, r.Session.ID, p.Name, p.Hash, err)
-	}
-	return &WhatIf{Recorded: r, Pack: p, Result: res, Reused: m.reused, Asked: m.asked, Notes: notes}, nil
+	return dryrun.Options{Events: evs, Model: m, Seed: r.Session.Seed}, m, notes
 }
 
 // worldEvents are the recording's candidate events that the what-if
