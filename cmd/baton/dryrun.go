@@ -21,6 +21,7 @@ import (
 	"github.com/batonhq/baton/runtime/llm"
 	"github.com/batonhq/baton/runtime/replay"
 	"github.com/batonhq/baton/runtime/service"
+	"github.com/batonhq/baton/runtime/timeline"
 )
 
 var dryrunCommand = &command{
@@ -33,68 +34,126 @@ the same bytes; how long the run took goes to stderr.`,
 	flags: dryrunFlags,
 }
 
+// dryrunArgs are dryrun's flags.
+type dryrunArgs struct {
+	events, llm, baseURL, model, format, record, out string
+	verbose, strict, failFast, watch                 bool
+	seed                                             uint64
+	step                                             time.Duration
+}
+
 func dryrunFlags(fl *flag.FlagSet) runFunc {
-	eventsFile := fl.String("events", "", "candidate events: a `FILE` of JSON lines in the DayOne §5.2 shape (default: the pack's built-in candidate; an empty file is a silent candidate; - reads stdin)")
-	llmFile := fl.String("llm", "", llmHelp)
-	baseURL := fl.String("base-url", "", "with --llm VENDOR: the API base `URL` (a local or proxy endpoint)")
-	model := fl.String("model", "", "with --llm VENDOR: the model `NAME` (default: the pack's llm.model, else the vendor's default)")
-	format := fl.String("format", "text", "output `FORMAT`: text (mm:ss.s role kind text) or jsonl")
-	verbose := fl.Bool("v", false, "also show LLM requests, routing and defer decisions")
-	seed := fl.Uint64("seed", 0, "seed for Math.random in pack scripts")
-	record := fl.String("record", "", "also write the run as a session log in folder `DIR` (replay it offline with baton replay, e.g. after a run against the real model), and a pack's context files under DIR/archive/")
-	step := fl.Duration("step", 0, "advance the clock in fixed steps (e.g. 100ms) instead of jumping to deadlines")
-	strict := fl.Bool("strict", false, "exit 1 when the run reports an adapter, job, script or engine error (in CI: a model that failed is a failed run)")
-	failFast := fl.Bool("fail-fast", true, "with a real model, stop when its first calls all fail to connect or are refused (--fail-fast=false plays on with fallback lines)")
+	a := &dryrunArgs{}
+	fl.StringVar(&a.events, "events", "", "candidate events: a `FILE` of JSON lines in the DayOne §5.2 shape (default: the pack's built-in candidate; an empty file is a silent candidate; - reads stdin)")
+	fl.StringVar(&a.llm, "llm", "", llmHelp)
+	fl.StringVar(&a.baseURL, "base-url", "", "with --llm VENDOR: the API base `URL` (a local or proxy endpoint)")
+	fl.StringVar(&a.model, "model", "", "with --llm VENDOR: the model `NAME` (default: the pack's llm.model, else the vendor's default)")
+	fl.StringVar(&a.format, "format", "text", "output `FORMAT`: text (mm:ss.s role kind text), jsonl, or html (a page drawing the timeline: docs/timeline.md)")
+	fl.StringVar(&a.out, "o", "", "write the output to `FILE` instead of stdout (replaced whole, never seen half-written)")
+	fl.BoolVar(&a.watch, "watch", false, "run again whenever a file of the pack folder changes, redrawing the timeline (or rewriting -o FILE) until Ctrl-C")
+	fl.BoolVar(&a.verbose, "v", false, "also show LLM requests, routing and defer decisions")
+	fl.Uint64Var(&a.seed, "seed", 0, "seed for Math.random in pack scripts")
+	fl.StringVar(&a.record, "record", "", "also write the run as a session log in folder `DIR` (replay it offline with baton replay, e.g. after a run against the real model), and a pack's context files under DIR/archive/")
+	fl.DurationVar(&a.step, "step", 0, "advance the clock in fixed steps (e.g. 100ms) instead of jumping to deadlines")
+	fl.BoolVar(&a.strict, "strict", false, "exit 1 when the run reports an adapter, job, script or engine error (in CI: a model that failed is a failed run)")
+	fl.BoolVar(&a.failFast, "fail-fast", true, "with a real model, stop when its first calls all fail to connect or are refused (--fail-fast=false plays on with fallback lines)")
 	return func(ctx context.Context, c *cli, args []string) error {
-		if *format != "text" && *format != "jsonl" {
-			return usageError("--format must be text or jsonl, not %q", *format)
+		switch a.format {
+		case "text", "jsonl", "html":
+		default:
+			return usageError("--format must be text, jsonl or html, not %q", a.format)
 		}
-		loadStart := time.Now()
-		p, err := packRefs.Open(args[0])
+		if a.watch {
+			return watchPack(ctx, c, a, args[0])
+		}
+		p, loaded, err := openTimed(args[0])
 		if err != nil {
 			return err
 		}
-		loaded := time.Since(loadStart)
 		printWarnings(c, p)
-		if *step < 0 || step.Milliseconds() > p.Tick.MS {
-			return usageError("--step must be between 0 and the pack's tick (%dms), not %s", p.Tick.MS, *step)
+		if a.out == "" {
+			return dryrunOnce(ctx, c, a, args[0], p, loaded, c.stdout)
 		}
-		opt := dryrun.Options{StepMS: step.Milliseconds(), Seed: *seed}
-		if opt.Events, err = loadEvents(p, *eventsFile); err != nil {
-			return err
-		}
-		real, err := realModel(ctx, *llmFile, *baseURL, *model, p)
-		switch {
-		case err != nil:
-			return err
-		case real != nil:
-			watch := newModelWatch(llm.ForPack(real, p, nil), c)
-			if *failFast {
-				var cancel context.CancelCauseFunc
-				ctx, cancel = context.WithCancelCause(ctx)
-				defer cancel(nil)
-				watch.giveUp = cancel
-			}
-			opt.Model = watch
-			defer watch.done()
-		case *llmFile != "":
-			if opt.Replies, err = readReplies(*llmFile); err != nil {
-				return err
-			}
-		}
+		return writeFileWhole(a.out, func(w io.Writer) error {
+			return dryrunOnce(ctx, c, a, args[0], p, loaded, w)
+		})
+	}
+}
 
-		w := bufio.NewWriter(c.stdout)
-		defer w.Flush()
-		fo := dryrun.FormatOptions{Verbose: *verbose, Color: c.color}
-		text := dryrun.NewTextStream(w, fo)
-		started := false
+// openTimed opens the pack ref names and says how long loading took.
+func openTimed(ref string) (*rules.Pack, time.Duration, error) {
+	start := time.Now()
+	p, err := packRefs.Open(ref)
+	return p, time.Since(start), err
+}
+
+// writeFileWhole writes name through a temporary file in its folder that
+// replaces it once complete: a browser reloading the page, or a watcher of
+// the file, never reads half a run.
+func writeFileWhole(name string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // after a successful rename there is nothing left to remove
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), name)
+}
+
+// dryrunOnce plays one run of p and writes it to out in a's format;
+// ref is the pack as the command line named it, for --record.
+func dryrunOnce(ctx context.Context, c *cli, a *dryrunArgs, ref string, p *rules.Pack, loaded time.Duration, out io.Writer) error {
+	if a.step < 0 || a.step.Milliseconds() > p.Tick.MS {
+		return usageError("--step must be between 0 and the pack's tick (%dms), not %s", p.Tick.MS, a.step)
+	}
+	opt := dryrun.Options{StepMS: a.step.Milliseconds(), Seed: a.seed}
+	var err error
+	if opt.Events, err = loadEvents(p, a.events); err != nil {
+		return err
+	}
+	real, err := realModel(ctx, a.llm, a.baseURL, a.model, p)
+	switch {
+	case err != nil:
+		return err
+	case real != nil:
+		watch := newModelWatch(llm.ForPack(real, p, nil), c)
+		if a.failFast {
+			var cancel context.CancelCauseFunc
+			ctx, cancel = context.WithCancelCause(ctx)
+			defer cancel(nil)
+			watch.giveUp = cancel
+		}
+		opt.Model = watch
+		defer watch.done()
+	case a.llm != "":
+		if opt.Replies, err = readReplies(a.llm); err != nil {
+			return err
+		}
+	}
+
+	w := bufio.NewWriter(out)
+	defer w.Flush()
+	fo := dryrun.FormatOptions{Verbose: a.verbose, Color: c.color && out == c.stdout}
+	text := dryrun.NewTextStream(w, fo)
+	started := false
+	if a.format != "html" {
+		// The page is drawn from the whole run; text and lines stream.
 		opt.OnRecord = func(r *dryrun.Record) error {
-			if !started && *format == "text" {
+			if !started && a.format == "text" {
 				// Only once the run starts: refused input prints nothing.
 				fmt.Fprintf(w, "# %s (%s)\n", p.Name, packSource(p))
 			}
 			started = true
-			if *format == "jsonl" {
+			if a.format == "jsonl" {
 				err = dryrun.WriteJSONL(w, []dryrun.Record{*r}, fo)
 			} else {
 				err = text.Add(r)
@@ -106,45 +165,51 @@ func dryrunFlags(fl *flag.FlagSet) runFunc {
 			}
 			return err
 		}
-		start := time.Now()
-		res, err := dryrun.RunContext(ctx, p, opt)
-		if err != nil {
-			if started {
-				text.Close() // a record held for the next one, which never came
-				w.Flush()
-			}
-			return err
-		}
-		elapsed := time.Since(start)
-		if *format == "text" {
-			if err := text.Close(); err != nil {
-				return err
-			}
-			if err := dryrun.WriteSummary(w, res.Records); err != nil {
-				return err
-			}
-			if err := dryrun.WriteWorkspace(w, p.Workspace.RootDir(), res.Workspace); err != nil {
-				return err
-			}
-		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stderr, "# %s: %d events, simulated %s in %s (%s real time); the pack loaded in %s\n",
-			p.Name, len(opt.Events), rules.FormatClock(res.EndMS), elapsed.Round(10*time.Microsecond),
-			speedup(res.EndMS, elapsed), loaded.Round(10*time.Microsecond))
-		if *record != "" {
-			if err := saveRecord(c, *record, args[0], p, *seed, start, res); err != nil {
-				return err
-			}
-		}
-		if *strict {
-			if n := countErrors(res.Records); n > 0 {
-				return fmt.Errorf("--strict: the run reported %d error(s) (adapter, job, script or engine errors in the timeline)", n)
-			}
-		}
-		return nil
 	}
+	start := time.Now()
+	res, err := dryrun.RunContext(ctx, p, opt)
+	if err != nil {
+		if started {
+			text.Close() // a record held for the next one, which never came
+			w.Flush()
+		}
+		return err
+	}
+	elapsed := time.Since(start)
+	switch a.format {
+	case "text":
+		if err := text.Close(); err != nil {
+			return err
+		}
+		if err := dryrun.WriteSummary(w, res.Records); err != nil {
+			return err
+		}
+		if err := dryrun.WriteWorkspace(w, p.Workspace.RootDir(), res.Workspace); err != nil {
+			return err
+		}
+	case "html":
+		title := fmt.Sprintf("%s (%s)", p.Name, packSource(p))
+		if err := timeline.WriteHTML(w, timeline.Run{Title: title, Pack: p, Result: res}); err != nil {
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stderr, "# %s: %d events, simulated %s in %s (%s real time); the pack loaded in %s\n",
+		p.Name, len(opt.Events), rules.FormatClock(res.EndMS), elapsed.Round(10*time.Microsecond),
+		speedup(res.EndMS, elapsed), loaded.Round(10*time.Microsecond))
+	if a.record != "" {
+		if err := saveRecord(c, a.record, ref, p, a.seed, start, res); err != nil {
+			return err
+		}
+	}
+	if a.strict {
+		if n := countErrors(res.Records); n > 0 {
+			return fmt.Errorf("--strict: the run reported %d error(s) (adapter, job, script or engine errors in the timeline)", n)
+		}
+	}
+	return nil
 }
 
 func speedup(simMS int64, took time.Duration) string {
