@@ -2,6 +2,8 @@ package rules
 
 import (
 	"math"
+	"strconv"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -166,10 +168,19 @@ type param struct {
 	set   bool
 	ref   bool // a constant's name, not known before compile
 	value float64
+	ms    bool // a time, in milliseconds
+}
+
+// String is the value as the pack writes it.
+func (p param) String() string {
+	if p.ms {
+		return (time.Duration(p.value) * time.Millisecond).String()
+	}
+	return strconv.FormatFloat(p.value, 'g', -1, 64)
 }
 
 func durParam(key string, v Duration) param {
-	return param{key: key, pos: v.Pos, set: v.IsSet() && !v.broken, ref: v.Ref != "", value: float64(v.MS)}
+	return param{key: key, pos: v.Pos, set: v.IsSet() && !v.broken, ref: v.Ref != "", value: float64(v.MS), ms: true}
 }
 
 func numParam(key string, v Number) param {
@@ -284,19 +295,19 @@ func checkDist(add adder, at Pos, kind DistKind, ps []param, literal bool) {
 	}
 	for _, k := range []string{"value", "min", "max", "mean", "sd", "median", "p90"} {
 		if v, ok := known(k); ok && (v < 0 || math.IsNaN(v)) {
-			add(by[k].pos, "%s %v is negative", k, v)
+			add(by[k].pos, "%s %s is negative", k, by[k])
 		}
 	}
 	if lo, ok := known("min"); ok {
 		if hi, ok := known("max"); ok && lo > hi {
-			add(by["max"].pos, "max %v is below min %v", hi, lo)
+			add(by["max"].pos, "max %s is below min %s", by["max"], by["min"])
 		}
 	}
 	if kind == DistLognormal {
 		med, ok1 := known("median")
 		p90, ok2 := known("p90")
 		if ok1 && ok2 && p90 < med {
-			add(by["p90"].pos, "p90 %v is below the median %v", p90, med)
+			add(by["p90"].pos, "p90 %s is below the median %s", by["p90"], by["median"])
 		}
 		if ok1 && med == 0 {
 			add(by["median"].pos, "a lognormal's median must be above 0")

@@ -291,6 +291,7 @@ type host struct {
 	// record OnRecord is given then.
 	lean   bool
 	rec    Record
+	ev     engine.CandidateEvent
 	tickMS int64
 	// cand is the simulated candidate, when the run plays the model, and
 	// playing the agent messages whose speech has not finished, which
@@ -375,11 +376,21 @@ func (h *host) pop() engine.Input {
 	if h.cand != nil {
 		if t, ok := h.cand.Next(); ok && (len(h.queue) == 0 || t < h.queue[0].in.T) {
 			t, ev := h.cand.Pop()
+			if h.lean {
+				// No input is kept, and the engine reads an event only
+				// while it applies it: one will do for the whole run.
+				h.ev = ev
+				return engine.Input{T: t, Type: engine.InputCandidate, Candidate: &h.ev}
+			}
 			return engine.Input{T: t, Type: engine.InputCandidate, Candidate: &ev}
 		}
 	}
 	in := h.queue[0].in
-	h.queue = h.queue[1:]
+	// Shifted rather than resliced, so the queue keeps its room and push
+	// never has to grow it again.
+	n := copy(h.queue, h.queue[1:])
+	h.queue[n] = pending{}
+	h.queue = h.queue[:n]
 	return in
 }
 

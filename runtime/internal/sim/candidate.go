@@ -32,6 +32,9 @@ const (
 	DefaultTypingWPM     = 40
 )
 
+// yes and no are what events point at: the engine only reads them.
+var yes, no = true, false
+
 // messageDelayMS is how long after speech ends its transcript arrives, as
 // in the bundled candidates' files.
 const messageDelayMS = 200
@@ -234,7 +237,10 @@ func (c *Candidate) Next() (t int64, ok bool) {
 // Pop takes the next event (Next says when).
 func (c *Candidate) Pop() (int64, engine.CandidateEvent) {
 	te := c.pending[0]
-	c.pending = c.pending[1:]
+	// Shifted rather than resliced, so the slice keeps its room and
+	// add never has to grow it again.
+	n := copy(c.pending, c.pending[1:])
+	c.pending = c.pending[:n]
 	switch {
 	case te.plan < 0:
 		c.scheduleEvent(-1-te.plan, te.t)
@@ -312,13 +318,13 @@ func (c *Candidate) answer(e *engine.Effect, speechMS int64) {
 			ev.AddressedTo = e.Agent
 		}
 	}
-	on, off := true, false
+	on, off := &yes, &no
 	if typed {
 		ev.Source = "text"
 		took := int64(float64(words) * 60000 / m.typeWPM)
 		end := start + took
 		for t := start; t < end; t += m.typingKeepMS {
-			c.add(timedEvent{t: t, plan: plan, starts: t == start, ev: engine.CandidateEvent{Type: engine.EventTypingState, Typing: &on}})
+			c.add(timedEvent{t: t, plan: plan, starts: t == start, ev: engine.CandidateEvent{Type: engine.EventTypingState, Typing: on}})
 		}
 		c.add(timedEvent{t: end, plan: plan, starts: took == 0, ev: ev})
 		c.busyUntil = end
@@ -332,15 +338,15 @@ func (c *Candidate) answer(e *engine.Effect, speechMS int64) {
 	sc = math.Round(sc*100) / 100
 	ev.STTConfidence = &sc
 	took := max(int64(float64(words)*60000/m.speakWPM), MinSpeechMS)
-	c.add(timedEvent{t: start, plan: plan, starts: true, ev: engine.CandidateEvent{Type: engine.EventMicState, MicActive: &on}})
+	c.add(timedEvent{t: start, plan: plan, starts: true, ev: engine.CandidateEvent{Type: engine.EventMicState, MicActive: on}})
 	end := start + took
 	if paused {
 		at := start + int64(float64(took)*pauseAt)
-		c.add(timedEvent{t: at, plan: plan, ev: engine.CandidateEvent{Type: engine.EventMicState, MicActive: &off}})
-		c.add(timedEvent{t: at + pauseMS, plan: plan, ev: engine.CandidateEvent{Type: engine.EventMicState, MicActive: &on}})
+		c.add(timedEvent{t: at, plan: plan, ev: engine.CandidateEvent{Type: engine.EventMicState, MicActive: off}})
+		c.add(timedEvent{t: at + pauseMS, plan: plan, ev: engine.CandidateEvent{Type: engine.EventMicState, MicActive: on}})
 		end += pauseMS
 	}
-	c.add(timedEvent{t: end, plan: plan, ev: engine.CandidateEvent{Type: engine.EventMicState, MicActive: &off}})
+	c.add(timedEvent{t: end, plan: plan, ev: engine.CandidateEvent{Type: engine.EventMicState, MicActive: off}})
 	c.add(timedEvent{t: end, plan: plan, ev: engine.CandidateEvent{Type: engine.EventSpeechEnd}})
 	c.add(timedEvent{t: end + messageDelayMS, plan: plan, ev: ev})
 	c.busyUntil = end + messageDelayMS
