@@ -81,7 +81,7 @@ const measure = `(() => {
   });
   return {PlotLeft: plot.left, PlotWidth: plot.width, Anchor: a.left + a.width / 2,
     Lanes: [...document.querySelectorAll("#tl-names [data-lane]")].map(e => e.dataset.lane),
-    Marks: marks, Labels: [...document.querySelectorAll(".lbl")].filter(e => box(e).width > 0).length};
+    Marks: marks, Labels: [...document.querySelectorAll(".lbl:not(.always)")].filter(e => box(e).width > 0).length};
 })()`
 
 func TestBrowser(t *testing.T) {
@@ -95,7 +95,7 @@ func TestBrowser(t *testing.T) {
 		w.Write(page.Bytes())
 	}))
 	defer srv.Close()
-	ctx := browser(t, 1400, 760)
+	ctx := browser(t, 1400, 1000)
 
 	start := time.Now()
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL), chromedp.WaitReady(chromedp.CSS("body[data-ready]"))); err != nil {
@@ -145,6 +145,8 @@ func TestBrowser(t *testing.T) {
 		}{
 			{`rect[data-type=agent_message][data-rule=A1_BA_INTERRUPT]`, []string{`"type": "agent_message"`, `"rule": "A1_BA_INTERRUPT"`, "declared at " + it.Pos.String()}},
 			{`rect[data-type=window][data-rule=W3_TL_PRIORITY_CHALLENGE]`, []string{`"window": "W3_TL_PRIORITY_CHALLENGE"`, "declared at pack.yaml:"}},
+			// Last, so the screenshot shows a guardrail's before and after.
+			{`rect[data-type=agent_message][data-rule=W3_TL_PRIORITY_CHALLENGE]`, []string{`"original": "`, `"outcome": "regenerated(2)"`, "declared at pack.yaml:"}},
 		} {
 			at, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(() => { const r = document.querySelector("`+tc.sel+`").getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`))
 			if err != nil {

@@ -276,7 +276,11 @@ func (p *page) mark(run int, m mark, laneTop, offset int) {
 		p.printf(`<rect class="m %s" %s data-d="%d" x="%s" y="%d" width="%s" height="%d"/>`+"\n",
 			m.class, attrs, m.d, p.x(m.t), y+1, p.width(m.d), rowH-2)
 		if m.label != "" {
-			p.printf(`<text class="lbl" data-t="%d" data-dx="2" x="%s" y="%d">%s</text>`+"\n",
+			lbl := "lbl"
+			if m.typ == "window" {
+				lbl += " always" // few and wide: named at any zoom
+			}
+			p.printf(`<text class="%s" data-t="%d" data-dx="2" x="%s" y="%d">%s</text>`+"\n", lbl,
 				m.t, px(float64(pad)+float64(m.t)*p.k+2), y+rowH-4, esc(clip(m.label, 48)))
 		}
 	default:

@@ -69,6 +69,23 @@ type entry struct {
 	JSON  json.RawMessage `json:"e"`
 }
 
+// windowDetail and anchorDetail are what hovering a window's band or an
+// anchor that did not fire shows: the declaration and what happened.
+type windowDetail struct {
+	Window string `json:"window"`
+	Open   string `json:"open"`
+	Close  string `json:"close"`
+	Role   string `json:"role,omitempty"`
+	Kind   string `json:"kind,omitempty"`
+	Status string `json:"status"`
+}
+
+type anchorDetail struct {
+	Anchor string `json:"anchor"`
+	At     string `json:"at"`
+	Status string `json:"status"`
+}
+
 // layout is one run turned into lanes and marks.
 type layout struct {
 	title   string
@@ -253,8 +270,8 @@ func build(run Run, diffs []diffMark) *layout {
 				rowEnd = append(rowEnd, 0)
 			}
 			rowEnd[row] = w.Close.MS
-			decl := map[string]any{"window": w.ID, "open": rules.FormatClock(w.Open.MS), "close": rules.FormatClock(w.Close.MS),
-				"role": w.Turn.Role, "kind": w.Turn.Kind, "status": status}
+			decl := windowDetail{Window: w.ID, Open: rules.FormatClock(w.Open.MS), Close: rules.FormatClock(w.Close.MS),
+				Role: w.Turn.Role, Kind: w.Turn.Kind, Status: status}
 			e := add(rules.FormatClock(w.Open.MS)+"–"+rules.FormatClock(w.Close.MS)+"  window "+w.ID+": "+status, w.Pos.String(), decl)
 			l.marks = append(l.marks, mark{lane: laneTimeline, row: row, t: w.Open.MS, d: max(min(w.Close.MS, end)-w.Open.MS, 1),
 				typ: "window", class: "win " + status, label: w.ID, rule: w.ID, entry: e})
@@ -264,7 +281,7 @@ func build(run Run, diffs []diffMark) *layout {
 			if fired[a.ID] || a.At.MS > end {
 				continue
 			}
-			e := add(rules.FormatClock(a.At.MS)+"  anchor "+a.ID+": did not fire", a.Pos.String(), map[string]any{"anchor": a.ID, "at": rules.FormatClock(a.At.MS)})
+			e := add(rules.FormatClock(a.At.MS)+"  anchor "+a.ID+": did not fire", a.Pos.String(), anchorDetail{Anchor: a.ID, At: rules.FormatClock(a.At.MS), Status: "did not fire"})
 			l.vlines = append(l.vlines, vline{t: a.At.MS, typ: "anchor", rule: a.ID, label: a.ID, class: "unfired", entry: e})
 		}
 	}
