@@ -18,14 +18,32 @@ const maxString = 400
 // clipJSON rewrites data with every string longer than maxString runes
 // cut, saying how much was left out; members keep their order.
 func clipJSON(data []byte) []byte {
-	if len(data) <= maxString {
-		return data
+	if !hasLongString(data) {
+		return data // most effects: no need to take them apart
 	}
 	out, err := clipTokens(data)
 	if err != nil {
 		return data // not JSON this package made; shown as it is
 	}
 	return out
+}
+
+// hasLongString reports whether data may hold a string longer than
+// maxString: a stretch of more than maxString bytes between quotes. A
+// quote after a backslash does not end the stretch, so an escaped
+// backslash before a quote can only make it say yes.
+func hasLongString(data []byte) bool {
+	run := 0
+	for i, c := range data {
+		if c == '"' && (i == 0 || data[i-1] != '\\') {
+			run = 0
+			continue
+		}
+		if run++; run > maxString {
+			return true
+		}
+	}
+	return false
 }
 
 func clipTokens(data []byte) ([]byte, error) {

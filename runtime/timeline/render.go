@@ -191,8 +191,10 @@ func (p *page) write(runs []Run, lays []*layout) {
 			if v.typ == "session_end" {
 				dx = -3
 			}
-			p.printf(`<text class="vl %s" data-t="%d" data-dx="%d" data-i="%d" x="%s" y="%d">%s</text>`+"\n",
-				cssName(v.typ), v.t, dx, v.entry+entries, px(float64(pad)+float64(v.t)*p.k+float64(dx)), tops[i]+15, esc(v.label))
+			if v.label != "" {
+				p.printf(`<text class="vl %s" data-t="%d" data-dx="%d" data-i="%d" x="%s" y="%d">%s</text>`+"\n",
+					cssName(v.typ), v.t, dx, v.entry+entries, px(float64(pad)+float64(v.t)*p.k+float64(dx)), tops[i]+15, esc(v.label))
+			}
 		}
 		entries += len(l.entries)
 	}
@@ -286,8 +288,12 @@ func (p *page) mark(run int, m mark, laneTop, offset int) {
 	default:
 		p.printf(`<circle class="m %s" %s cx="%s" cy="%d" r="4.5"/>`+"\n", m.class, attrs, p.x(m.t), y+rowH/2)
 		if m.label != "" {
-			p.printf(`<text class="lbl" data-t="%d" data-dx="6" x="%s" y="%d">%s</text>`+"\n",
-				m.t, px(float64(pad)+float64(m.t)*p.k+6), y+rowH-4, esc(clip(m.label, 32)))
+			lbl, dx := "lbl", 6
+			if m.typ == "session_end" {
+				lbl, dx = "lbl always end", -6 // left of the end, where the session was
+			}
+			p.printf(`<text class="%s" data-t="%d" data-dx="%d" x="%s" y="%d">%s</text>`+"\n",
+				lbl, m.t, dx, px(float64(pad)+float64(m.t)*p.k+float64(dx)), y+rowH-4, esc(clip(m.label, 32)))
 		}
 	}
 }

@@ -312,8 +312,10 @@ func build(run Run, diffs []diffMark) *layout {
 			}
 			put(i, mark{lane: ln, row: rowMarks, t: r.T, class: "pt anchor"})
 		case engine.EffectSessionEnd:
-			l.vlines = append(l.vlines, vline{t: r.T, typ: "session_end", rule: r.Rule, label: "end: " + r.Reason, class: "end", entry: recEntry[i]})
-			put(i, mark{lane: laneSession, row: 0, t: r.T, class: "pt end", label: r.Reason})
+			// Named in the session lane: at the top it would cover an
+			// anchor's name a little before it.
+			l.vlines = append(l.vlines, vline{t: r.T, typ: "session_end", rule: r.Rule, class: "end", entry: recEntry[i]})
+			put(i, mark{lane: laneSession, row: 0, t: r.T, class: "pt end", label: "end: " + r.Reason})
 		case engine.EffectDeferred:
 			// The turn is held from here until its line is said.
 			for j := i + 1; j < len(recs); j++ {
@@ -326,7 +328,7 @@ func build(run Run, diffs []diffMark) *layout {
 					break
 				}
 			}
-			put(i, mark{lane: ln, row: rowMarks, t: r.T, class: "pt deferred", label: "held"})
+			put(i, mark{lane: ln, row: rowMarks, t: r.T, class: "pt deferred"}) // the routing mark beside it is named
 		case engine.EffectRouted:
 			put(i, mark{lane: ln, row: rowMarks, t: r.T, class: "pt routed", label: r.Rule})
 		case engine.EffectLLMRequest:
@@ -432,7 +434,11 @@ func build(run Run, diffs []diffMark) *layout {
 			}
 			l.marks = append(l.marks, mark{lane: human, row: rowSaid, t: in.T, typ: ev.Type, class: cls, label: clip(ev.Text, 40), entry: e})
 		default:
-			l.marks = append(l.marks, mark{lane: human, row: rowSaid, t: in.T, typ: ev.Type, class: "pt ev " + cssName(ev.Type), label: ev.Type, entry: e})
+			label := ev.Type
+			if ev.Type == rules.EventSpeechEnd {
+				label = "" // it ends what the message beside it says
+			}
+			l.marks = append(l.marks, mark{lane: human, row: rowSaid, t: in.T, typ: ev.Type, class: "pt ev " + cssName(ev.Type), label: label, entry: e})
 		}
 	}
 	if micAt >= 0 {

@@ -241,6 +241,8 @@ func TestClipJSON(t *testing.T) {
 			`{"z":"` + strings.Repeat("é", maxString) + `… (5 more characters)","a":[1,2.5,true,null,{"b":"c"}]}`},
 		{"long keys are kept", `{"` + long + `":0}`, `{"` + long + `":0}`},
 		{"not JSON", `{"a":` + long, `{"a":` + long},
+		{"escaped quotes inside", `["` + strings.Repeat(`a\"`, maxString) + `"]`, `["` + strings.Repeat(`a\"`, maxString/2) + `… (` + itoa(maxString) + ` more characters)"]`},
+		{"long but under the limit", `["` + strings.Repeat("a", maxString) + `",1]`, `["` + strings.Repeat("a", maxString) + `",1]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := string(clipJSON([]byte(tc.in))); got != tc.want {
