@@ -39,6 +39,11 @@ func (tk *tickets) total() int {
 	return n
 }
 
+// TicketsLeft is how many tickets the session's roles still hold; a
+// sweep reports it as the session ends. Rules spend tickets without an
+// effect, so the count is read here rather than from the effects.
+func (s *Session) TicketsLeft() int { return s.tickets.total() }
+
 // finished is true for a ticket-holding role whose tickets ran out.
 func (tk *tickets) finished(s *Session, role string) bool {
 	t := s.p.Tickets

@@ -16,6 +16,10 @@ import (
 // default the simulator documents (docs/sweep.md).
 type CandidateModel struct {
 	Pos
+	// misread is set when decoding it reported a problem: the checks
+	// that need the whole pack then stay quiet rather than add knock-on
+	// errors about the same values.
+	misread bool
 	// AnswerLatency is how long after a question finishes speaking the
 	// candidate starts to answer.
 	AnswerLatency DurationDist `yaml:"answer_latency"`
@@ -371,8 +375,10 @@ func (m *CandidateModel) probabilities() []param {
 }
 
 func (m *CandidateModel) decodeNode(d *decoder, n *yaml.Node) {
+	before := len(*d.errs)
 	d.decodeStruct(n, refValue(m))
 	m.check(nil, func(p Pos, f string, a ...any) { d.errs.add(p, f, a...) }, true)
+	m.misread = len(*d.errs) > before
 }
 
 // check reports the model's own problems; the distributions report theirs
@@ -427,22 +433,19 @@ func (m *CandidateModel) check(p *Pack, add adder, literal bool) {
 	}
 }
 
-// Check reports every problem of the loaded pack's candidate model at
-// file:line:col, as one ErrorList: the checks made as it was read, now
-// with constants' values, and what needs the rest of the pack (the
-// threshold low_confidence is below, rules for its own events). Nil
-// when the pack has no model.
-func (p *Pack) CheckCandidateModel() error {
-	m := p.DryRun.CandidateModel
-	if m == nil {
-		return nil
+// checkWhole reports, when the pack compiles, what only the constants'
+// values and the rest of the pack show: a probability given as a
+// constant, the threshold low_confidence is below, rules for the model's
+// own events. A model that cannot play is a pack error, so baton check
+// finds it rather than the first sweep.
+func (m *CandidateModel) checkWhole(c *compiler) {
+	if m.misread {
+		return
 	}
-	var errs ErrorList
-	m.check(p, func(at Pos, f string, a ...any) {
+	m.check(c.p, func(at Pos, f string, a ...any) {
 		if at.File == "" {
 			at = m.Pos
 		}
-		errs.add(at, f, a...)
+		c.errorf(at, f, a...)
 	}, false)
-	return errs.Err()
 }

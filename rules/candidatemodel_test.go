@@ -59,51 +59,41 @@ func TestCandidateModelLoads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := p.CheckCandidateModel(); err != nil {
-				t.Fatal(err)
-			}
 			tc.check(t, p.DryRun.CandidateModel)
 		})
 	}
 }
 
 // Every problem of a model is named where it is written, all at once:
-// at load for what is written there, by CheckCandidateModel for what
-// only the constants' values or the rest of the pack show.
+// at load, including what only the constants' values or the rest of
+// the pack show.
 func TestCandidateModelErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, model string
 		want        []string // each a line of the errors
-		atCheck     bool     // the load takes it; CheckCandidateModel does not
 	}{
-		{"probability above 1", "    silence: 1.5\n", []string{"pack.yaml:15:14: silence 1.5 is a probability: between 0 and 1"}, false},
-		{"negative probability", "    typing: -0.1\n", []string{"pack.yaml:15:13: typing -0.1 is a probability"}, false},
-		{"unknown dist", "    answer_latency: {dist: gamma, mean: 2s, sd: 1s}\n", []string{`pack.yaml:15:28: "gamma" is not one of constant, uniform, normal, lognormal`}, false},
-		{"negative latency", "    answer_latency: -2s\n", []string{`pack.yaml:15:21: bad duration "-2s": negative`}, false},
-		{"negative words", "    answer_words: {mean: -3, sd: 1}\n", []string{"pack.yaml:15:26: mean -3 is negative"}, false},
-		{"p90 below median", "    answer_latency: {median: 5s, p90: 2s}\n", []string{"pack.yaml:15:39: p90 2s is below the median 5s"}, false},
-		{"key of another dist", "    answer_latency: {dist: uniform, min: 1s, max: 2s, sd: 1s}\n", []string{"pack.yaml:15:59: uniform does not take sd (it takes min, max)"}, false},
-		{"uniform without max", "    pause_length: {dist: uniform, min: 1s}\n", []string{"pack.yaml:15:19: uniform needs max"}, false},
-		{"no keys", "    pause_length: {}\n", []string{"pack.yaml:15:19: a distribution needs value"}, false},
-		{"unknown key", "    silense: 0.2\n", []string{`pack.yaml:15:5: unknown field "silense": did you mean silence?`}, false},
+		{"probability above 1", "    silence: 1.5\n", []string{"pack.yaml:15:14: silence 1.5 is a probability: between 0 and 1"}},
+		{"negative probability", "    typing: -0.1\n", []string{"pack.yaml:15:13: typing -0.1 is a probability"}},
+		{"unknown dist", "    answer_latency: {dist: gamma, mean: 2s, sd: 1s}\n", []string{`pack.yaml:15:28: "gamma" is not one of constant, uniform, normal, lognormal`}},
+		{"negative latency", "    answer_latency: -2s\n", []string{`pack.yaml:15:21: bad duration "-2s": negative`}},
+		{"negative words", "    answer_words: {mean: -3, sd: 1}\n", []string{"pack.yaml:15:26: mean -3 is negative"}},
+		{"p90 below median", "    answer_latency: {median: 5s, p90: 2s}\n", []string{"pack.yaml:15:39: p90 2s is below the median 5s"}},
+		{"key of another dist", "    answer_latency: {dist: uniform, min: 1s, max: 2s, sd: 1s}\n", []string{"pack.yaml:15:59: uniform does not take sd (it takes min, max)"}},
+		{"uniform without max", "    pause_length: {dist: uniform, min: 1s}\n", []string{"pack.yaml:15:19: uniform needs max"}},
+		{"no keys", "    pause_length: {}\n", []string{"pack.yaml:15:19: a distribution needs value"}},
+		{"unknown key", "    silense: 0.2\n", []string{`pack.yaml:15:5: unknown field "silense": did you mean silence?`}},
 		{"all at once", "    silence: 2\n    talk_over: -1\n    answer_words: {dist: lognormal, median: 10}\n", []string{
 			"pack.yaml:15:14: silence 2 is a probability",
 			"pack.yaml:16:16: talk_over -1 is a probability",
 			"pack.yaml:17:19: lognormal needs p90",
-		}, false},
-		{"event nobody handles", "    events: [{type: editor_changed, rate: 1}]\n", []string{"pack.yaml:15:14: event editor_changed: no rule of the pack has trigger: editor_changed"}, true},
-		{"event without rate", "    events: [{type: slide_changed}]\n", []string{"pack.yaml:15:14: event slide_changed needs a rate"}, false},
-		{"probability from a constant", "    silence: BIG\n", []string{"pack.yaml:15:14: silence 1.5 is a probability"}, true},
-		{"low confidence without a threshold", "    low_confidence: 0.2\n", []string{"pack.yaml:15:21: low_confidence needs speech_confidence.threshold"}, true},
+		}},
+		{"event nobody handles", "    events: [{type: editor_changed, rate: 1}]\n", []string{"pack.yaml:15:14: event editor_changed: no rule of the pack has trigger: editor_changed"}},
+		{"event without rate", "    events: [{type: slide_changed}]\n", []string{"pack.yaml:15:14: event slide_changed needs a rate"}},
+		{"probability from a constant", "    silence: BIG\n", []string{"pack.yaml:15:14: silence 1.5 is a probability"}},
+		{"low confidence without a threshold", "    low_confidence: 0.2\n", []string{"pack.yaml:15:21: low_confidence needs speech_confidence.threshold"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := loadModel(t, tc.model)
-			if tc.atCheck {
-				if err != nil {
-					t.Fatalf("the load refused it: %v", err)
-				}
-				err = p.CheckCandidateModel()
-			}
+			_, err := loadModel(t, tc.model)
 			if err == nil {
 				t.Fatal("no error")
 			}

@@ -75,6 +75,9 @@ func (c *compiler) check() {
 	}
 	c.indexRules()
 	p.Workspace.check(c) // after the index: on_change needs a rule
+	if m := p.DryRun.CandidateModel; m != nil {
+		m.checkWhole(c) // after the index too: its own events need rules
+	}
 }
 
 func (p *Pack) checkHeader(c *compiler) {

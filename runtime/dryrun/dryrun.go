@@ -131,6 +131,8 @@ type Result struct {
 	Coverage []uint32
 	// Candidate is what the candidate did, from the inputs.
 	Candidate CandidateStats
+	// TicketsLeft is how many tickets the roles held as the run ended.
+	TicketsLeft int
 	// end is the session_end effect's reason, kept when Records are not.
 	end string
 }
@@ -264,6 +266,7 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error
 func (h *host) finish() *Result {
 	h.res.EndMS, h.res.Files, h.res.Workspace = h.s.Now(), h.s.ContextFiles(), h.client.Files()
 	h.res.Coverage = h.s.Coverage()
+	h.res.TicketsLeft = h.s.TicketsLeft()
 	if c := &h.res.Candidate; c.micOn >= 0 {
 		c.TalkMS += h.res.EndMS - c.micOn
 		c.micOn = -1

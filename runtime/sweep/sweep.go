@@ -11,7 +11,6 @@ package sweep
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -249,7 +248,6 @@ type session struct {
 	talk                         []int64
 	deferrals, caps, nudges, adv int64
 	maxLate                      int64
-	tickets                      []byte
 	// late holds each agent line's lateness, negated for a scheduled
 	// turn's, until the session is known to have finished.
 	late []int64
@@ -295,7 +293,7 @@ func (a *agg) play(ctx context.Context, p *rules.Pack, pop Population, i int) er
 	clear(c.turns)
 	clear(c.talk)
 	c.deferrals, c.caps, c.nudges, c.adv, c.maxLate = 0, 0, 0, 0, -1
-	c.tickets, c.late = c.tickets[:0], c.late[:0]
+	c.late = c.late[:0]
 	opt := s.Options
 	opt.Lean = true
 	opt.OnRecord = a.record
@@ -347,14 +345,7 @@ func (a *agg) play(ctx context.Context, p *rules.Pack, pop Population, i int) er
 	a.hists[mLength].add(res.EndMS)
 	a.hists[mCandTalkMS].add(res.Candidate.TalkMS)
 	if a.sh.tickets {
-		left := int64(0)
-		var m map[string]int64
-		if json.Unmarshal(c.tickets, &m) == nil {
-			for _, v := range m {
-				left += v
-			}
-		}
-		a.hists[mTickets].add(left)
+		a.hists[mTickets].add(int64(res.TicketsLeft))
 	}
 	values := []int64{c.maxLate, c.nudges, c.deferrals, c.caps, c.adv, res.EndMS, res.EndMS, covered}
 	for k, v := range values {
@@ -392,8 +383,6 @@ func (a *agg) record(r *dryrun.Record) error {
 		c.caps++
 	case engine.EffectAutoAdvance:
 		c.adv++
-	case engine.EffectTickets:
-		c.tickets = append(c.tickets[:0], r.Data...)
 	}
 	return nil
 }

@@ -73,9 +73,6 @@ func NewCandidateModel(p *rules.Pack, fallback []string) (*CandidateModel, error
 	if m == nil {
 		return nil, errors.New("the pack has no dryrun.candidate_model")
 	}
-	if err := p.CheckCandidateModel(); err != nil {
-		return nil, err
-	}
 	prob := func(n rules.Number, def float64) float64 {
 		if n.IsSet() {
 			return n.Value
