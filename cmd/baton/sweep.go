@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/replay"
 	"github.com/batonhq/baton/runtime/sweep"
 )
 
@@ -34,6 +36,8 @@ func sweepFlags(fl *flag.FlagSet) runFunc {
 	parallel := fl.Int("parallel", 0, "play `N` sessions at once (default: GOMAXPROCS)")
 	out := fl.String("o", "", "also write the report as a self-contained HTML page to `FILE`")
 	format := fl.String("format", "text", "stdout `FORMAT`: text (a summary) or json (the whole report)")
+	sessions := fl.String("sessions", "", "play the recorded sessions in `DIR` (session logs, as baton replay reads them) through PACK instead of its candidate model: a what-if of each")
+	base := fl.String("base", "", "with -sessions: the `PACK` the sessions were recorded with, when neither their log's reference nor the bundled copy still holds it")
 	return func(ctx context.Context, c *cli, args []string) error {
 		if *format != "text" && *format != "json" {
 			return usageError("--format must be text or json, not %q", *format)
@@ -49,8 +53,17 @@ func sweepFlags(fl *flag.FlagSet) runFunc {
 			return err
 		}
 		printWarnings(c, p)
-		pop, err := sweep.NewModel(p, args[0], *seed, *n)
-		if err != nil {
+		var pop sweep.Population
+		if *sessions != "" {
+			var skipped int
+			if pop, skipped, err = recordings(p, args[0], *sessions, *base); err != nil {
+				return err
+			}
+			if skipped > 0 {
+				fmt.Fprintf(c.stderr, "# %d session(s) in %s are of other packs: left out\n", skipped, *sessions)
+			}
+			*n = pop.Len()
+		} else if pop, err = sweep.NewModel(p, args[0], *seed, *n); err != nil {
 			return err
 		}
 		workers := *parallel
@@ -78,6 +91,11 @@ func sweepFlags(fl *flag.FlagSet) runFunc {
 			return err
 		}
 		if *out != "" {
+			// The page shows the extreme sessions' timelines: a click
+			// from a figure to the session behind it.
+			if err := sweep.Timelines(ctx, p, pop, rep); err != nil {
+				return err
+			}
 			if err := writeHTMLReport(*out, rep); err != nil {
 				return err
 			}
@@ -152,4 +170,34 @@ func (b *progressBar) draw(elapsed time.Duration) {
 func (b *progressBar) stop() {
 	close(b.quit)
 	b.wg.Wait()
+}
+
+// recordings is the population of the session logs in dir recorded with
+// p's pack (by name), each to be played through p; skipped counts the
+// logs of other packs.
+func recordings(p *rules.Pack, ref, dir, base string) (_ sweep.Population, skipped int, err error) {
+	logs, err := sessionLogs(dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	var recs []*replay.Recording
+	for _, l := range logs {
+		s, err := replay.ReadSession(l)
+		if err != nil {
+			return nil, 0, err
+		}
+		if s.Pack != p.Name {
+			skipped++
+			continue
+		}
+		rec, err := replay.OpenRecording(l, recordedPack(base))
+		if err != nil {
+			return nil, 0, err
+		}
+		recs = append(recs, rec)
+	}
+	if len(recs) == 0 {
+		return nil, skipped, fmt.Errorf("%s holds no session of pack %s", dir, p.Name)
+	}
+	return replay.NewRecordings(p, ref, recs, replay.WhatIfOptions{}), skipped, nil
 }

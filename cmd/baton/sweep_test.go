@@ -4,12 +4,20 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
 
 func TestSweep(t *testing.T) {
 	html := filepath.Join(t.TempDir(), "report.html")
+	// Two recorded DayOne sessions, and one of another pack, for -sessions.
+	rec := t.TempDir()
+	for _, args := range [][]string{{"../../scenarios/dayone"}, {"-events", os.DevNull, "../../scenarios/dayone"}, {"../../scenarios/hotseat"}} {
+		if code, _, errs := runCLI(t, append([]string{"dryrun", "-record", rec}, args...)...); code != 0 {
+			t.Fatalf("recording %v: exit %d: %s", args, code, errs)
+		}
+	}
 	for _, tc := range []struct {
 		name  string
 		args  []string
@@ -42,6 +50,27 @@ func TestSweep(t *testing.T) {
 			}
 			if !strings.Contains(string(page), "<svg") || strings.Contains(string(page), "http") || strings.Contains(string(page), "src=") {
 				t.Fatalf("the page is not self-contained:\n%s", page)
+			}
+		}},
+		{"recorded sessions", []string{"sweep", "../../scenarios/dayone", "-sessions", rec}, 0, func(t *testing.T, out, errs string) {
+			// The silent candidate is nudged and given up on at every
+			// question; the other answers: both silence steps are hit, in
+			// both sessions, by the recorded inputs alone.
+			for _, want := range []string{"2 recorded sessions", "sessions: 2 played, 0 failed", "ends: session_complete 2 (100.0%)"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("no %q in\n%s", want, out)
+				}
+			}
+			if !regexp.MustCompile(`silence step 2 +2 +100\.0%`).MatchString(out) || !regexp.MustCompile(`route R2_ADDRESSED +1 +50\.0%`).MatchString(out) {
+				t.Errorf("the recorded sessions' steps and routes are not counted:\n%s", out)
+			}
+			if !strings.Contains(errs, "1 session(s) in "+rec+" are of other packs") {
+				t.Errorf("stderr %q does not say the hotseat session was left out", errs)
+			}
+		}},
+		{"no recorded session of the pack", []string{"sweep", "../../scenarios/training", "-sessions", rec}, 1, func(t *testing.T, _, errs string) {
+			if !strings.Contains(errs, "holds no session of pack training") {
+				t.Fatalf("stderr %q", errs)
 			}
 		}},
 		{"bad format", []string{"sweep", "dayone", "-format", "csv"}, 2, nil},

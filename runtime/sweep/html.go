@@ -38,6 +38,7 @@ tr.never td{color:#b00020}code{font-size:.9em;background:#f4f4f4;padding:0 .3em}
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(20em,1fr));gap:1em}
 figure{margin:0;border:1px solid #eee;padding:.5em}figcaption{font-weight:600}
 svg rect{fill:#4a78c2}svg text{font-size:10px;fill:#555}
+iframe{width:100%;height:36em;border:1px solid #ddd}
 </style>
 </head>
 <body>
@@ -57,7 +58,7 @@ svg rect{fill:#4a78c2}svg text{font-size:10px;fill:#555}
 {{range .Metrics}}{{if .N}}<figure><figcaption>{{.Name}}</figcaption>{{chart .}}</figure>
 {{end}}{{end}}</div>
 <h2>Extremes</h2>
-{{range .Extremes}}<h3>{{.What}}</h3>{{if .Sessions}}<table>{{$u := .Unit}}{{range .Sessions}}<tr><td class="n">{{value .Value $u}}</td><td><code>{{.Command}}</code></td></tr>{{end}}</table>{{else}}<p>none</p>{{end}}
+{{range .Extremes}}<h3>{{.What}}</h3>{{if .Sessions}}<table>{{$u := .Unit}}{{range .Sessions}}<tr><td class="n">{{value .Value $u}}</td><td><code>{{.Command}}</code>{{if .Timeline}}<details><summary>timeline</summary><iframe title="timeline of {{.Command}}" srcdoc="{{.Timeline}}"></iframe></details>{{end}}</td></tr>{{end}}</table>{{else}}<p>none</p>{{end}}
 {{end}}
 </body>
 </html>

@@ -59,6 +59,10 @@ type Pick struct {
 	Seed    uint64 `json:"seed,string"`
 	Value   int64  `json:"value"`
 	Command string `json:"command"`
+	// Timeline, set by Timelines, is the session's timeline page.
+	Timeline string `json:"-"`
+	// index is the session's place in its population.
+	index int
 }
 
 // Failure is a session the dry run refused.

@@ -352,7 +352,7 @@ func (a *agg) play(ctx context.Context, p *rules.Pack, pop Population, i int) er
 		if k == 0 && v < 0 {
 			continue // no scheduled turn was said
 		}
-		a.offer(k, Pick{Seed: s.Seed, Value: v, Command: s.Repro})
+		a.offer(k, Pick{Seed: s.Seed, Value: v, Command: s.Repro, index: i})
 	}
 	return nil
 }
