@@ -29,8 +29,10 @@ var dryrunCommand = &command{
 	summary: "play a whole session on a simulated clock",
 	about: `Plays a whole session of PACK on a simulated clock, with the pack's built-in
 candidate (or --events) and its scripted model (or --llm), and prints the
-timeline: mm:ss.s  role  kind  text. The same pack and inputs always print
-the same bytes; how long the run took goes to stderr.`,
+timeline: mm:ss.s  role  kind  text, or with --format html a page that draws
+it (docs/timeline.md). The same pack and inputs always print the same bytes;
+how long the run took goes to stderr. With --watch it runs again whenever a
+file of the pack folder changes, until Ctrl-C.`,
 	flags: dryrunFlags,
 }
 
