@@ -41,7 +41,10 @@ type dryrunArgs struct {
 	events, llm, baseURL, model, format, record, out string
 	verbose, strict, failFast, watch                 bool
 	seed                                             uint64
-	step                                             time.Duration
+	// seeded is set when -seed was given: a pack with a candidate model
+	// then plays that seed of it (the sessions baton sweep names).
+	seeded bool
+	step   time.Duration
 }
 
 func dryrunFlags(fl *flag.FlagSet) runFunc {
@@ -54,12 +57,13 @@ func dryrunFlags(fl *flag.FlagSet) runFunc {
 	fl.StringVar(&a.out, "o", "", "write the output to `FILE` instead of stdout (replaced whole, never seen half-written)")
 	fl.BoolVar(&a.watch, "watch", false, "run again whenever a file of the pack folder changes, redrawing the timeline (or rewriting -o FILE) until Ctrl-C")
 	fl.BoolVar(&a.verbose, "v", false, "also show LLM requests, routing and defer decisions")
-	fl.Uint64Var(&a.seed, "seed", 0, "seed for Math.random in pack scripts")
+	fl.Uint64Var(&a.seed, "seed", 0, "seed for Math.random in pack scripts; a pack with a dryrun.candidate_model plays this seed of it instead of its built-in candidate (the sessions baton sweep names), unless --events is given")
 	fl.StringVar(&a.record, "record", "", "also write the run as a session log in folder `DIR` (replay it offline with baton replay, e.g. after a run against the real model), and a pack's context files under DIR/archive/")
 	fl.DurationVar(&a.step, "step", 0, "advance the clock in fixed steps (e.g. 100ms) instead of jumping to deadlines")
 	fl.BoolVar(&a.strict, "strict", false, "exit 1 when the run reports an adapter, job, script or engine error (in CI: a model that failed is a failed run)")
 	fl.BoolVar(&a.failFast, "fail-fast", true, "with a real model, stop when its first calls all fail to connect or are refused (--fail-fast=false plays on with fallback lines)")
 	return func(ctx context.Context, c *cli, args []string) error {
+		fl.Visit(func(f *flag.Flag) { a.seeded = a.seeded || f.Name == "seed" })
 		switch a.format {
 		case "text", "jsonl", "html":
 		default:
@@ -119,7 +123,11 @@ func dryrunOnce(ctx context.Context, c *cli, a *dryrunArgs, ref string, p *rules
 	}
 	opt := dryrun.Options{StepMS: a.step.Milliseconds(), Seed: a.seed}
 	var err error
-	if opt.Events, err = loadEvents(p, a.events); err != nil {
+	if a.seeded && a.events == "" && p.DryRun.CandidateModel != nil {
+		if opt.Candidate, err = dryrun.NewCandidateModel(p); err != nil {
+			return err
+		}
+	} else if opt.Events, err = loadEvents(p, a.events); err != nil {
 		return err
 	}
 	real, err := realModel(ctx, a.llm, a.baseURL, a.model, p)
@@ -198,8 +206,12 @@ func dryrunOnce(ctx context.Context, c *cli, a *dryrunArgs, ref string, p *rules
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stderr, "# %s: %d events, simulated %s in %s (%s real time); the pack loaded in %s\n",
-		p.Name, len(opt.Events), rules.FormatClock(res.EndMS), elapsed.Round(10*time.Microsecond),
+	played := fmt.Sprintf("%d events", len(opt.Events))
+	if opt.Candidate != nil {
+		played = fmt.Sprintf("candidate model seed %d (%d messages)", a.seed, res.Candidate.Messages)
+	}
+	fmt.Fprintf(c.stderr, "# %s: %s, simulated %s in %s (%s real time); the pack loaded in %s\n",
+		p.Name, played, rules.FormatClock(res.EndMS), elapsed.Round(10*time.Microsecond),
 		speedup(res.EndMS, elapsed), loaded.Round(10*time.Microsecond))
 	if a.record != "" {
 		if err := saveRecord(c, a.record, ref, p, a.seed, start, res); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/llm"
 	"github.com/batonhq/baton/runtime/replay"
+	"github.com/batonhq/baton/runtime/timeline"
 )
 
 var replayCommand = &command{
@@ -44,7 +45,7 @@ logs: one line per session, then totals. See docs/whatif.md.`,
 func replayFlags(fl *flag.FlagSet) runFunc {
 	packDir := fl.String("pack", "", "pack folder or bundled name to replay with (default: the one the log names); other content than the log's plays a what-if")
 	verbose := fl.Bool("v", false, "print the replayed timeline (a what-if: also model requests, routing and defer decisions)")
-	format := fl.String("format", "text", "output `FORMAT`: text or jsonl (the timeline with -v, or a what-if's diff)")
+	format := fl.String("format", "text", "output `FORMAT`: text or jsonl (the timeline with -v, or a what-if's diff), or html for a what-if (both timelines on one page, the differences marked: docs/timeline.md)")
 	archiveDir := fl.String("archive", "", "write the ended session's context files as an archive in this folder (as baton serve does at the end)")
 	base := fl.String("base", "", "what-if: the pack as the log recorded it (folder or bundled name), when neither the log's own reference nor the bundled copy holds that content any more")
 	llmName := fl.String("llm", "", "what-if: what answers the requests the recording has no answer for: a replies `FILE`, \"live\" or a vendor, as for baton dryrun (default: the pack's scripted model)")
@@ -52,8 +53,11 @@ func replayFlags(fl *flag.FlagSet) runFunc {
 	model := fl.String("model", "", "with --llm VENDOR: the model `NAME`")
 	outFile := fl.String("o", "", "write the output to `FILE` instead of stdout")
 	return func(ctx context.Context, c *cli, args []string) error {
-		if *format != "text" && *format != "jsonl" {
-			return usageError("--format must be text or jsonl, not %q", *format)
+		if *format != "text" && *format != "jsonl" && *format != "html" {
+			return usageError("--format must be text, jsonl or html, not %q", *format)
+		}
+		if *format == "html" && *packDir == "" {
+			return usageError("--format html draws a what-if: name the changed pack with --pack")
 		}
 		if *packDir == "" {
 			if *base != "" || *llmName != "" {
@@ -82,6 +86,9 @@ func replayFlags(fl *flag.FlagSet) runFunc {
 				return err
 			}
 			if s.PackHash == p.Hash {
+				if *format == "html" {
+					return usageError("--format html draws a what-if, and %s holds this pack's content: nothing changed to draw", *packDir)
+				}
 				return withOutput(c.stdout, *outFile, func(w io.Writer) error {
 					return replayLog(w, logs[0], *packDir, *verbose, *format, *archiveDir)
 				})
@@ -117,6 +124,10 @@ func replayFlags(fl *flag.FlagSet) runFunc {
 			switch *format {
 			case "jsonl":
 				return replay.WriteDiffJSONL(w, wi, do)
+			case "html":
+				return timeline.WriteHTML(w,
+					timeline.Run{Title: "recorded: " + rec.Session.ID, Pack: rec.Pack, Result: rec.Result},
+					timeline.Run{Title: "what-if: " + *packDir, Pack: p, Result: wi.Result})
 			}
 			return replay.WriteDiff(w, wi, do)
 		})

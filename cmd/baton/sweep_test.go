@@ -92,3 +92,59 @@ func TestSweep(t *testing.T) {
 		})
 	}
 }
+
+// A sweep's extreme session is played again alone by the command the
+// report gives for it: baton dryrun -seed S plays seed S of the pack's
+// candidate model, and --events still plays a file instead.
+func TestSweepSeedReplaysAlone(t *testing.T) {
+	code, out, errs := runCLI(t, "sweep", "../../scenarios/dayone", "-n", "6", "-seed", "9", "-format", "json")
+	if code != 0 {
+		t.Fatalf("sweep: exit %d: %s", code, errs)
+	}
+	var rep struct {
+		Sessions int
+		Extremes []struct {
+			What     string
+			Sessions []struct{ Seed, Command string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var seed string
+	for _, ex := range rep.Extremes {
+		if ex.What == "most nudges" && len(ex.Sessions) > 0 {
+			seed = ex.Sessions[0].Seed
+			if want := "baton dryrun -seed " + seed + " ../../scenarios/dayone"; ex.Sessions[0].Command != want {
+				t.Fatalf("command %q, want %q", ex.Sessions[0].Command, want)
+			}
+		}
+	}
+	if seed == "" {
+		t.Fatalf("no session with most nudges in %s", out)
+	}
+	play := func(args ...string) (string, string) {
+		t.Helper()
+		code, out, errs := runCLI(t, append([]string{"dryrun"}, args...)...)
+		if code != 0 {
+			t.Fatalf("dryrun %v: exit %d: %s", args, code, errs)
+		}
+		return out, errs
+	}
+	once, errs := play("-seed", seed, "../../scenarios/dayone")
+	again, _ := play("-seed", seed, "../../scenarios/dayone")
+	if once != again {
+		t.Fatal("the same seed played twice differs")
+	}
+	if !strings.Contains(errs, "candidate model seed "+seed) {
+		t.Errorf("stderr %q does not say the model played", errs)
+	}
+	builtin, _ := play("../../scenarios/dayone")
+	fromFile, ferrs := play("-seed", seed, "--events", "../../scenarios/dayone/candidate.jsonl", "../../scenarios/dayone")
+	if once == builtin {
+		t.Error("-seed played the built-in candidate, not the model")
+	}
+	if fromFile != builtin || strings.Contains(ferrs, "candidate model") {
+		t.Error("-seed with --events did not play the events file")
+	}
+}

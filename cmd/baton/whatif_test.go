@@ -9,10 +9,11 @@ import (
 	"testing"
 )
 
-// recordDayone records a dry run of the dayone pack folder into dir.
+// recordDayone records a dry run of the dayone pack folder, with its
+// built-in candidate, into dir.
 func recordDayone(t *testing.T, dir string, seed int) {
 	t.Helper()
-	if code, _, errs := runCLI(t, "dryrun", "--record", dir, "--seed", strconv.Itoa(seed), "../../scenarios/dayone"); code != 0 {
+	if code, _, errs := runCLI(t, "dryrun", "--record", dir, "--seed", strconv.Itoa(seed), "--events", "../../scenarios/dayone/candidate.jsonl", "../../scenarios/dayone"); code != 0 {
 		t.Fatalf("record: exit %d: %s", code, errs)
 	}
 }
@@ -85,6 +86,20 @@ func TestReplayWhatIf(t *testing.T) {
 			}
 			if b, err := os.ReadFile(file); err != nil || string(b) != out {
 				t.Errorf("-o wrote other bytes than stdout (%v)", err)
+			}
+			page := filepath.Join(t.TempDir(), "diff.html")
+			if code, _, errs := runCLI(t, "replay", "--pack", pack, "-format", "html", "-o", page, runs); code != 0 {
+				t.Fatalf("-format html: exit %d: %s", code, errs)
+			}
+			b, err := os.ReadFile(page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Both runs drawn, the nudges that moved or went marked.
+			for _, want := range []string{`data-run="1"`, `data-diff="`, "recorded: ", "what-if: "} {
+				if !strings.Contains(string(b), want) {
+					t.Errorf("the what-if page has no %s", want)
+				}
 			}
 		})
 	}
