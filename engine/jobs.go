@@ -87,7 +87,6 @@ func (j *jobs) next(s *Session) {
 // run asks the model for a job, as its role allows and its overlap
 // policy says; rule is who started it.
 func (j *jobs) run(s *Session, job *rules.Job, args map[string]any, overlap rules.JobOverlap, phase bool, rule string) {
-	s.coverage.hit(s, rules.CoverJob, job.ID)
 	role := job.Role
 	if name := job.RoleArg(); name != "" {
 		r, _ := args[name].(string)
@@ -134,6 +133,7 @@ func (j *jobs) run(s *Session, job *rules.Job, args map[string]any, overlap rule
 		}
 	}
 	j.running = append(j.running, jobEntry{id: id, job: job, role: role, args: args, phase: phase})
+	s.coverage.hit(s, rules.CoverJob, job.ID)
 	s.emit(Effect{Type: EffectLLMRequest, ID: id, Agent: role, Kind: "job", Rule: job.ID, Request: req})
 	s.addTimer(timer{at: s.now + job.Timeout.MS, kind: tLLMTimeout, key: id})
 }

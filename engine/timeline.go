@@ -69,7 +69,6 @@ func (tl *timeline) close(s *Session, i int) {
 		s.prep.expire(s, w.ID)
 		return
 	}
-	s.coverage.hit(s, rules.CoverWindow, w.ID)
 	t := s.newTurn(&w.Turn, w.ID, false)
 	t.window = i
 	s.enqueue(t)
@@ -100,7 +99,6 @@ func (tl *timeline) takeFreeFloor(s *Session) bool {
 			continue
 		}
 		tl.windows[i] = wDone
-		s.coverage.hit(s, rules.CoverWindow, w.ID)
 		t := s.newTurn(&w.Turn, w.ID, false)
 		t.window = i
 		s.enqueue(t)

@@ -455,6 +455,11 @@ func (s *Session) speak(t *turn) {
 		Lateness: lateness(t.due, s.now), Reason: staleReason(t.stale),
 	})
 	s.lines.spoken(t.text)
+	if t.window >= 0 {
+		// Counted when said, not when queued: a preempted window turn
+		// waits again, or is dropped once its window has closed.
+		s.coverage.hit(s, rules.CoverWindow, s.p.Timeline.Windows[t.window].ID)
+	}
 	s.prep.expire(s, t.rule) // its source has spoken: what else was prepared for it is moot
 	s.floor.lastRole = t.role
 	s.floor.turns++

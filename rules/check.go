@@ -213,6 +213,14 @@ func (r *Route) check(c *compiler) {
 		}
 		for j := range r.Intents {
 			in := &r.Intents[j]
+			// A class is a routing branch, named by its tag (else its
+			// role) in coverage and sweep reports and in msg's intent.
+			for k := range j {
+				if prev := &r.Intents[k]; prev.Tag == in.Tag && prev.Role == in.Role {
+					c.errorf(in.Pos, "route %s: this intent class has the role and tag of the one at %s; merge their keywords, or give one its own tag", r.ID, prev.Pos)
+					break
+				}
+			}
 			in.words = c.keywords(in.Pos, "keywords", in.Keywords)
 			c.roleRef(in.Pos, "intent "+in.Tag, in.Role)
 			if len(in.Keywords) == 0 {
@@ -342,6 +350,11 @@ func (g *Guardrails) check(c *compiler) {
 
 func (k *Check) check(c *compiler, where string) {
 	c.id(k.Pos, where, k.ID) // effects name it as their rule
+	if slices.Contains(builtinGuards, k.ID) {
+		// Violation lists (reply.violations, coverage) name checks and
+		// built-in guardrails alike.
+		c.errorf(k.Pos, "%s %s: %s is a built-in guardrail's name; give the check its own", where, k.ID, k.ID)
+	}
 	if !k.When.Set() {
 		c.errorf(k.Pos, "%s %s needs a when: the condition that trips it", where, k.ID)
 	}

@@ -106,6 +106,17 @@ func IntentBranch(route string, in *Intent) string {
 	return route + "/" + in.Role
 }
 
+// anyFocus says whether a role has focus words: without, role_fidelity
+// never finds a line out of role.
+func (p *Pack) anyFocus() bool {
+	for i := range p.Roles {
+		if len(p.Roles[i].Focus) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // buildCover makes the list once the pack has compiled, so every
 // session shares it read-only.
 func (p *Pack) buildCover() {
@@ -150,7 +161,7 @@ func (p *Pack) buildCover() {
 	}{
 		{g.MaxQuestions > 0, GuardMaxQuestions},
 		{g.MinSentences > 0 || g.MaxSentences > 0, GuardSentences},
-		{g.RoleFidelity, GuardRoleFidelity},
+		{g.RoleFidelity && p.anyFocus(), GuardRoleFidelity},
 		{g.MaxRepeats > 0, GuardRepeat},
 	} {
 		if b.on {

@@ -89,6 +89,9 @@ const (
 	GuardRepeat = "max_repeats"
 )
 
+// builtinGuards are the built-in guardrails' violation names.
+var builtinGuards = []string{GuardMaxQuestions, GuardSentences, GuardRoleFidelity, GuardRepeat}
+
 // Violations lists the built-in limits a line of role r breaks. The
 // engine checks every generated line with it, and the loader every
 // rewrite and fallback line, which are said instead of violating ones.

@@ -3,6 +3,8 @@ package scenarios_test
 import (
 	"testing"
 
+	"github.com/batonhq/baton/engine"
+
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
 )
@@ -65,5 +67,41 @@ func TestCoverageCounts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A window is covered when its line is said: a window turn preempted by a
+// reply waits again and is counted once, when it speaks, and one dropped
+// after its window closed is not counted at all. Played over seeds of
+// DayOne's candidate model, whose replies preempt windows often.
+func TestWindowCoverageIsItsLine(t *testing.T) {
+	p, _ := loadBundled(t, "dayone")
+	m, err := dryrun.NewCandidateModel(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	preempted := 0
+	for seed := range uint64(30) {
+		res, err := dryrun.Run(p, dryrun.Options{Seed: seed, Candidate: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		said := map[string]uint32{}
+		for _, r := range res.Records {
+			switch {
+			case r.Type == engine.EffectAgentMessage:
+				said[r.Rule]++
+			case r.Type == engine.EffectPreempted && r.Kind == "window":
+				preempted++
+			}
+		}
+		for i, it := range p.CoverItems() {
+			if it.Kind == rules.CoverWindow && res.Coverage[i] != said[it.ID] {
+				t.Errorf("seed %d: %s counted %d times, said %d times", seed, it.Name(), res.Coverage[i], said[it.ID])
+			}
+		}
+	}
+	if preempted == 0 {
+		t.Fatal("no window turn was preempted: the test shows nothing")
 	}
 }

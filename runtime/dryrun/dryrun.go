@@ -143,7 +143,13 @@ type CandidateStats struct {
 	Messages int `json:"messages"`
 	// TalkMS is how long its mic was on.
 	TalkMS int64 `json:"talk_ms"`
-	micOn  int64 // when the mic went on; -1 when off
+	// CutMS is, by role, how much of the agents' speech its barge-ins
+	// cut off: a role's talk time is its lines' SpeechMS less this.
+	// Records keep the time a line would have taken, as they were given
+	// when it was said; an interrupted speech_done input says where it
+	// stopped.
+	CutMS map[string]int64 `json:"cut_ms,omitempty"`
+	micOn int64            // when the mic went on; -1 when off
 }
 
 // WorkspaceFile is one file of the simulated client's workspace.
@@ -304,8 +310,9 @@ type host struct {
 }
 
 type playing struct {
-	id  string
-	end int64
+	id         string
+	role       string
+	start, end int64
 }
 
 type earlyAnswer struct {
@@ -404,6 +411,11 @@ func (h *host) bargeIn(t int64) {
 		if p.end <= t {
 			continue
 		}
+		c := &h.res.Candidate
+		if c.CutMS == nil {
+			c.CutMS = map[string]int64{}
+		}
+		c.CutMS[p.role] += p.end - max(t, p.start)
 		h.queue = slices.DeleteFunc(h.queue, func(q pending) bool {
 			return q.in.Type == engine.InputSpeechDone && q.in.Speech.ID == p.id
 		})
@@ -496,7 +508,7 @@ func (h *host) step(in engine.Input) error {
 			h.push(engine.Input{T: e.T + rec.SpeechMS, Type: engine.InputSpeechDone, Speech: &engine.SpeechDone{ID: e.ID}})
 			if h.cand != nil {
 				h.playing = slices.DeleteFunc(h.playing, func(p playing) bool { return p.end <= e.T })
-				h.playing = append(h.playing, playing{id: e.ID, end: e.T + rec.SpeechMS})
+				h.playing = append(h.playing, playing{id: e.ID, role: e.Agent, start: e.T, end: e.T + rec.SpeechMS})
 			}
 		case engine.EffectSessionEnd:
 			h.res.end = e.Reason

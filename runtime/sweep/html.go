@@ -24,6 +24,7 @@ var page = template.Must(template.New("sweep").Funcs(template.FuncMap{
 	"p90":   func(h *Hist) int64 { return h.Quantile(0.9) },
 	"p99":   func(h *Hist) int64 { return h.Quantile(0.99) },
 	"first": firstLine,
+	"deref": func(p *int64) int64 { return *p },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -58,7 +59,7 @@ iframe{width:100%;height:36em;border:1px solid #ddd}
 {{range .Metrics}}{{if .N}}<figure><figcaption>{{.Name}}</figcaption>{{chart .}}</figure>
 {{end}}{{end}}</div>
 <h2>Extremes</h2>
-{{range .Extremes}}<h3>{{.What}}</h3>{{if .Sessions}}<table>{{$u := .Unit}}{{range .Sessions}}<tr><td class="n">{{value .Value $u}}</td><td><code>{{.Command}}</code>{{if .Timeline}}<details><summary>timeline</summary><iframe title="timeline of {{.Command}}" srcdoc="{{.Timeline}}"></iframe></details>{{end}}</td></tr>{{end}}</table>{{else}}<p>none</p>{{end}}
+{{range .Extremes}}<h3>{{.What}}</h3>{{if .Sessions}}<table>{{$u := .Unit}}{{range .Sessions}}<tr><td class="n">{{value .Value $u}}</td><td><code>{{.Command}}</code>{{if .Timeline}}<details><summary>timeline</summary><iframe title="timeline of {{.Command}}" srcdoc="{{.Timeline}}"></iframe></details>{{end}}</td></tr>{{end}}</table>{{else if .Alike}}<p>every session: {{value (deref .Alike) .Unit}}</p>{{else}}<p>none</p>{{end}}
 {{end}}
 </body>
 </html>

@@ -52,6 +52,9 @@ type Extreme struct {
 	What     string `json:"what"`
 	Unit     string `json:"unit,omitempty"`
 	Sessions []Pick `json:"sessions"`
+	// Alike, when every session had the same value, is that value; no
+	// session is named then.
+	Alike *int64 `json:"alike,omitempty"`
 }
 
 // Pick is one session of an extreme and the command that plays it.
@@ -89,7 +92,13 @@ func (a *agg) report(p *rules.Pack) *Report {
 	}
 	units := []string{"ms", "", "", "", "", "ms", "ms", ""}
 	for k, c := range criteria {
-		r.Extremes = append(r.Extremes, Extreme{What: c.name, Unit: units[k], Sessions: a.picks[k]})
+		e := Extreme{What: c.name, Unit: units[k], Sessions: a.picks[k]}
+		if sp := a.spans[k]; sp.seen && sp.lo == sp.hi {
+			// No session stands out: naming three would say they do.
+			v := sp.lo
+			e.Sessions, e.Alike = nil, &v
+		}
+		r.Extremes = append(r.Extremes, e)
 	}
 	return r
 }
@@ -293,7 +302,10 @@ func WriteText(w io.Writer, r *Report) error {
 	b.WriteString("\nextremes:\n")
 	for _, e := range r.Extremes {
 		fmt.Fprintf(&b, "  %s:\n", e.What)
-		if len(e.Sessions) == 0 {
+		switch {
+		case e.Alike != nil:
+			fmt.Fprintf(&b, "    every session: %s\n", value(*e.Alike, e.Unit))
+		case len(e.Sessions) == 0:
 			b.WriteString("    -\n")
 		}
 		for _, p := range e.Sessions {

@@ -237,9 +237,31 @@ type agg struct {
 	order    []string
 	ends     map[string]int64
 	picks    [][]Pick // per criterion, the topK
+	spans    []span   // per criterion, the values' range
 	failures []Failure
 	failed   int64
 	cur      session
+}
+
+// span is the range of a criterion's values over the sessions offered.
+type span struct {
+	lo, hi int64
+	seen   bool
+}
+
+func (s *span) add(v int64) {
+	if !s.seen {
+		*s = span{lo: v, hi: v, seen: true}
+		return
+	}
+	s.lo, s.hi = min(s.lo, v), max(s.hi, v)
+}
+
+func (s *span) merge(o span) {
+	if o.seen {
+		s.add(o.lo)
+		s.add(o.hi)
+	}
 }
 
 // session is what one session did, summed as its records stream by.
@@ -255,7 +277,7 @@ type session struct {
 
 func (sh *shape) newAgg() *agg {
 	a := &agg{sh: sh, hits: make([]uint64, len(sh.items)), sessHit: make([]int64, len(sh.items)),
-		hists: map[string]*Hist{}, ends: map[string]int64{}, picks: make([][]Pick, len(criteria))}
+		hists: map[string]*Hist{}, ends: map[string]int64{}, picks: make([][]Pick, len(criteria)), spans: make([]span, len(criteria))}
 	for _, r := range sh.roles {
 		a.hist("turns: "+r, "", 1)
 	}
@@ -321,6 +343,9 @@ func (a *agg) play(ctx context.Context, p *rules.Pack, pop Population, i int) er
 	human := len(a.sh.roles) - 1
 	c.turns[human] = int64(res.Candidate.Messages)
 	c.talk[human] = res.Candidate.TalkMS
+	for r, name := range a.sh.roles[:human] {
+		c.talk[r] -= res.Candidate.CutMS[name] // speech the candidate talked over was never heard
+	}
 	var talkAll int64
 	for _, t := range c.talk {
 		talkAll += t
@@ -352,6 +377,7 @@ func (a *agg) play(ctx context.Context, p *rules.Pack, pop Population, i int) er
 		if k == 0 && v < 0 {
 			continue // no scheduled turn was said
 		}
+		a.spans[k].add(v)
 		a.offer(k, Pick{Seed: s.Seed, Value: v, Command: s.Repro, index: i})
 	}
 	return nil
@@ -433,6 +459,7 @@ func (a *agg) merge(b *agg) {
 		a.ends[k] += v
 	}
 	for k, l := range b.picks {
+		a.spans[k].merge(b.spans[k])
 		for _, p := range l {
 			a.offer(k, p)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -134,7 +135,7 @@ func TestSessionReproducesFromItsSeed(t *testing.T) {
 				if !bytes.Equal(got, want) {
 					t.Fatalf("session %d (seed %d) differs played alone", i, s.Seed)
 				}
-				if lean.EndReason() != alone.EndReason() || !slices.Equal(lean.Coverage, alone.Coverage) || lean.Candidate != alone.Candidate {
+				if lean.EndReason() != alone.EndReason() || !slices.Equal(lean.Coverage, alone.Coverage) || !reflect.DeepEqual(lean.Candidate, alone.Candidate) {
 					t.Fatalf("session %d: lean and kept runs end, cover or count the candidate differently", i)
 				}
 				if alone.Candidate.Messages == 0 {
@@ -271,5 +272,31 @@ routing:
 	}
 	if _, err := Run(context.Background(), p, &Model{}, Options{}); err != ErrNoSessions {
 		t.Fatalf("no sessions: err %v", err)
+	}
+}
+
+// An extreme no session stands out in names none: every DayOne session
+// lasts its ten minutes, so neither the shortest nor the longest is one
+// of them, and the report says they are alike instead.
+func TestExtremesAlike(t *testing.T) {
+	rep := sweepOf(t, openPack(t, "dayone"), 5, 12, 2)
+	for _, e := range rep.Extremes {
+		switch e.What {
+		case "shortest", "longest":
+			if e.Alike == nil || *e.Alike != 600000 || len(e.Sessions) != 0 {
+				t.Errorf("%s: alike %v, sessions %v; want every session at 10:00 and none named", e.What, e.Alike, e.Sessions)
+			}
+		case "most deferrals":
+			if e.Alike != nil || len(e.Sessions) == 0 {
+				t.Errorf("%s: sessions differ in deferrals, yet none is named", e.What)
+			}
+		}
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "  shortest:\n    every session: 600.0s\n") {
+		t.Errorf("the text does not say the sessions are alike:\n%s", b.String())
 	}
 }
