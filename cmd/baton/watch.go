@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +52,10 @@ func watchPack(ctx context.Context, c *cli, a *dryrunArgs, ref string) error {
 	if err := watchTree(w, dir); err != nil {
 		return fmt.Errorf("watching %s: %w", dir, err)
 	}
+	noise, err := newWatchNoise(dir, a.out)
+	if err != nil {
+		return err
+	}
 	clear := false
 	if f, ok := c.stdout.(*os.File); ok && a.out == "" {
 		clear = isTerminal(f)
@@ -91,14 +96,14 @@ func watchPack(ctx context.Context, c *cli, a *dryrunArgs, ref string) error {
 			if ev.Has(fsnotify.Create) {
 				// A new folder (or one renamed into place) is watched too,
 				// with whatever it already holds.
-				if st, err := os.Stat(ev.Name); err == nil && st.IsDir() && !hiddenDir(dir, ev.Name) {
+				if st, err := os.Stat(ev.Name); err == nil && st.IsDir() && !hiddenPath(dir, ev.Name) {
 					if err := watchTree(w, ev.Name); err != nil {
 						fmt.Fprintf(c.stderr, "watching %s: %v\n", ev.Name, err)
 					}
 				}
 			}
-			if ev.Op == fsnotify.Chmod || hiddenDir(dir, filepath.Dir(ev.Name)) {
-				continue // a touch of metadata, or an editor's or VCS's own files
+			if noise.ignore(ev) {
+				continue
 			}
 			settle = time.After(watchSettle)
 		case err, ok := <-w.Errors:
@@ -167,9 +172,85 @@ func watchTree(w *fsnotify.Watcher, dir string) error {
 	})
 }
 
-// hiddenDir reports whether path, under root, is in a hidden folder
-// (.git, an editor's backup folder), whose changes are not the pack's.
-func hiddenDir(root, path string) bool {
+// watchNoise tells a change to the pack from the other writes its folder
+// sees: a run's own -o file, editors' swap, backup and probe files, and
+// hidden files and folders. Each of those would otherwise start a run, and
+// a run's own -o in the folder would start the next one, for ever.
+type watchNoise struct {
+	root string
+	// out is the -o file, absolute, and outDir its folder's FileInfo, so
+	// a path that reaches the same file through a link is still it.
+	out    string
+	outDir os.FileInfo
+}
+
+func newWatchNoise(root, out string) (*watchNoise, error) {
+	n := &watchNoise{root: root}
+	if out == "" {
+		return n, nil
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return nil, fmt.Errorf("-o %s: %w", out, err)
+	}
+	n.out = abs
+	// The folder may not exist yet: the run then fails, and nothing in
+	// the pack's folder can be the file.
+	n.outDir, _ = os.Stat(filepath.Dir(abs))
+	return n, nil
+}
+
+// ignore reports whether ev is not a change to the pack.
+func (n *watchNoise) ignore(ev fsnotify.Event) bool {
+	if ev.Op == fsnotify.Chmod {
+		return true // a touch of metadata
+	}
+	// A hidden name anywhere under the root: .git, an editor's .swp or
+	// lock file, and the .FILE.* a run writes -o through.
+	if hiddenPath(n.root, ev.Name) {
+		return true
+	}
+	base := filepath.Base(ev.Name)
+	if editorScratch(base) {
+		return true
+	}
+	return n.isOut(ev.Name, base)
+}
+
+// isOut reports whether name, whose base name is base, is the -o file.
+func (n *watchNoise) isOut(name, base string) bool {
+	if n.out == "" || base != filepath.Base(n.out) {
+		return false
+	}
+	if abs, err := filepath.Abs(name); err == nil && abs == n.out {
+		return true
+	}
+	if n.outDir == nil {
+		return false
+	}
+	st, err := os.Stat(filepath.Dir(name))
+	return err == nil && os.SameFile(st, n.outDir)
+}
+
+// editorScratch reports whether base is a file an editor writes beside
+// the one being saved: a backup (pack.yaml~), an Emacs auto-save
+// (#pack.yaml#), or the file Vim creates to probe whether it may write
+// the folder, named 4913 or, if that is taken, 4913 plus a multiple of 123.
+func editorScratch(base string) bool {
+	switch {
+	case strings.HasSuffix(base, "~"):
+		return true
+	case len(base) > 1 && strings.HasPrefix(base, "#") && strings.HasSuffix(base, "#"):
+		return true
+	}
+	n, err := strconv.Atoi(base)
+	return err == nil && n >= 4913 && (n-4913)%123 == 0 && base == strconv.Itoa(n)
+}
+
+// hiddenPath reports whether path, under root, is hidden or in a hidden
+// folder (.git, an editor's backup folder), whose changes are not the
+// pack's.
+func hiddenPath(root, path string) bool {
 	rel, err := filepath.Rel(root, path)
 	if err != nil || rel == "." {
 		return false

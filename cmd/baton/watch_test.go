@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 )
 
 // syncBuffer is a buffer a watch writes while the test reads it.
@@ -205,5 +207,102 @@ func TestWatchRefused(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", code, errs, tc.code, tc.err)
 			}
 		})
+	}
+}
+
+// TestWatchNoise: the writes around a save, and a run's own -o, are not
+// changes to the pack.
+func TestWatchNoise(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "pack")
+	if err := os.MkdirAll(filepath.Join(root, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The same folder through a link: -o may name it either way.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(root, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, out, file string
+		op              fsnotify.Op
+		ignore          bool
+	}{
+		{"the pack", "", "pack.yaml", fsnotify.Write, false},
+		{"a script", "", "scripts/score.star", fsnotify.Create, false},
+		{"a renamed-away file", "", "pack.yaml.tmp", fsnotify.Rename, false},
+		{"a plain number", "", "4914", fsnotify.Create, false},
+		{"metadata", "", "pack.yaml", fsnotify.Chmod, true},
+		{"a swap file", "", ".pack.yaml.swp", fsnotify.Write, true},
+		{"in a hidden folder", "", ".git/index", fsnotify.Write, true},
+		{"a backup", "", "pack.yaml~", fsnotify.Create, true},
+		{"an auto-save", "", "#pack.yaml#", fsnotify.Write, true},
+		{"a probe", "", "4913", fsnotify.Create, true},
+		{"the next probe", "", "5036", fsnotify.Remove, true},
+		{"-o in the folder", filepath.Join(root, "out.html"), "out.html", fsnotify.Create, true},
+		{"-o's temp file", filepath.Join(root, "out.html"), ".out.html.12345", fsnotify.Rename, true},
+		{"-o through a link", filepath.Join(link, "out.html"), "out.html", fsnotify.Create, true},
+		{"-o elsewhere", filepath.Join(t.TempDir(), "out.html"), "out.html", fsnotify.Create, false},
+		{"-o's name in a subfolder", filepath.Join(root, "out.html"), "scripts/out.html", fsnotify.Write, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, err := newWatchNoise(root, tc.out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev := fsnotify.Event{Name: filepath.Join(root, filepath.FromSlash(tc.file)), Op: tc.op}
+			if got := n.ignore(ev); got != tc.ignore {
+				t.Errorf("ignore(%s) = %v, want %v", ev, got, tc.ignore)
+			}
+		})
+	}
+}
+
+// TestWatchOutInFolder: a page written into the pack's own folder is not
+// a change to the pack, nor is an editor's swap file: one run, then the
+// next only after a real edit.
+func TestWatchOutInFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pack")
+	if err := os.CopyFS(dir, os.DirFS("../../scenarios/dayone")); err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(dir, "run.html")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errs syncBuffer
+	done := make(chan int)
+	go func() {
+		done <- (&cli{stdout: &out, stderr: &errs}).run(ctx, []string{"dryrun", "-watch", "-format", "html", "-o", page, dir})
+	}()
+	// A run that set off the next would never let the watch settle.
+	if _, runs := waitRun(t, &out, 0); runs != 1 {
+		t.Fatalf("%d runs before any edit:\n%s", runs, out.String())
+	}
+	for _, f := range []string{".pack.yaml.swp", "pack.yaml~", "4913"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := filepath.Join(dir, "pack.yaml")
+	data, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The swap files' events came first: had they started a run, this
+	// edit's would be the third, or the second would show the old page.
+	time.Sleep(3 * watchSettle)
+	if err := os.WriteFile(f, bytes.Replace(data, []byte(`ANCHOR_BA_INTERRUPT: "03:00"`), []byte(`ANCHOR_BA_INTERRUPT: "04:00"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, runs := waitRun(t, &out, 1)
+	if runs != 2 || !strings.Contains(got, "# run 2 at") {
+		t.Fatalf("runs %d after one edit:\n%s", runs, out.String())
+	}
+	html, err := os.ReadFile(page)
+	if err != nil || !bytes.Contains(html, []byte(`data-rule="A1_BA_INTERRUPT" data-run="0" data-t="240000"`)) {
+		t.Errorf("the page does not show the edit (%v)", err)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d: %s", code, errs.String())
 	}
 }
