@@ -24,7 +24,7 @@ import (
 
 var replayCommand = &command{
 	name: "replay", operands: "LOG", min: 1, max: 1,
-	summary: "re-run a recorded session and report differences, or play it through another pack",
+	summary: "re-run a recorded session and report differences, or play it through a changed pack",
 	about: `Re-runs a recorded session through the engine offline and reports every effect
 that differs from what was recorded; exits 1 on any difference. LOG is a
 session log (DATA/ID.wal while the session is live or was left unfinished,
@@ -37,14 +37,18 @@ simulated clock: the candidate's events at their recorded times, the
 recorded model answers where the new run asks exactly the same, the
 scripted model (or --llm) for the rest. It prints the two timelines as a
 diff (- only recorded, + only in the what-if, ~ moved) and a summary, and
-exits 0 unless something fails. LOG may then be a folder of many session
-logs: one line per session, then totals. See docs/whatif.md.`,
+exits 0 unless something fails; --format html draws the same diff on one
+page, marking and counting the lines the text marks (-v compares model
+requests, routing and defer decisions in both). The session must be of the
+pack --pack changes: another pack's is refused. LOG may then be a folder of
+many session logs: one line per session (other packs' skipped), then
+totals. See docs/whatif.md.`,
 	flags: replayFlags,
 }
 
 func replayFlags(fl *flag.FlagSet) runFunc {
 	packDir := fl.String("pack", "", "pack folder or bundled name to replay with (default: the one the log names); other content than the log's plays a what-if")
-	verbose := fl.Bool("v", false, "print the replayed timeline (a what-if: also model requests, routing and defer decisions)")
+	verbose := fl.Bool("v", false, "print the replayed timeline (a what-if: also compare model requests, routing and defer decisions, in the diff, its counts and the html page's marks)")
 	format := fl.String("format", "text", "output `FORMAT`: text or jsonl (the timeline with -v, or a what-if's diff), or html for a what-if (both timelines on one page, the differences marked: docs/timeline.md)")
 	archiveDir := fl.String("archive", "", "write the ended session's context files as an archive in this folder (as baton serve does at the end)")
 	base := fl.String("base", "", "what-if: the pack as the log recorded it (folder or bundled name), when neither the log's own reference nor the bundled copy holds that content any more")
@@ -85,6 +89,12 @@ func replayFlags(fl *flag.FlagSet) runFunc {
 			if err != nil {
 				return err
 			}
+			if s.Pack != p.Name {
+				// A what-if is a changed version of the session's own pack;
+				// another pack's rules, roles and events would not meet the
+				// recording's, as a folder's what-if skips such sessions.
+				return fmt.Errorf("%s: session %s was recorded with pack %s, and --pack %s is pack %s: a what-if plays a session through a changed version of the pack it was recorded with", logs[0], s.ID, s.Pack, *packDir, p.Name)
+			}
 			if s.PackHash == p.Hash {
 				if *format == "html" {
 					return usageError("--format html draws a what-if, and %s holds this pack's content: nothing changed to draw", *packDir)
@@ -108,7 +118,7 @@ func replayFlags(fl *flag.FlagSet) runFunc {
 				return usageError("a folder of sessions prints one text line each; --format %s is for one session", *format)
 			}
 			return withOutput(c.stdout, *outFile, func(w io.Writer) error {
-				return whatIfFolder(ctx, w, logs, p, open, opt)
+				return whatIfFolder(ctx, w, logs, p, open, opt, replay.DiffOptions{Verbose: *verbose})
 			})
 		}
 		rec, err := replay.OpenRecording(logs[0], open)
@@ -125,9 +135,10 @@ func replayFlags(fl *flag.FlagSet) runFunc {
 			case "jsonl":
 				return replay.WriteDiffJSONL(w, wi, do)
 			case "html":
-				return timeline.WriteHTML(w,
-					timeline.Run{Title: "recorded: " + rec.Session.ID, Pack: rec.Pack, Result: rec.Result},
-					timeline.Run{Title: "what-if: " + *packDir, Pack: p, Result: wi.Result})
+				// The page names the runs baseline and what-if itself.
+				return timeline.WriteWhatIf(w,
+					timeline.Run{Title: "recorded " + rec.Session.ID, Pack: rec.Pack, Result: rec.Result},
+					timeline.Run{Title: *packDir, Pack: p, Result: wi.Result}, do)
 			}
 			return replay.WriteDiff(w, wi, do)
 		})
@@ -349,10 +360,10 @@ func sessionLogs(arg string) ([]string, error) {
 }
 
 // whatIfFolder plays every session of p's pack in logs through p: one
-// line per session, then totals. A session recorded with p's content is
+// line per session, its effects counted as do compares them, then totals. A session recorded with p's content is
 // verified instead, and one of another pack is skipped. A log that cannot
 // be replayed is reported on its line and fails the command at the end.
-func whatIfFolder(ctx context.Context, w io.Writer, logs []string, p *rules.Pack, open func(*replay.Session) (*rules.Pack, error), opt replay.WhatIfOptions) error {
+func whatIfFolder(ctx context.Context, w io.Writer, logs []string, p *rules.Pack, open func(*replay.Session) (*rules.Pack, error), opt replay.WhatIfOptions, do replay.DiffOptions) error {
 	bw := bufio.NewWriter(w)
 	defer bw.Flush()
 	fmt.Fprintf(bw, "# what-if of %d session log(s) through pack %s %.12s\n", len(logs), p.Name, p.Hash)
@@ -402,7 +413,7 @@ func whatIfFolder(ctx context.Context, w io.Writer, logs []string, p *rules.Pack
 			continue
 		}
 		ran++
-		sum := wi.Summary()
+		sum := wi.Summary(do)
 		fmt.Fprintf(bw, "%s  %s\n", name, sum.Line())
 		for _, n := range wi.Notes {
 			fmt.Fprintf(bw, "%s  note: %s\n", name, n)

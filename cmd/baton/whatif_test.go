@@ -87,19 +87,61 @@ func TestReplayWhatIf(t *testing.T) {
 			if b, err := os.ReadFile(file); err != nil || string(b) != out {
 				t.Errorf("-o wrote other bytes than stdout (%v)", err)
 			}
-			page := filepath.Join(t.TempDir(), "diff.html")
-			if code, _, errs := runCLI(t, "replay", "--pack", pack, "-format", "html", "-o", page, runs); code != 0 {
-				t.Fatalf("-format html: exit %d: %s", code, errs)
-			}
-			b, err := os.ReadFile(page)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Both runs drawn, the nudges that moved or went marked.
-			for _, want := range []string{`data-run="1"`, `data-diff="`, "recorded: ", "what-if: "} {
-				if !strings.Contains(string(b), want) {
-					t.Errorf("the what-if page has no %s", want)
+			// The page marks and counts the differences the text diff
+			// prints, with -v and without.
+			for _, v := range []string{"-v=false", "-v"} {
+				_, text, _ := runCLI(t, "replay", "--pack", pack, v, runs)
+				e := effectsLine.FindStringSubmatch(text)
+				if e == nil {
+					t.Fatalf("%s: no effects line:\n%s", v, text)
 				}
+				differ := atoi(t, e[1]) + atoi(t, e[2]) + atoi(t, e[3])
+				page := filepath.Join(t.TempDir(), "diff.html")
+				if code, _, errs := runCLI(t, "replay", "--pack", pack, v, "-format", "html", "-o", page, runs); code != 0 {
+					t.Fatalf("-format html %s: exit %d: %s", v, code, errs)
+				}
+				b, err := os.ReadFile(page)
+				if err != nil {
+					t.Fatal(err)
+				}
+				html := string(b)
+				h := pageDiffs.FindStringSubmatch(html)
+				if h == nil || atoi(t, h[1]) != differ {
+					t.Errorf("%s: the page heads its differences %q; the text diff has %d (%s)", v, h, differ, e[0])
+				}
+				if n := strings.Count(html, ` data-diff="only"`) + strings.Count(html, ` data-diff="shifted"`); n != differ {
+					t.Errorf("%s: the page marks %d effects; the text diff has %d differences", v, n, differ)
+				}
+				// Both runs drawn, each named once for what it is.
+				for _, want := range []string{`data-run="1"`, "<title>what-if: " + pack + " vs recorded dryrun-", ">what-if: " + pack[:5], ">baseline: recorded "} {
+					if !strings.Contains(html, want) {
+						t.Errorf("%s: the what-if page has no %s", v, want)
+					}
+				}
+				if strings.Contains(html, "what-if: what-if") {
+					t.Errorf("%s: the page says what-if twice", v)
+				}
+			}
+		})
+	}
+}
+
+var (
+	effectsLine = regexp.MustCompile(`(?m)^# effects: \d+ unchanged, (\d+) moved, (\d+) only recorded, (\d+) only what-if`)
+	pageDiffs   = regexp.MustCompile(`<h2>(\d+) difference\(s\)</h2>`)
+)
+
+// A single log of another pack is refused, as a folder's what-if skips
+// such sessions: a what-if is a changed version of the session's own
+// pack. The error names both packs.
+func TestReplayWhatIfRefusesAnotherPack(t *testing.T) {
+	runs := t.TempDir()
+	recordDayone(t, runs, 0)
+	for _, format := range []string{"text", "html"} {
+		t.Run(format, func(t *testing.T) {
+			code, out, errs := runCLI(t, "replay", "--pack", "hotseat", "-format", format, "-o", filepath.Join(t.TempDir(), "out"), runs)
+			if code == 0 || !strings.Contains(errs, "recorded with pack dayone") || !strings.Contains(errs, "is pack hotseat") {
+				t.Errorf("exit %d, want an error naming dayone and hotseat\n%s\n%s", code, out, errs)
 			}
 		})
 	}

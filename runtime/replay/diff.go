@@ -12,193 +12,14 @@ import (
 	"github.com/batonhq/baton/runtime/dryrun"
 )
 
-// Change is how one effect of a what-if compares with the recording.
-type Change byte
+// DiffOptions choose what a what-if's diff compares: the one rule of
+// dryrun.Diff, which the what-if page follows too.
+type DiffOptions = dryrun.DiffOptions
 
-// The changes, as the text diff marks them.
-const (
-	Same    Change = ' ' // in both, at the same time
-	Removed Change = '-' // only in the recording
-	Added   Change = '+' // only in the what-if
-	Moved   Change = '~' // in both, at another time
-)
-
-// DiffLine is one effect of the diff; the side it is missing from is nil.
-type DiffLine struct {
-	Change   Change
-	Recorded *dryrun.Record
-	WhatIf   *dryrun.Record
-}
-
-// ShiftMS is how much later the what-if made a moved effect.
-func (d *DiffLine) ShiftMS() int64 {
-	if d.Recorded == nil || d.WhatIf == nil {
-		return 0
-	}
-	return d.WhatIf.T - d.Recorded.T
-}
-
-// maxCells bounds the table the alignment fills; past it (sessions of tens
-// of thousands of effects apart) the middle is compared by content alone.
-const maxCells = 1 << 25
-
-// Diff aligns the what-if's timeline with the recording's. Two effects
-// are the same when everything a timeline line says of them but the time
-// is (an agent's line, kind, text, rule, outcome), so a nudge that came
-// later is one moved effect, not one removed and one added. With verbose
-// false the bookkeeping a timeline leaves out (model requests, routing and
-// defer decisions) is left out here too.
-func (w *WhatIf) Diff(verbose bool) []DiffLine {
-	a := visible(w.Recorded.Result.Records, verbose)
-	b := visible(w.Result.Records, verbose)
-	ka, kb := keys(a), keys(b)
-	// The common head and tail need no table.
-	pre := 0
-	for pre < len(ka) && pre < len(kb) && ka[pre] == kb[pre] {
-		pre++
-	}
-	suf := 0
-	for suf < len(ka)-pre && suf < len(kb)-pre && ka[len(ka)-1-suf] == kb[len(kb)-1-suf] {
-		suf++
-	}
-	var out []DiffLine
-	pair := func(i, j int) {
-		c := Same
-		if a[i].T != b[j].T {
-			c = Moved
-		}
-		out = append(out, DiffLine{Change: c, Recorded: a[i], WhatIf: b[j]})
-	}
-	for i := range pre {
-		pair(i, i)
-	}
-	out = append(out, align(a[pre:len(a)-suf], b[pre:len(b)-suf], ka[pre:len(ka)-suf], kb[pre:len(kb)-suf])...)
-	for k := suf; k > 0; k-- {
-		pair(len(a)-k, len(b)-k)
-	}
-	return out
-}
-
-// align diffs the middle by a longest common subsequence, then pairs what
-// is left with equal content in order: an effect that moved past others
-// is still one moved effect.
-func align(a, b []*dryrun.Record, ka, kb []string) []DiffLine {
-	n, m := len(a), len(b)
-	var ops []DiffLine
-	if n*m <= maxCells {
-		// lcs[i][j] is the length of the common subsequence of a[i:], b[j:].
-		lcs := make([]int32, (n+1)*(m+1))
-		at := func(i, j int) *int32 { return &lcs[i*(m+1)+j] }
-		for i := n - 1; i >= 0; i-- {
-			for j := m - 1; j >= 0; j-- {
-				if ka[i] == kb[j] {
-					*at(i, j) = *at(i+1, j+1) + 1
-				} else {
-					*at(i, j) = max(*at(i+1, j), *at(i, j+1))
-				}
-			}
-		}
-		i, j := 0, 0
-		for i < n || j < m {
-			switch {
-			case i < n && j < m && ka[i] == kb[j]:
-				c := Same
-				if a[i].T != b[j].T {
-					c = Moved
-				}
-				ops = append(ops, DiffLine{Change: c, Recorded: a[i], WhatIf: b[j]})
-				i++
-				j++
-			case i < n && (j == m || *at(i+1, j) >= *at(i, j+1)):
-				ops = append(ops, DiffLine{Change: Removed, Recorded: a[i]})
-				i++
-			default:
-				ops = append(ops, DiffLine{Change: Added, WhatIf: b[j]})
-				j++
-			}
-		}
-	} else {
-		for i := range a {
-			ops = append(ops, DiffLine{Change: Removed, Recorded: a[i]})
-		}
-		for j := range b {
-			ops = append(ops, DiffLine{Change: Added, WhatIf: b[j]})
-		}
-	}
-	// Pair the leftovers by content, first with first, when they are
-	// less than movedWithinMS apart: an effect that moved past its
-	// neighbours is one moved effect, but the same words said minutes
-	// apart (a rotating nudge line) are two effects.
-	removed := map[string][]int{}
-	for k := range ops {
-		if ops[k].Change == Removed {
-			key := key(ops[k].Recorded)
-			removed[key] = append(removed[key], k)
-		}
-	}
-	drop := map[int]bool{}
-	for k := range ops {
-		if ops[k].Change != Added {
-			continue
-		}
-		key := key(ops[k].WhatIf)
-		q := removed[key]
-		n := slices.IndexFunc(q, func(r int) bool {
-			d := ops[k].WhatIf.T - ops[r].Recorded.T
-			return d < movedWithinMS && -d < movedWithinMS
-		})
-		if n < 0 {
-			continue
-		}
-		r := q[n]
-		removed[key] = slices.Delete(q, n, n+1)
-		drop[r] = true
-		c := Moved
-		if ops[r].Recorded.T == ops[k].WhatIf.T {
-			c = Same // the others moved around it
-		}
-		ops[k] = DiffLine{Change: c, Recorded: ops[r].Recorded, WhatIf: ops[k].WhatIf}
-	}
-	out := ops[:0]
-	for k := range ops {
-		if !drop[k] {
-			out = append(out, ops[k])
-		}
-	}
-	return out
-}
-
-// movedWithinMS is how far apart the same effect may be, across other
-// effects, and still be one moved effect.
-const movedWithinMS = 60_000
-
-// visible are the records a timeline shows.
-func visible(recs []dryrun.Record, verbose bool) []*dryrun.Record {
-	var out []*dryrun.Record
-	for i := range recs {
-		r := &recs[i]
-		if !verbose && (r.Type == engine.EffectLLMRequest || r.Type == engine.EffectRouted || r.Type == engine.EffectDeferred) {
-			continue
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-func keys(recs []*dryrun.Record) []string {
-	out := make([]string, len(recs))
-	for i, r := range recs {
-		out[i] = key(r)
-	}
-	return out
-}
-
-// key is a record's timeline line with what may move left out: its time,
-// playback time, lateness and id.
-func key(r *dryrun.Record) string {
-	c := dryrun.Record{Effect: r.Effect}
-	c.T, c.ID, c.Lateness = 0, "", nil
-	return dryrun.TextLine(&c)
+// Diff pairs the what-if's effects with the recording's (dryrun.Diff:
+// the recording is the base run, the what-if the other).
+func (w *WhatIf) Diff(opt DiffOptions) []dryrun.Pair {
+	return dryrun.Diff(w.Recorded.Result.Records, w.Result.Records, opt)
 }
 
 // line is a record's timeline line. Lateness within the pack's tick is not
@@ -226,17 +47,28 @@ type Summary struct {
 	// and asked anew.
 	Reused int `json:"reused"`
 	Asked  int `json:"asked"`
-	// Same, Moved, Removed and Added count the diff's lines.
-	Same    int `json:"same"`
-	Moved   int `json:"moved"`
-	Removed int `json:"removed"`
-	Added   int `json:"added"`
+	// Same, Moved, Removed and Added count the diff's lines, of the
+	// effects it compared: with Verbose, model requests, routing and
+	// defer decisions too (DiffOptions).
+	Verbose bool `json:"verbose"`
+	Same    int  `json:"same"`
+	Moved   int  `json:"moved"`
+	Removed int  `json:"removed"`
+	Added   int  `json:"added"`
 }
 
-// Summary counts the what-if against its recording (the diff without
-// bookkeeping effects, as the text diff shows it).
-func (w *WhatIf) Summary() Summary {
-	s := Summary{Reused: w.Reused, Asked: w.Asked}
+// Summary counts the what-if against its recording, the diff's lines as
+// Diff(opt) pairs them.
+func (w *WhatIf) Summary(opt DiffOptions) Summary {
+	return w.summary(w.Diff(opt), opt)
+}
+
+// Differences counts the diff's lines that are not Same: the number the
+// what-if page heads its list of differences with, for the same options.
+func (s *Summary) Differences() int { return s.Moved + s.Removed + s.Added }
+
+func (w *WhatIf) summary(pairs []dryrun.Pair, opt DiffOptions) Summary {
+	s := Summary{Reused: w.Reused, Asked: w.Asked, Verbose: opt.Verbose}
 	for k, side := range [2]struct {
 		p   *rules.Pack
 		res *dryrun.Result
@@ -257,15 +89,15 @@ func (w *WhatIf) Summary() Summary {
 		}
 		s.EndMS[k] = side.res.EndMS
 	}
-	for _, d := range w.Diff(false) {
+	for _, d := range pairs {
 		switch d.Change {
-		case Same:
+		case dryrun.Same:
 			s.Same++
-		case Moved:
+		case dryrun.Moved:
 			s.Moved++
-		case Removed:
+		case dryrun.Removed:
 			s.Removed++
-		case Added:
+		case dryrun.Added:
 			s.Added++
 		}
 	}
@@ -289,12 +121,6 @@ func (s *Summary) Line() string {
 		endString(s.End[0], s.EndMS[0]), endString(s.End[1], s.EndMS[1]), s.Reused, s.Asked, s.Same, s.Moved, s.Removed, s.Added)
 }
 
-// DiffOptions configure WriteDiff.
-type DiffOptions struct {
-	// Verbose adds the bookkeeping effects a timeline leaves out.
-	Verbose bool
-}
-
 // WriteDiff prints the what-if as a diff of timelines: each line is a
 // timeline line marked ' ' (unchanged), '-' (only recorded), '+' (only in
 // the what-if) or '~' (moved, with its shift), then the summary as
@@ -308,26 +134,29 @@ func WriteDiff(w io.Writer, wi *WhatIf, opt DiffOptions) error {
 		fmt.Fprintf(bw, "# note: %s\n", n)
 	}
 	tickA, tickB := wi.Recorded.Pack.Tick.MS, wi.Pack.Tick.MS
-	for _, d := range wi.Diff(opt.Verbose) {
+	recA, recB := wi.Recorded.Result.Records, wi.Result.Records
+	pairs := wi.Diff(opt)
+	for _, d := range pairs {
 		switch d.Change {
-		case Removed:
-			fmt.Fprintf(bw, "- %s\n", line(d.Recorded, tickA))
-		case Added, Same:
-			fmt.Fprintf(bw, "%c %s\n", d.Change, line(d.WhatIf, tickB))
-		case Moved:
-			fmt.Fprintf(bw, "~ %s  [moved %+.1fs from %s]\n", line(d.WhatIf, tickB), float64(d.ShiftMS())/1000, rules.FormatClock(d.Recorded.T))
+		case dryrun.Removed:
+			fmt.Fprintf(bw, "- %s\n", line(&recA[d.Base], tickA))
+		case dryrun.Added, dryrun.Same:
+			fmt.Fprintf(bw, "%c %s\n", d.Change, line(&recB[d.Other], tickB))
+		case dryrun.Moved:
+			fmt.Fprintf(bw, "~ %s  [moved %+.1fs from %s]\n", line(&recB[d.Other], tickB), float64(d.ShiftMS(recA, recB))/1000, rules.FormatClock(recA[d.Base].T))
 		}
 	}
-	sum := wi.Summary()
+	sum := wi.summary(pairs, opt)
 	fmt.Fprintf(bw, "# nudges: %d recorded, %d what-if\n", sum.Nudges[0], sum.Nudges[1])
 	fmt.Fprintf(bw, "# anchors' worst lateness: %.1fs recorded, %.1fs what-if\n", float64(sum.AnchorLateMS[0])/1000, float64(sum.AnchorLateMS[1])/1000)
 	fmt.Fprintf(bw, "# end: %s recorded, %s what-if\n", endString(sum.End[0], sum.EndMS[0]), endString(sum.End[1], sum.EndMS[1]))
 	fmt.Fprintf(bw, "# model answers: %d reused from the recording, %d asked anew\n", sum.Reused, sum.Asked)
-	fmt.Fprintf(bw, "# effects: %d unchanged, %d moved, %d only recorded, %d only what-if\n", sum.Same, sum.Moved, sum.Removed, sum.Added)
+	fmt.Fprintf(bw, "# effects: %d unchanged, %d moved, %d only recorded, %d only what-if: %d difference(s)\n", sum.Same, sum.Moved, sum.Removed, sum.Added, sum.Differences())
+	fmt.Fprintf(bw, "# compared: %s\n", opt)
 	return bw.Flush()
 }
 
-// WriteDiffJSONL prints the diff as JSON lines, one per DiffLine
+// WriteDiffJSONL prints the diff as JSON lines, one per pair of the diff
 // ({"change", "shift_ms", "recorded", "what_if"}, the side an effect is
 // missing from left out), then {"summary": Summary}.
 func WriteDiffJSONL(w io.Writer, wi *WhatIf, opt DiffOptions) error {
@@ -339,14 +168,23 @@ func WriteDiffJSONL(w io.Writer, wi *WhatIf, opt DiffOptions) error {
 		Recorded *dryrun.Record `json:"recorded,omitempty"`
 		WhatIf   *dryrun.Record `json:"what_if,omitempty"`
 	}
-	for _, d := range wi.Diff(opt.Verbose) {
-		if err := enc.Encode(jsonLine{Change: string(d.Change), ShiftMS: d.ShiftMS(), Recorded: d.Recorded, WhatIf: d.WhatIf}); err != nil {
+	recA, recB := wi.Recorded.Result.Records, wi.Result.Records
+	pairs := wi.Diff(opt)
+	for _, d := range pairs {
+		l := jsonLine{Change: string(d.Change), ShiftMS: d.ShiftMS(recA, recB)}
+		if d.Base >= 0 {
+			l.Recorded = &recA[d.Base]
+		}
+		if d.Other >= 0 {
+			l.WhatIf = &recB[d.Other]
+		}
+		if err := enc.Encode(l); err != nil {
 			return err
 		}
 	}
 	if err := enc.Encode(struct {
 		Summary Summary `json:"summary"`
-	}{wi.Summary()}); err != nil {
+	}{wi.summary(pairs, opt)}); err != nil {
 		return err
 	}
 	return bw.Flush()
@@ -355,5 +193,5 @@ func WriteDiffJSONL(w io.Writer, wi *WhatIf, opt DiffOptions) error {
 // Changed reports whether the what-if's timeline differs from the
 // recording's at all (bookkeeping effects included).
 func (w *WhatIf) Changed() bool {
-	return slices.ContainsFunc(w.Diff(true), func(d DiffLine) bool { return d.Change != Same })
+	return slices.ContainsFunc(w.Diff(DiffOptions{Verbose: true}), func(d dryrun.Pair) bool { return d.Change != dryrun.Same })
 }

@@ -3,9 +3,11 @@ package replay_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -176,7 +178,7 @@ func TestWhatIfSilenceTimeout(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := wi.Summary()
+			s := wi.Summary(replay.DiffOptions{})
 			if tc.fewer != (s.Nudges[1] < s.Nudges[0]) {
 				t.Errorf("nudges %d recorded, %d what-if", s.Nudges[0], s.Nudges[1])
 			}
@@ -219,36 +221,67 @@ func TestWhatIfSilenceTimeout(t *testing.T) {
 	}
 }
 
-// The diff pairs an effect that moved past others with itself, and says
-// by how much it moved.
-func TestDiffPairsMovedEffects(t *testing.T) {
-	msg := func(t int64, text string) dryrun.Record {
-		return dryrun.Record{Effect: engine.Effect{T: t, Type: engine.EffectAgentMessage, Agent: "qa", Kind: "reply", Text: text, Rule: "R"}}
+// The text diff, its JSON lines and their summaries count the pairs
+// dryrun.Diff makes with the same options, no more and no fewer: the
+// what-if page counts the same pairs (runtime/timeline).
+func TestDiffCountsItsPairs(t *testing.T) {
+	const dir = "../../scenarios/dayone"
+	path, p, _ := record(t, dir)
+	rec := openRecording(t, path, p)
+	q := loadPack(t, editedCopy(t, dir, "SILENCE_TIMEOUT: 12s", "SILENCE_TIMEOUT: 20s"))
+	wi, err := rec.WhatIf(context.Background(), q, replay.WhatIfOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	tests := []struct {
-		name     string
-		rec, wi  []dryrun.Record
-		want     string
-		shiftsMS []int64
-	}{
-		{"same", []dryrun.Record{msg(0, "a"), msg(10, "b")}, []dryrun.Record{msg(0, "a"), msg(10, "b")}, "  ", []int64{0, 0}},
-		{"later", []dryrun.Record{msg(0, "a"), msg(10, "b")}, []dryrun.Record{msg(0, "a"), msg(30, "b")}, " ~", []int64{0, 20}},
-		{"past another", []dryrun.Record{msg(0, "a"), msg(10, "b"), msg(20, "c")}, []dryrun.Record{msg(0, "a"), msg(20, "c"), msg(25, "b")}, "  ~", []int64{0, 0, 15}},
-		{"gone and new", []dryrun.Record{msg(0, "a"), msg(10, "b")}, []dryrun.Record{msg(0, "a"), msg(10, "x")}, " -+", []int64{0, 0, 0}},
-	}
-	p := loadPack(t, "../../scenarios/dayone")
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			wi := &replay.WhatIf{Recorded: &replay.Recording{Pack: p, Result: &dryrun.Result{Records: tc.rec}}, Pack: p, Result: &dryrun.Result{Records: tc.wi}}
-			var got strings.Builder
-			var shifts []int64
-			for _, d := range wi.Diff(false) {
-				got.WriteByte(byte(d.Change))
-				shifts = append(shifts, d.ShiftMS())
+	effects := regexp.MustCompile(`(?m)^# effects: (\d+) unchanged, (\d+) moved, (\d+) only recorded, (\d+) only what-if: (\d+) difference\(s\)$`)
+	var counts [2]int
+	for k, opt := range []replay.DiffOptions{{}, {Verbose: true}} {
+		t.Run(opt.String(), func(t *testing.T) {
+			pairs := dryrun.Diff(rec.Result.Records, wi.Result.Records, opt)
+			n := map[dryrun.Change]int{}
+			for _, d := range pairs {
+				n[d.Change]++
 			}
-			if got.String() != tc.want || !slices.Equal(shifts, tc.shiftsMS) {
-				t.Errorf("diff %q shifts %v, want %q %v", got.String(), shifts, tc.want, tc.shiftsMS)
+			counts[k] = len(pairs) - n[dryrun.Same]
+			var text, jsonl bytes.Buffer
+			if err := replay.WriteDiff(&text, wi, opt); err != nil {
+				t.Fatal(err)
+			}
+			if err := replay.WriteDiffJSONL(&jsonl, wi, opt); err != nil {
+				t.Fatal(err)
+			}
+			m := effects.FindStringSubmatch(text.String())
+			if m == nil {
+				t.Fatalf("no effects line in\n%s", text.String())
+			}
+			want := []int{n[dryrun.Same], n[dryrun.Moved], n[dryrun.Removed], n[dryrun.Added], counts[k]}
+			for i, w := range want {
+				if got, _ := strconv.Atoi(m[i+1]); got != w {
+					t.Errorf("effects line %q: field %d is %d, want %d", m[0], i+1, got, w)
+				}
+			}
+			if !strings.Contains(text.String(), "\n# compared: "+opt.String()+"\n") {
+				t.Errorf("the diff does not say what it compared:\n%s", text.String())
+			}
+			marked := 0
+			for _, l := range strings.Split(text.String(), "\n") {
+				if l != "" && strings.ContainsRune("-+~", rune(l[0])) {
+					marked++
+				}
+			}
+			lines := strings.Split(strings.TrimSpace(jsonl.String()), "\n")
+			var sum struct {
+				Summary replay.Summary `json:"summary"`
+			}
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+				t.Fatal(err)
+			}
+			if marked != counts[k] || len(lines)-1 != len(pairs) || sum.Summary.Differences() != counts[k] || sum.Summary.Verbose != opt.Verbose {
+				t.Errorf("%d marked text lines, %d JSON lines, summary %+v; want %d differences of %d pairs", marked, len(lines)-1, sum.Summary, counts[k], len(pairs))
 			}
 		})
+	}
+	if counts[1] <= counts[0] {
+		t.Errorf("%d differences with -v, %d without: -v compares more effects", counts[1], counts[0])
 	}
 }

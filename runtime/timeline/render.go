@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/dryrun"
 )
 
 //go:embed page.css
@@ -38,8 +39,21 @@ const (
 // WriteHTML writes one self-contained HTML page: one run's timeline, or
 // for two runs a what-if page, the first (the baseline) above the second
 // on the same axis, with the effects only one has, and those that moved,
-// highlighted.
+// highlighted. Two runs compare as WriteWhatIf's do with the zero
+// dryrun.DiffOptions, as baton replay's text diff does without -v.
 func WriteHTML(w io.Writer, runs ...Run) error {
+	return write(w, dryrun.DiffOptions{}, runs)
+}
+
+// WriteWhatIf writes the what-if page of base and other, the differences
+// marked and counted as dryrun.Diff pairs them with opt: the same lines
+// baton replay's text diff marks with the same options. Every effect of
+// both runs is drawn; those opt does not compare are never marked.
+func WriteWhatIf(w io.Writer, base, other Run, opt dryrun.DiffOptions) error {
+	return write(w, opt, []Run{base, other})
+}
+
+func write(w io.Writer, opt dryrun.DiffOptions, runs []Run) error {
 	switch {
 	case len(runs) == 0:
 		return errors.New("timeline: no run to draw")
@@ -53,7 +67,7 @@ func WriteHTML(w io.Writer, runs ...Run) error {
 	}
 	diffs := make([][]diffMark, len(runs))
 	if len(runs) == 2 {
-		diffs[0], diffs[1] = compare(runs[0].Result, runs[1].Result)
+		diffs[0], diffs[1] = compare(runs[0].Result, runs[1].Result, opt)
 	}
 	var end int64 = 1
 	lays := make([]*layout, len(runs))
@@ -62,7 +76,7 @@ func WriteHTML(w io.Writer, runs ...Run) error {
 		lays[i] = build(r, diffs[i])
 	}
 	bw := bufio.NewWriter(w)
-	p := &page{w: bw, end: end, k: float64(baseWidth) / float64(end)}
+	p := &page{w: bw, end: end, k: float64(baseWidth) / float64(end), opt: opt}
 	p.write(runs, lays)
 	if p.err != nil {
 		return p.err
@@ -75,6 +89,7 @@ type page struct {
 	err error
 	end int64
 	k   float64 // px per ms at the drawn width
+	opt dryrun.DiffOptions
 }
 
 func (p *page) printf(format string, args ...any) {
@@ -317,6 +332,7 @@ func (p *page) legend() {
 func (p *page) diffList(lays []*layout) {
 	n := len(lays[0].diffs) + len(lays[1].diffs)
 	p.printf(`<section id="tl-diffs"><h2>%d difference(s)</h2>`+"\n", n)
+	p.str(`<p class="compared">Compared: ` + esc(p.opt.String()) + ".</p>\n")
 	if n == 0 {
 		p.str("<p>Both runs have the same effects at the same times.</p></section>\n")
 		return

@@ -3,6 +3,8 @@ package timeline
 import (
 	"bytes"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -183,6 +185,66 @@ func TestWhatIf(t *testing.T) {
 	}
 	if !strings.Contains(html, "shifted +1.5s from the baseline") {
 		t.Errorf("the moved line's shift is not shown")
+	}
+}
+
+// A what-if page marks and counts the differences dryrun.Diff finds with
+// the page's options, the ones baton replay's text diff prints: a
+// routing decision that changed is marked only when verbose, as the text
+// diff prints it only with -v.
+func TestWhatIfCountsTheDiff(t *testing.T) {
+	p, base := runPack(t, "dayone")
+	other := *base
+	other.Records = slices.Clone(base.Records)
+	rerouted, moved := false, false
+	for i := range other.Records {
+		r := &other.Records[i]
+		switch {
+		case !rerouted && r.Type == engine.EffectRouted:
+			r.Rule += "_ELSEWHERE"
+			rerouted = true
+		case !moved && r.Type == engine.EffectAgentMessage && r.Kind == "nudge":
+			r.T += 4000
+			moved = true
+		}
+	}
+	if !rerouted || !moved {
+		t.Fatal("the dayone run has no routing decision or no nudge to change")
+	}
+	heading := regexp.MustCompile(`<h2>(\d+) difference\(s\)</h2>`)
+	for _, tc := range []struct {
+		opt      dryrun.DiffOptions
+		rerouted bool
+	}{{dryrun.DiffOptions{}, false}, {dryrun.DiffOptions{Verbose: true}, true}} {
+		t.Run(tc.opt.String(), func(t *testing.T) {
+			var b bytes.Buffer
+			if err := WriteWhatIf(&b, Run{Title: "recorded", Pack: p, Result: base}, Run{Title: "edited", Pack: p, Result: &other}, tc.opt); err != nil {
+				t.Fatal(err)
+			}
+			html := b.String()
+			want := 0
+			for _, d := range dryrun.Diff(base.Records, other.Records, tc.opt) {
+				if d.Change != dryrun.Same {
+					want++
+				}
+			}
+			m := heading.FindStringSubmatch(html)
+			if m == nil || m[1] != strconv.Itoa(want) {
+				t.Errorf("heading %q, want %d difference(s)", m, want)
+			}
+			if got := len(regexp.MustCompile(`data-diff="(only|shifted)"`).FindAllString(html, -1)); got != want {
+				t.Errorf("%d marks, want %d", got, want)
+			}
+			if got := strings.Count(html, `<li data-go=`); got != want {
+				t.Errorf("%d listed differences, want %d", got, want)
+			}
+			if got := regexp.MustCompile(`data-run="1" data-type="routed"[^>]*data-rule="[^"]*_ELSEWHERE"[^>]*data-diff="only"`).MatchString(html); got != tc.rerouted {
+				t.Errorf("the rerouted decision marked %v, want %v", got, tc.rerouted)
+			}
+			if !strings.Contains(html, "Compared: "+tc.opt.String()) {
+				t.Errorf("the page does not say what it compared")
+			}
+		})
 	}
 }
 
