@@ -317,7 +317,7 @@ func (p *page) legend() {
 	items := []struct{ class, text string }{
 		{"say k-window", "window turn"}, {"say k-anchor", "anchor turn"}, {"say k-reply", "reply"},
 		{"say k-nudge", "silence step"}, {"say", "other speech"}, {"held", "held (deferred)"},
-		{"say rewritten", "guardrail rewrite"}, {"mic", "mic open"}, {"typing", "typing"}, {"said", "message"},
+		{"say rewritten", "guardrail rewrite"}, {"say cut", "talked over"}, {"mic", "mic open"}, {"typing", "typing"}, {"said", "message"},
 		{"win taken", "window taken"}, {"win deferred", "taken late"}, {"win skipped", "skipped"}, {"win untaken", "not taken"},
 		{"job job_result", "job"}, {"routed", "routed"}, {"deferred", "deferral"}, {"defer_cap", "defer cap"},
 		{"auto_advance", "auto-advance"}, {"guardrail", "guardrail"}, {"tool_result", "tool"}, {"ctool", "client tool"},

@@ -286,6 +286,15 @@ func build(run Run, diffs []diffMark) *layout {
 		}
 	}
 
+	// A line the candidate talked over stopped where its interrupted
+	// speech_done says, not where the voice would have ended it.
+	cutAt := map[string]int64{}
+	for i := range res.Inputs {
+		if in := &res.Inputs[i]; in.Type == engine.InputSpeechDone && in.Speech != nil && in.Speech.Interrupted {
+			cutAt[in.Speech.ID] = in.T
+		}
+	}
+
 	// Effects.
 	seenAnchor := map[string]bool{}
 	for i := range recs {
@@ -304,7 +313,11 @@ func build(run Run, diffs []diffMark) *layout {
 			if r.Rule != "" {
 				label += " · " + r.Rule
 			}
-			put(i, mark{lane: ln, row: rowSpeech, t: r.T, d: max(r.SpeechMS, 1), class: class, label: label})
+			d := r.SpeechMS
+			if at, ok := cutAt[r.ID]; ok && at-r.T < d {
+				d, class = at-r.T, class+" cut"
+			}
+			put(i, mark{lane: ln, row: rowSpeech, t: r.T, d: max(d, 1), class: class, label: label})
 		case engine.EffectAnchor:
 			if !seenAnchor[r.Rule] {
 				seenAnchor[r.Rule] = true

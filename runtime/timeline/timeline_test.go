@@ -326,3 +326,26 @@ func BenchmarkWriteHTML(b *testing.B) {
 	}
 	b.SetBytes(int64(buf.Len()))
 }
+
+// A line the candidate talked over is drawn as long as it played: to its
+// interrupted speech_done, not to where the voice would have ended it.
+func TestCutLine(t *testing.T) {
+	res := &dryrun.Result{EndMS: 9000,
+		Records: []dryrun.Record{
+			{Effect: engine.Effect{T: 1000, Type: engine.EffectAgentMessage, ID: "m1", Agent: "x", Kind: "reply", Text: "cut"}, SpeechMS: 4000},
+			{Effect: engine.Effect{T: 6000, Type: engine.EffectAgentMessage, ID: "m2", Agent: "x", Kind: "reply", Text: "whole"}, SpeechMS: 2000},
+		},
+		Inputs: []engine.Input{
+			{T: 2500, Type: engine.InputSpeechDone, Speech: &engine.SpeechDone{ID: "m1", Interrupted: true}},
+			{T: 8000, Type: engine.InputSpeechDone, Speech: &engine.SpeechDone{ID: "m2"}},
+		}}
+	html := render(t, Run{Result: res})
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`<rect[^>]*class="m say k-reply cut"[^>]*data-t="1000"[^>]*data-d="1500"`),
+		regexp.MustCompile(`<rect[^>]*class="m say k-reply"[^>]*data-t="6000"[^>]*data-d="2000"`),
+	} {
+		if !want.MatchString(html) {
+			t.Errorf("no %s in the page", want)
+		}
+	}
+}
