@@ -42,6 +42,19 @@ func sweepFlags(fl *flag.FlagSet) runFunc {
 		if *format != "text" && *format != "json" {
 			return usageError("--format must be text or json, not %q", *format)
 		}
+		if *sessions != "" {
+			// The recorded sessions are the population: there is no
+			// model to seed and no count to choose.
+			var given []string
+			fl.Visit(func(f *flag.Flag) {
+				if f.Name == "n" || f.Name == "seed" {
+					given = append(given, "-"+f.Name)
+				}
+			})
+			if len(given) > 0 {
+				return usageError("%s and -sessions do not go together: -sessions plays every recorded session of the pack once, each with the seed it was recorded with", strings.Join(given, ", "))
+			}
+		}
 		if *n < 1 {
 			return usageError("-n must be 1 or more, not %d", *n)
 		}
@@ -157,7 +170,17 @@ func newProgressBar(c *cli, total int) *progressBar {
 	return b
 }
 
-func (b *progressBar) set(done int) { b.done.Store(int64(done)) }
+// set records that done sessions are done. The sweep calls it from
+// whichever worker finished one, so a call may arrive after a later
+// count: the bar keeps the largest, and never goes back.
+func (b *progressBar) set(done int) {
+	for {
+		cur := b.done.Load()
+		if int64(done) <= cur || b.done.CompareAndSwap(cur, int64(done)) {
+			return
+		}
+	}
+}
 
 func (b *progressBar) draw(elapsed time.Duration) {
 	const width = 30
@@ -174,13 +197,15 @@ func (b *progressBar) stop() {
 
 // recordings is the population of the session logs in dir recorded with
 // p's pack (by name), each to be played through p; skipped counts the
-// logs of other packs.
+// logs of other packs. Only the logs' paths are kept: each is replayed
+// when the sweep plays its session, so a folder of any size sweeps in
+// the memory of the sessions being played.
 func recordings(p *rules.Pack, ref, dir, base string) (_ sweep.Population, skipped int, err error) {
 	logs, err := sessionLogs(dir)
 	if err != nil {
 		return nil, 0, err
 	}
-	var recs []*replay.Recording
+	var paths []string
 	for _, l := range logs {
 		s, err := replay.ReadSession(l)
 		if err != nil {
@@ -190,14 +215,10 @@ func recordings(p *rules.Pack, ref, dir, base string) (_ sweep.Population, skipp
 			skipped++
 			continue
 		}
-		rec, err := replay.OpenRecording(l, recordedPack(base))
-		if err != nil {
-			return nil, 0, err
-		}
-		recs = append(recs, rec)
+		paths = append(paths, l)
 	}
-	if len(recs) == 0 {
+	if len(paths) == 0 {
 		return nil, skipped, fmt.Errorf("%s holds no session of pack %s", dir, p.Name)
 	}
-	return replay.NewRecordings(p, ref, recs, replay.WhatIfOptions{}), skipped, nil
+	return replay.OpenRecordings(p, ref, paths, recordedPack(base), replay.WhatIfOptions{}), skipped, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +18,34 @@ func TestSweep(t *testing.T) {
 		if code, _, errs := runCLI(t, append([]string{"dryrun", "-record", rec}, args...)...); code != 0 {
 			t.Fatalf("recording %v: exit %d: %s", args, code, errs)
 		}
+	}
+	// A session of a copy of the pack edited since: neither the copy nor
+	// the bundled pack holds what it was recorded with.
+	edited, gone := filepath.Join(t.TempDir(), "dayone"), t.TempDir()
+	if err := os.CopyFS(edited, os.DirFS("../../scenarios/dayone")); err != nil {
+		t.Fatal(err)
+	}
+	edit := func(line string) {
+		f, err := os.OpenFile(filepath.Join(edited, "pack.yaml"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.WriteString(line)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit("# the copy\n")
+	if code, _, errs := runCLI(t, "dryrun", "-record", gone, edited); code != 0 {
+		t.Fatalf("recording the copy: exit %d: %s", code, errs)
+	}
+	edit("# edited since\n")
+	goneLog, _ := filepath.Glob(filepath.Join(gone, "*.done"))
+	if len(goneLog) != 1 {
+		t.Fatalf("the copy's recording: %v", goneLog)
 	}
 	for _, tc := range []struct {
 		name  string
@@ -66,6 +95,28 @@ func TestSweep(t *testing.T) {
 			}
 			if !strings.Contains(errs, "1 session(s) in "+rec+" are of other packs") {
 				t.Errorf("stderr %q does not say the hotseat session was left out", errs)
+			}
+		}},
+		{"recorded sessions, one at a time", []string{"sweep", "../../scenarios/dayone", "-sessions", rec, "-parallel", "1"}, 0, func(t *testing.T, out, _ string) {
+			// The same report, however many logs are open at once.
+			_, many, _ := runCLI(t, "sweep", "../../scenarios/dayone", "-sessions", rec, "-parallel", "4")
+			if out != many {
+				t.Errorf("-parallel 1:\n%s\n-parallel 4:\n%s", out, many)
+			}
+		}},
+		{"a recorded session that no longer replays", []string{"sweep", "../../scenarios/dayone", "-sessions", gone}, 1, func(t *testing.T, _, errs string) {
+			if !strings.Contains(errs, goneLog[0]+": session ") || !strings.Contains(errs, "pass --base") {
+				t.Fatalf("stderr %q does not name the log and what to do", errs)
+			}
+		}},
+		{"recorded sessions and -n", []string{"sweep", "../../scenarios/dayone", "-sessions", rec, "-n", "5"}, 2, func(t *testing.T, _, errs string) {
+			if !strings.Contains(errs, "-n and -sessions do not go together") {
+				t.Fatalf("stderr %q", errs)
+			}
+		}},
+		{"recorded sessions, -n and -seed", []string{"sweep", "../../scenarios/dayone", "-seed", "0", "-sessions", rec, "-n", "5"}, 2, func(t *testing.T, _, errs string) {
+			if !strings.Contains(errs, "-n, -seed and -sessions do not go together: -sessions plays every recorded session") {
+				t.Fatalf("stderr %q", errs)
 			}
 		}},
 		{"no recorded session of the pack", []string{"sweep", "../../scenarios/training", "-sessions", rec}, 1, func(t *testing.T, _, errs string) {
@@ -146,5 +197,30 @@ func TestSweepSeedReplaysAlone(t *testing.T) {
 	}
 	if fromFile != builtin || strings.Contains(ferrs, "candidate model") {
 		t.Error("-seed with --events did not play the events file")
+	}
+}
+
+// TestProgressBarMonotonic: workers report their counts in any order;
+// the bar shows the largest so far.
+func TestProgressBarMonotonic(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sets []int
+		want int64
+	}{
+		{"in order", []int{1, 2, 3}, 3},
+		{"a late report", []int{1, 3, 2}, 3},
+		{"reports out of order", []int{4, 1, 5, 2, 3}, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newProgressBar(&cli{stderr: io.Discard}, 5)
+			for _, d := range tc.sets {
+				b.set(d)
+			}
+			b.stop()
+			if got := b.done.Load(); got != tc.want {
+				t.Errorf("done %d, want %d", got, tc.want)
+			}
+		})
 	}
 }
