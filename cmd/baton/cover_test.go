@@ -81,6 +81,18 @@ func TestTestCover(t *testing.T) {
 			stderr: "baton test: --cover-min must be a percentage from 0 to 100, not 101\nRun \"baton test -h\" for its flags.",
 		},
 		{
+			name:   "not a number",
+			args:   []string{"test", "-cover-min", "NaN", coverPack},
+			code:   2,
+			stderr: "baton test: --cover-min must be a percentage from 0 to 100, not NaN\nRun \"baton test -h\" for its flags.",
+		},
+		{
+			name:   "infinite",
+			args:   []string{"test", "-cover-min", "-Inf", coverPack},
+			code:   2,
+			stderr: "baton test: --cover-min must be a percentage from 0 to 100, not -Inf\nRun \"baton test -h\" for its flags.",
+		},
+		{
 			name:   "bundled packs meet 90",
 			args:   []string{"test", "-cover-min", "90", "../../scenarios/dayone", "../../scenarios/hotseat"},
 			stdout: []string{"\ncoverage: dayone ", "\ncoverage: hotseat ", "  rule ", "  guardrail ", "  job "},

@@ -36,7 +36,9 @@ func testFlags(fl *flag.FlagSet) runFunc {
 		if *format != "text" && *format != "json" && *format != "junit" {
 			return usageError("--format must be text, json or junit, not %q", *format)
 		}
-		if *coverMin < 0 || *coverMin > 100 {
+		// Written so NaN, which compares false with everything, fails
+		// too: it would otherwise pass and turn coverage off.
+		if !(*coverMin >= 0 && *coverMin <= 100) {
 			return usageError("--cover-min must be a percentage from 0 to 100, not %g", *coverMin)
 		}
 		withCover := *cover || *coverMin > 0
