@@ -5,7 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
+	"io"
 	"runtime"
 	"strings"
 	"sync"
@@ -54,6 +54,9 @@ func sweepFlags(fl *flag.FlagSet) runFunc {
 			if len(given) > 0 {
 				return usageError("%s and -sessions do not go together: -sessions plays every recorded session of the pack once, each with the seed it was recorded with", strings.Join(given, ", "))
 			}
+		}
+		if *base != "" && *sessions == "" {
+			return usageError("-base names the pack recorded sessions were made with: it goes with -sessions")
 		}
 		if *n < 1 {
 			return usageError("-n must be 1 or more, not %d", *n)
@@ -122,20 +125,16 @@ func sweepFlags(fl *flag.FlagSet) runFunc {
 	}
 }
 
+// writeHTMLReport writes the page whole (writeFileWhole): a browser
+// reloading it never reads half a report.
 func writeHTMLReport(name string, rep *sweep.Report) error {
-	f, err := os.Create(name)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
-	err = sweep.WriteHTML(w, rep)
-	if err == nil {
-		err = w.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return writeFileWhole(name, func(f io.Writer) error {
+		w := bufio.NewWriter(f)
+		if err := sweep.WriteHTML(w, rep); err != nil {
+			return err
+		}
+		return w.Flush()
+	})
 }
 
 // progressBar draws how many sessions are done on stderr, a few times a

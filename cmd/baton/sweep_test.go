@@ -125,6 +125,11 @@ func TestSweep(t *testing.T) {
 			}
 		}},
 		{"bad format", []string{"sweep", "dayone", "-format", "csv"}, 2, nil},
+		{"base without sessions", []string{"sweep", "dayone", "-base", "dayone"}, 2, func(t *testing.T, _, errs string) {
+			if !strings.Contains(errs, "it goes with -sessions") {
+				t.Fatalf("stderr %q", errs)
+			}
+		}},
 		{"no sessions", []string{"sweep", "dayone", "-n", "0"}, 2, nil},
 		{"no model", []string{"sweep", "../../scenarios/boardroom", "-n", "1"}, 1, func(t *testing.T, _, errs string) {
 			if !strings.Contains(errs, "candidate_model") {
