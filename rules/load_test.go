@@ -163,14 +163,21 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("{{{"))
 	f.Add([]byte("name: x\nduration: 1m\nroles: {a: {persona: p}}\nfiles: {n.md: {class: append_only, roles: [a], max_chars: 9}, c.md: {class: write_few, max_writes: 2, text: t}}\nllm: {assembly: [n.md, c.md, goal], context_budget: {max_chars: 20, trim: [n.md]}}\nrules: [{id: r, trigger: e, do: [append: {file: n.md, role: \"'a'\", text: hi}]}]\n"))
 	f.Add([]byte("name: x\nduration: 1m\nscenario: {human: interviewer}\nroles: {candidate: {persona: p}}\nslots: {ed: {numbered: true, max_bytes: 100, focus: msg.line, debounce: 400ms}, e: {max_chars: 64}}\ntools: {o: {executor: client, timeout: 3s}}\nworkspace: {files: {a.js: a.js}, tools: {o: open}, on_change: ch}\nrules: [{id: r, trigger: ch, do: [slot: {name: ed, value: '${msg.code}'}]}]\n"))
+	f.Add([]byte("name: x\nduration: 1m\nroles: {a: {persona: p, focus: [x]}}\nrouting: [{id: R, type: intent, intents: [{role: a, tag: t, keywords: [k]}, {role: a, keywords: [j]}]}]\nspeech_confidence: {threshold: 0.7, steps: [{count: 1, turn: {role: a, line: l}}]}\nguardrails: {role_fidelity: true, tripwires: [{id: w, when: 'true', do: [{flag: {reason: r}}]}]}\ndryrun: {candidate_model: {answer_latency: {median: 2s, p90: 7s, max: 20s}, answer_words: {dist: normal, mean: 9, sd: 3}, silence: 0.1, low_confidence: L, events: [{type: ev, rate: 2, data: {text: 'n {n}'}}]}}\nconstants: {L: 0.2}\nrules: [{id: r, trigger: ev, do: [{emit: {kind: k}}]}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > maxFuzzInput {
 			return
 		}
 		p, err := rules.LoadBytes(data)
 		if err == nil {
-			// A pack that loads can start a session without panicking.
+			// A pack that loads can start a session without panicking,
+			// and names every item it can cover where it is declared.
 			_ = p.NewEnv()
+			for _, it := range p.CoverItems() {
+				if i := p.CoverIndex(it.Kind, it.ID); i < 0 || p.CoverItems()[i] != it {
+					t.Fatalf("cover item %s is not at its own index", it.Name())
+				}
+			}
 			return
 		}
 		var el rules.ErrorList
