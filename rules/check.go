@@ -216,8 +216,8 @@ func (r *Route) check(c *compiler) {
 			// A class is a routing branch, named by its tag (else its
 			// role) in coverage and sweep reports and in msg's intent.
 			for k := range j {
-				if prev := &r.Intents[k]; prev.Tag == in.Tag && prev.Role == in.Role {
-					c.errorf(in.Pos, "route %s: this intent class has the role and tag of the one at %s; merge their keywords, or give one its own tag", r.ID, prev.Pos)
+				if prev := &r.Intents[k]; IntentBranch(r.ID, prev) == IntentBranch(r.ID, in) {
+					c.errorf(in.Pos, "route %s: this intent class and the one at %s are both branch %s (a class is named by its tag, else its role); merge their keywords, or give one its own tag", r.ID, prev.Pos, IntentBranch(r.ID, in))
 					break
 				}
 			}

@@ -95,9 +95,11 @@ func compile(p *Pack, errs *ErrorList) {
 	c.scripts()
 	c.walk(reflect.ValueOf(p).Elem())
 	c.check()
+	// Even with other errors: a pack's names are known by now, and two
+	// that collide are reported with the rest.
+	p.buildCover(c)
 	if len(*errs) == 0 {
 		p.Warnings = c.warnings()
-		p.buildCover()
 	}
 }
 

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"slices"
 	"strconv"
 )
 
@@ -118,16 +119,32 @@ func (p *Pack) anyFocus() bool {
 }
 
 // buildCover makes the list once the pack has compiled, so every
-// session shares it read-only.
-func (p *Pack) buildCover() {
+// session shares it read-only. Two things the list would name alike (a
+// route id with a "/" and an intent class, say) are reported: counted as
+// one, a report would say one was used when only the other was.
+func (p *Pack) buildCover(c *compiler) {
 	ci := coverIndex{at: map[coverKey]int{}}
-	add := func(k CoverKind, id string, pos Pos) {
+	// branchOf: the intent route of each item, "" for others. Two classes
+	// of one route alike are reported by the route's own check.
+	var branchOf []string
+	add := func(k CoverKind, id string, pos Pos, route ...string) {
 		key := coverKey{k, id}
-		if _, dup := ci.at[key]; dup {
+		r := ""
+		if len(route) > 0 {
+			r = route[0]
+		}
+		if first, dup := ci.at[key]; dup {
+			// Reported by their own checks: two classes of one route, a
+			// check named like a built-in guardrail.
+			own := (r != "" && branchOf[first] == r) || (k == CoverGuardrail && slices.Contains(builtinGuards, id))
+			if !own {
+				c.errorf(pos, "this and %s are both %s in coverage and sweep reports; rename one", ci.items[first].Pos, ci.items[first].Name())
+			}
 			return
 		}
 		ci.at[key] = len(ci.items)
 		ci.items = append(ci.items, CoverItem{Kind: k, ID: id, Pos: pos})
+		branchOf = append(branchOf, r)
 	}
 	for i := range p.Rules {
 		add(CoverRule, p.Rules[i].ID, p.Rules[i].Pos)
@@ -142,7 +159,7 @@ func (p *Pack) buildCover() {
 		r := &p.Routing[i]
 		if r.Type == RouteIntent && len(r.Intents) > 0 {
 			for j := range r.Intents {
-				add(CoverRoute, IntentBranch(r.ID, &r.Intents[j]), r.Intents[j].Pos)
+				add(CoverRoute, IntentBranch(r.ID, &r.Intents[j]), r.Intents[j].Pos, r.ID)
 			}
 			continue
 		}

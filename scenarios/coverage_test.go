@@ -89,8 +89,8 @@ func TestWindowCoverageIsItsLine(t *testing.T) {
 		said := map[string]uint32{}
 		for _, r := range res.Records {
 			switch {
-			case r.Type == engine.EffectAgentMessage:
-				said[r.Rule]++
+			case r.Type == engine.EffectAgentMessage && r.Kind != rules.KindCover:
+				said[r.Rule]++ // a cover line carries the rule of the turn it covers
 			case r.Type == engine.EffectPreempted && r.Kind == "window":
 				preempted++
 			}

@@ -150,7 +150,50 @@ func DiffKey(r *Record) string {
 // MoveWindowMS for each record left without a partner; no pair is
 // MoveWindowMS or more apart. So pairing two records is cheaper than
 // leaving both alone exactly when they are within the window.
+//
+// Records the window apart cannot pair, so where the two lists, merged
+// in time order, have a gap of the window or more, each stretch between
+// gaps aligns on its own: the least cost of the whole is the sum of the
+// stretches', and the work grows with the stretches' size, not with the
+// whole lists' product.
 func alignKey(base, other []Record, as, bs []int) [][2]int {
+	var out [][2]int
+	i0, j0, i, j := 0, 0, 0, 0
+	last := int64(0)
+	flush := func() {
+		for _, pr := range alignSpan(base, other, as[i0:i], bs[j0:j]) {
+			out = append(out, [2]int{pr[0] + i0, pr[1] + j0})
+		}
+		i0, j0 = i, j
+	}
+	for i < len(as) || j < len(bs) {
+		fromBase := j == len(bs) || (i < len(as) && base[as[i]].T <= other[bs[j]].T)
+		t := int64(0)
+		if fromBase {
+			t = base[as[i]].T
+		} else {
+			t = other[bs[j]].T
+		}
+		if (i > i0 || j > j0) && t-last >= MoveWindowMS {
+			flush()
+		}
+		last = t
+		if fromBase {
+			i++
+		} else {
+			j++
+		}
+	}
+	flush()
+	return out
+}
+
+// alignSpan is alignKey within one stretch. A stretch too large for the
+// table (more than maxAlign pairs of candidates: a thousand records of
+// one line, each within the window of the next) is paired greedily in
+// order instead, each record with the first unpaired one of the other run
+// within the window.
+func alignSpan(base, other []Record, as, bs []int) [][2]int {
 	n, m := len(as), len(bs)
 	if n == 0 || m == 0 {
 		return nil

@@ -118,3 +118,26 @@ func boolCount(b bool) int {
 	}
 	return 0
 }
+
+// Many records of one line later in both runs, minutes from the first
+// ones, do not change how the first ones pair: stretches the window apart
+// align on their own, so the table never grows to the greedy fallback's
+// size and the least-moved pairing holds.
+func TestDiffStretches(t *testing.T) {
+	base := []Record{msg(10_000, "nudge"), msg(50_000, "nudge")}
+	other := []Record{msg(52_000, "nudge")}
+	for k := range 1100 {
+		at := int64(600_000 + k*1000)
+		base = append(base, msg(at, "nudge"))
+		other = append(other, msg(at, "nudge"))
+	}
+	pairs := Diff(base, other, DiffOptions{})
+	if len(pairs) < 2 || pairs[0].Change != Removed || pairs[0].Base != 0 || pairs[1].Change != Moved || pairs[1].Base != 1 || pairs[1].ShiftMS(base, other) != 2000 {
+		t.Fatalf("the first two pairs are %+v %+v; want the 00:10 nudge removed and the 00:50 one moved +2s", pairs[0], pairs[1])
+	}
+	for _, p := range pairs[2:] {
+		if p.Change != Same {
+			t.Fatalf("a later nudge is %c, want unchanged", p.Change)
+		}
+	}
+}

@@ -53,7 +53,8 @@ func NewRecordings(p *rules.Pack, ref string, recs []*Recording, opt WhatIfOptio
 // by how many sessions it plays at once, not by how many logs there are.
 // open is called once per pack version (name, reference, hash) the logs
 // name, from whichever goroutine first needs it (again after a failure);
-// a log that does not open fails its session with an error naming the log.
+// a log that does not open fails its session, and with it the sweep, with
+// an error naming the log.
 func OpenRecordings(p *rules.Pack, ref string, paths []string, open func(*Session) (*rules.Pack, error), opt WhatIfOptions) *Recordings {
 	return &Recordings{pack: p, ref: ref, paths: paths, open: open, opt: opt, packs: map[packVersion]*openedPack{}}
 }

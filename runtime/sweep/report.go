@@ -93,8 +93,10 @@ func (a *agg) report(p *rules.Pack) *Report {
 	units := []string{"ms", "", "", "", "", "ms", "ms", ""}
 	for k, c := range criteria {
 		e := Extreme{What: c.name, Unit: units[k], Sessions: a.picks[k]}
-		if sp := a.spans[k]; sp.seen && sp.lo == sp.hi {
+		if sp := a.spans[k]; sp.n > 1 && sp.n == a.sessions && sp.lo == sp.hi {
 			// No session stands out: naming three would say they do.
+			// (A criterion some sessions have no value for, such as a
+			// scheduled turn's lateness, says so only of all of them.)
 			v := sp.lo
 			e.Sessions, e.Alike = nil, &v
 		}

@@ -246,22 +246,25 @@ type agg struct {
 // span is the range of a criterion's values over the sessions offered.
 type span struct {
 	lo, hi int64
-	seen   bool
+	n      int64 // sessions offered
 }
 
 func (s *span) add(v int64) {
-	if !s.seen {
-		*s = span{lo: v, hi: v, seen: true}
-		return
+	if s.n == 0 {
+		s.lo, s.hi = v, v
 	}
-	s.lo, s.hi = min(s.lo, v), max(s.hi, v)
+	s.lo, s.hi, s.n = min(s.lo, v), max(s.hi, v), s.n+1
 }
 
 func (s *span) merge(o span) {
-	if o.seen {
-		s.add(o.lo)
-		s.add(o.hi)
+	if o.n == 0 {
+		return
 	}
+	if s.n == 0 {
+		*s = o
+		return
+	}
+	s.lo, s.hi, s.n = min(s.lo, o.lo), max(s.hi, o.hi), s.n+o.n
 }
 
 // session is what one session did, summed as its records stream by.

@@ -314,7 +314,10 @@ func build(run Run, diffs []diffMark) *layout {
 				label += " · " + r.Rule
 			}
 			d := r.SpeechMS
-			if at, ok := cutAt[r.ID]; ok && at-r.T < d {
+			// A recording's records already say how long a line played
+			// (the speech_done came before the record was rebuilt); a
+			// dry run's say how long it would have.
+			if at, ok := cutAt[r.ID]; ok && at >= r.T && at-r.T <= d {
 				d, class = at-r.T, class+" cut"
 			}
 			put(i, mark{lane: ln, row: rowSpeech, t: r.T, d: max(d, 1), class: class, label: label})

@@ -334,15 +334,19 @@ func TestCutLine(t *testing.T) {
 		Records: []dryrun.Record{
 			{Effect: engine.Effect{T: 1000, Type: engine.EffectAgentMessage, ID: "m1", Agent: "x", Kind: "reply", Text: "cut"}, SpeechMS: 4000},
 			{Effect: engine.Effect{T: 6000, Type: engine.EffectAgentMessage, ID: "m2", Agent: "x", Kind: "reply", Text: "whole"}, SpeechMS: 2000},
+			// As a recording rebuilds it: the record already says where it stopped.
+			{Effect: engine.Effect{T: 8500, Type: engine.EffectAgentMessage, ID: "m3", Agent: "x", Kind: "reply", Text: "cut before"}, SpeechMS: 300},
 		},
 		Inputs: []engine.Input{
 			{T: 2500, Type: engine.InputSpeechDone, Speech: &engine.SpeechDone{ID: "m1", Interrupted: true}},
+			{T: 8800, Type: engine.InputSpeechDone, Speech: &engine.SpeechDone{ID: "m3", Interrupted: true}},
 			{T: 8000, Type: engine.InputSpeechDone, Speech: &engine.SpeechDone{ID: "m2"}},
 		}}
 	html := render(t, Run{Result: res})
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`<rect[^>]*class="m say k-reply cut"[^>]*data-t="1000"[^>]*data-d="1500"`),
 		regexp.MustCompile(`<rect[^>]*class="m say k-reply"[^>]*data-t="6000"[^>]*data-d="2000"`),
+		regexp.MustCompile(`<rect[^>]*class="m say k-reply cut"[^>]*data-t="8500"[^>]*data-d="300"`),
 	} {
 		if !want.MatchString(html) {
 			t.Errorf("no %s in the page", want)
