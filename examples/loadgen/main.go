@@ -1,378 +1,203 @@
-// Command loadgen opens many concurrent DayOne sessions against a running
-// baton server over loopback, keeps candidate events flowing, and reports
-// the latency from sending an event to receiving its ack and its first
-// effect, errors, and the server's heap per session (from /debug/stats).
+// Command loadgen drives many concurrent sessions of a pack against a
+// running baton server over loopback and reports the latency from
+// sending an event to receiving its ack and the first effect it caused,
+// errors, the sessions it kept alive, and the server's memory per session
+// (from /debug/stats).
 //
-//	ulimit -n 20000
-//	baton serve --dev --data /tmp/load --addr 127.0.0.1:8080 &
+// Two ways to start sessions (-arrival):
+//
+//   - poisson: a user population. Sessions arrive as a Poisson process at
+//     -arrival-rate a second (exponential gaps from -seed) until -sessions
+//     have arrived; each lives until its pack ends it (DayOne at 10:00) or
+//     -duration is over. With -concurrent N the generator instead keeps N
+//     alive for the whole -duration, starting a new one whenever one ends,
+//     so a run can outlast a session.
+//   - ramp: the synchronized worst case, and the default, so the figures
+//     published before poisson existed come out of the same commands. All
+//     -sessions connect in a burst (-ramp a second) and events flow for
+//     -duration once every one is up; their timelines then run in step
+//     (every DayOne BA interrupt at 03:00 lands within the same seconds).
+//
+// Two event mixes (-events):
+//
+//   - model: session i plays the pack's candidate model (or the built-in
+//     candidate, for a pack without one) seeded with
+//     sweep.SessionSeed(-seed, i), the candidate `baton dryrun -seed S`
+//     plays: messages made of the pack's candidate lines, typing, speech
+//     start and end, low-confidence transcripts, answering what the
+//     panel says, in real time.
+//   - fixed: a canned cycle of six events at -rate a second per session,
+//     the default.
+//
+// Examples (raise the descriptor limit first for thousands of sessions):
+//
+//	ulimit -n 40000
+//	go run ./cmd/baton serve --dev --data $(mktemp -d) --addr 127.0.0.1:8080 &
+//	go run ./examples/loadgen -arrival poisson -arrival-rate 200 -sessions 10000 -events model -duration 120s
+//	go run ./examples/loadgen -arrival poisson -arrival-rate 50 -concurrent 1000 -events model -duration 15m
 //	go run ./examples/loadgen -sessions 1000 -duration 30s -rate 0.5
+//	go run ./examples/loadgen -arrival poisson -arrival-rate 100 -sessions 1000 -events model -duration 60s -json > run.json
 //
-// It only talks to the address it is given and stops by itself after
-// -duration.
+// When the run is over it ends the sessions it started (an end frame)
+// unless -leave-running is given, so a second run does not share the
+// server with the first one's sessions. It only talks to the address it
+// is given and stops by itself after -duration.
 package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
-	"math/rand/v2"
-	"net/http"
-	"net/url"
+	"io"
 	"os"
 	"os/signal"
-	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
+)
 
-	"github.com/gorilla/websocket"
+// Arrival modes and event mixes.
+const (
+	arrivalPoisson = "poisson"
+	arrivalRamp    = "ramp"
+	eventsModel    = "model"
+	eventsFixed    = "fixed"
 )
 
 type config struct {
-	url      string
-	token    string
-	sessions int
-	duration time.Duration
-	rate     float64
-	ramp     float64
-	prefix   string
+	url         string
+	token       string
+	pack        string
+	prefix      string
+	arrival     string
+	arrivalRate float64
+	sessions    int
+	concurrent  int
+	duration    time.Duration
+	events      string
+	rate        float64
+	ramp        float64
+	seed        uint64
+	json        bool
+	leave       bool
+	// drain is how long after the last event the generator waits for
+	// answers before it counts what is missing.
+	drain time.Duration
 }
 
-func main() {
+// parseFlags reads the command line. A flag that does not apply to the
+// chosen mode is refused rather than ignored, so a command never reads
+// as a load it did not make.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
-	flag.StringVar(&c.url, "url", "ws://127.0.0.1:8080/ws", "server WebSocket URL (loopback)")
-	flag.StringVar(&c.token, "token", os.Getenv("BATON_TOKEN"), "bearer token (default $BATON_TOKEN)")
-	flag.IntVar(&c.sessions, "sessions", 100, "concurrent sessions, one connection each")
-	flag.DurationVar(&c.duration, "duration", 30*time.Second, "how long events flow once all sessions are up")
-	flag.Float64Var(&c.rate, "rate", 0.5, "candidate events per second per session")
-	flag.Float64Var(&c.ramp, "ramp", 1000, "new connections per second while ramping up")
-	flag.StringVar(&c.prefix, "prefix", fmt.Sprintf("load%d", time.Now().Unix()), "session id prefix")
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, c); err != nil {
-		fmt.Fprintln(os.Stderr, "loadgen:", err)
-		os.Exit(1)
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.url, "url", "ws://127.0.0.1:8080/ws", "server WebSocket URL (loopback)")
+	fs.StringVar(&c.token, "token", os.Getenv("BATON_TOKEN"), "bearer token (default $BATON_TOKEN)")
+	fs.StringVar(&c.pack, "pack", "dayone", "pack to start: a bundled name or a folder (the server must accept it)")
+	fs.StringVar(&c.prefix, "prefix", fmt.Sprintf("load%d", time.Now().Unix()), "session id prefix")
+	fs.StringVar(&c.arrival, "arrival", arrivalRamp, "how sessions start: poisson (a population: exponential gaps at -arrival-rate) or ramp (the synchronized worst case: all at once, timelines in step)")
+	fs.Float64Var(&c.arrivalRate, "arrival-rate", 50, "poisson: mean new sessions a second")
+	fs.IntVar(&c.sessions, "sessions", 100, "ramp: concurrent sessions; poisson: sessions to start in all (one connection each)")
+	fs.IntVar(&c.concurrent, "concurrent", 0, "poisson: keep this many sessions alive for all of -duration, replacing each that ends (instead of -sessions)")
+	fs.DurationVar(&c.duration, "duration", 30*time.Second, "ramp: how long events flow once all sessions are up; poisson: how long the run lasts from the first arrival")
+	fs.StringVar(&c.events, "events", eventsFixed, "event mix: model (the pack's seeded candidate model, in real time) or fixed (a canned cycle at -rate)")
+	fs.Float64Var(&c.rate, "rate", 0.5, "fixed: candidate events a second per session")
+	fs.Float64Var(&c.ramp, "ramp", 1000, "ramp: new connections a second while ramping up")
+	fs.Uint64Var(&c.seed, "seed", 1, "seeds the arrivals and each session's candidate (session i: sweep.SessionSeed(seed, i))")
+	fs.BoolVar(&c.json, "json", false, "write the summary as JSON on stdout (progress goes to stderr)")
+	fs.BoolVar(&c.leave, "leave-running", false, "leave the sessions running on the server when the run ends instead of ending them")
+	if err := fs.Parse(args); err != nil {
+		return c, err
 	}
-}
-
-// frame is the little of a server frame the generator reads.
-type frame struct {
-	Type string `json:"type"`
-	ID   string `json:"id"`
-	Code string `json:"code"`
-}
-
-type stats struct {
-	mu        sync.Mutex
-	ackLat    []time.Duration
-	effectLat []time.Duration
-	errors    map[string]int
-	sent      atomic.Int64
-	frames    atomic.Int64
-	up        atomic.Int64
-	stop      atomic.Bool // steady state over: send no more
-	unacked   atomic.Int64
-}
-
-func (s *stats) err(kind string) {
-	s.mu.Lock()
-	s.errors[kind]++
-	s.mu.Unlock()
-}
-
-func run(ctx context.Context, c config) error {
-	st := &stats{errors: map[string]int{}}
-	base, err := serverStats(c)
-	if err != nil {
-		return fmt.Errorf("server stats (is the server up, and is this its token?): %w", err)
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	fmt.Printf("# %d sessions, %.2f events/s each, %s, against %s\n", c.sessions, c.rate, c.duration, c.url)
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	c.drain = 2 * time.Second
+	return c, c.check(set)
+}
 
-	// Ramp up: open connections at a bounded rate so the listen backlog
-	// is not overrun, then let every session run until the deadline.
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	ready := make(chan struct{})
-	rampStart := time.Now()
-	tick := time.NewTicker(time.Duration(float64(time.Second) / c.ramp))
-	for i := range c.sessions {
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			return ctx.Err()
+// check refuses values and combinations that make no load; set holds
+// the flags given on the command line.
+func (c *config) check(set map[string]bool) error {
+	only := func(flag, mode string) error {
+		return fmt.Errorf("-%s applies to %s only", flag, mode)
+	}
+	switch c.arrival {
+	case arrivalPoisson:
+		if set["ramp"] {
+			return only("ramp", "-arrival ramp")
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			session(runCtx, c, fmt.Sprintf("%s_%d", c.prefix, i), st, ready)
-		}()
+		if !(c.arrivalRate > 0) {
+			return fmt.Errorf("-arrival-rate must be above 0, not %v", c.arrivalRate)
+		}
+		if c.concurrent < 0 {
+			return fmt.Errorf("-concurrent must not be negative")
+		}
+		if c.concurrent > 0 && set["sessions"] {
+			return errors.New("give -sessions (start that many) or -concurrent (keep that many alive), not both")
+		}
+	case arrivalRamp:
+		for _, f := range []string{"arrival-rate", "concurrent"} {
+			if set[f] {
+				return only(f, "-arrival poisson")
+			}
+		}
+		if !(c.ramp > 0) {
+			return fmt.Errorf("-ramp must be above 0, not %v", c.ramp)
+		}
+	default:
+		return fmt.Errorf("-arrival %q: poisson or ramp", c.arrival)
 	}
-	tick.Stop()
-	for st.up.Load()+int64(sumErrors(st)) < int64(c.sessions) && time.Since(rampStart) < 2*time.Minute {
-		time.Sleep(50 * time.Millisecond)
+	switch c.events {
+	case eventsModel:
+		if set["rate"] {
+			return errors.New("-rate applies to -events fixed only: the model sets its own pace")
+		}
+	case eventsFixed:
+		if !(c.rate > 0) {
+			return fmt.Errorf("-rate must be above 0, not %v", c.rate)
+		}
+	default:
+		return fmt.Errorf("-events %q: model or fixed", c.events)
 	}
-	fmt.Printf("# ramp: %d sessions up in %s\n", st.up.Load(), time.Since(rampStart).Round(time.Millisecond))
-	// Measure only the steady state.
-	st.mu.Lock()
-	st.ackLat, st.effectLat = st.ackLat[:0], st.effectLat[:0]
-	st.mu.Unlock()
-	st.sent.Store(0)
-	close(ready)
-	select {
-	case <-time.After(c.duration):
-	case <-ctx.Done():
+	if c.concurrent == 0 && c.sessions <= 0 {
+		return fmt.Errorf("-sessions must be above 0, not %d", c.sessions)
 	}
-	st.stop.Store(true)
-	// Let answers to the last events arrive before counting what is missing.
-	time.Sleep(2 * time.Second)
-	load, err := serverStats(c)
-	if err != nil {
-		st.err("stats: " + err.Error())
+	if c.duration <= 0 {
+		return fmt.Errorf("-duration must be above 0, not %s", c.duration)
 	}
-	cancel()
-	wg.Wait()
-	report(st, c, base, load)
 	return nil
 }
 
-func sumErrors(st *stats) int {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	n := 0
-	for k, v := range st.errors {
-		if strings.HasPrefix(k, "dial") || strings.HasPrefix(k, "start") {
-			n += v
-		}
+func main() {
+	c, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
 	}
-	return n
-}
-
-var script = []map[string]any{
-	{"event_type": "mic_state_changed", "data": map[string]any{"mic_active": true}},
-	{"event_type": "mic_state_changed", "data": map[string]any{"mic_active": false}},
-	{"event_type": "speech_end"},
-	{"event_type": "candidate_message", "data": map[string]any{"source": "voice", "text": "I would replay the failed payment and check the gateway logs.", "stt_confidence": 0.93}},
-	{"event_type": "typing_state_changed", "data": map[string]any{"typing": true}},
-	{"event_type": "candidate_message", "data": map[string]any{"source": "text", "text": "Hotfix first; the launch waits an hour. The rollback risk is low."}},
-}
-
-// session runs one connection: start, then events at the configured rate.
-func session(ctx context.Context, c config, id string, st *stats, ready <-chan struct{}) {
-	hdr := http.Header{}
-	if c.token != "" {
-		hdr.Set("Authorization", "Bearer "+c.token)
-	}
-	d := websocket.Dialer{HandshakeTimeout: 30 * time.Second, ReadBufferSize: 1024, WriteBufferSize: 1024}
-	ws, _, err := d.DialContext(ctx, c.url, hdr)
 	if err != nil {
-		st.err("dial: " + short(err))
-		return
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(2)
 	}
-	defer ws.Close()
-
-	// Every event's send time is kept until its ack, so slow answers are
-	// measured too rather than overwritten by the next event.
-	var mu sync.Mutex
-	sent := map[string]time.Time{}
-	wantEffect := map[string]bool{}
-	var awaitFrom time.Time // set after the ack of a message: the next effect is its first
-	started := make(chan error, 1)
-	go func() {
-		for {
-			_, data, err := ws.ReadMessage()
-			if err != nil {
-				if ctx.Err() == nil {
-					st.err("read: " + short(err))
-				}
-				select {
-				case started <- err:
-				default:
-				}
-				return
-			}
-			st.frames.Add(1)
-			var f frame
-			if json.Unmarshal(data, &f) != nil {
-				st.err("bad frame")
-				continue
-			}
-			now := time.Now()
-			switch f.Type {
-			case "ack":
-				if f.ID == "start" {
-					started <- nil
-					continue
-				}
-				mu.Lock()
-				if t0, ok := sent[f.ID]; ok {
-					delete(sent, f.ID)
-					st.mu.Lock()
-					st.ackLat = append(st.ackLat, now.Sub(t0))
-					st.mu.Unlock()
-					// The server sends an input's ack right before its
-					// effects, so the next effect frame is this event's.
-					if wantEffect[f.ID] {
-						awaitFrom = t0
-					}
-					delete(wantEffect, f.ID)
-				}
-				mu.Unlock()
-			case "effect":
-				mu.Lock()
-				if !awaitFrom.IsZero() {
-					st.mu.Lock()
-					st.effectLat = append(st.effectLat, now.Sub(awaitFrom))
-					st.mu.Unlock()
-					awaitFrom = time.Time{}
-				}
-				mu.Unlock()
-			case "error":
-				st.err("error frame: " + f.Code)
-				if f.ID == "start" {
-					started <- fmt.Errorf("start: %s", f.Code)
-				}
-			}
-		}
-	}()
-	if err := ws.WriteJSON(map[string]any{"id": "start", "type": "start", "pack": "dayone", "session_id": id, "candidate_id": "load"}); err != nil {
-		st.err("start: " + short(err))
-		return
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	progress := io.Writer(os.Stdout)
+	if c.json {
+		progress = os.Stderr
 	}
-	select {
-	case err := <-started:
-		if err != nil {
-			st.err("start: " + short(err))
-			return
-		}
-	case <-ctx.Done():
-		return
-	}
-	st.up.Add(1)
-	select {
-	case <-ready:
-	case <-ctx.Done():
-		return
-	}
-	// Spread sessions over the interval so events do not arrive in waves.
-	interval := time.Duration(float64(time.Second) / c.rate)
-	timer := time.NewTimer(time.Duration(rand.Int64N(int64(interval))))
-	defer timer.Stop()
-	for n := 0; ; n++ {
-		select {
-		case <-ctx.Done():
-			mu.Lock()
-			st.unacked.Add(int64(len(sent)))
-			mu.Unlock()
-			ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "done"), time.Now().Add(time.Second))
-			return
-		case <-timer.C:
-		}
-		if st.stop.Load() {
-			timer.Reset(time.Hour)
-			continue
-		}
-		ev := script[n%len(script)]
-		fid := fmt.Sprintf("e%d", n)
-		mu.Lock()
-		sent[fid] = time.Now()
-		if ev["event_type"] == "candidate_message" {
-			wantEffect[fid] = true
-		}
-		mu.Unlock()
-		if err := ws.WriteJSON(map[string]any{"id": fid, "type": "event", "event": ev}); err != nil {
-			if ctx.Err() == nil {
-				st.err("write: " + short(err))
-			}
-			return
-		}
-		st.sent.Add(1)
-		timer.Reset(interval)
-	}
-}
-
-func short(err error) string {
-	s := err.Error()
-	if i := strings.LastIndex(s, ": "); i >= 0 && len(s) > 60 {
-		s = s[i+2:]
-	}
-	return s
-}
-
-// Stats is what /debug/stats returns (runtime/service.Stats).
-type serverStatsBody struct {
-	Sessions    int    `json:"sessions"`
-	Connections int    `json:"connections"`
-	Goroutines  int    `json:"goroutines"`
-	HeapAlloc   uint64 `json:"heap_alloc_bytes"`
-	HeapInuse   uint64 `json:"heap_inuse_bytes"`
-	Sys         uint64 `json:"sys_bytes"`
-}
-
-func serverStats(c config) (serverStatsBody, error) {
-	var out serverStatsBody
-	u, err := url.Parse(c.url)
+	sum, err := run(ctx, c, progress)
 	if err != nil {
-		return out, err
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
 	}
-	u.Scheme = strings.Replace(u.Scheme, "ws", "http", 1)
-	u.Path, u.RawQuery = "/debug/stats", "gc=1"
-	req, _ := http.NewRequest(http.MethodGet, u.String(), nil)
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+	if c.json {
+		err = sum.writeJSON(os.Stdout)
+	} else {
+		err = sum.writeText(os.Stdout)
 	}
-	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return out, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return out, fmt.Errorf("%s: HTTP %d", u, resp.StatusCode)
-	}
-	return out, json.NewDecoder(resp.Body).Decode(&out)
-}
-
-func pct(d []time.Duration, p float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	return d[min(len(d)-1, int(float64(len(d))*p))]
-}
-
-func report(st *stats, c config, base, load serverStatsBody) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	slices.Sort(st.ackLat)
-	slices.Sort(st.effectLat)
-	fmt.Printf("sessions up        %d / %d\n", st.up.Load(), c.sessions)
-	fmt.Printf("events sent        %d in %s (%.0f/s), %d unanswered 2 s after the last\n", st.sent.Load(), c.duration, float64(st.sent.Load())/c.duration.Seconds(), st.unacked.Load())
-	for _, l := range []struct {
-		name string
-		d    []time.Duration
-	}{{"event -> ack", st.ackLat}, {"event -> 1st effect", st.effectLat}} {
-		fmt.Printf("%-18s n=%d p50=%s p90=%s p99=%s max=%s\n", l.name, len(l.d),
-			pct(l.d, .50).Round(time.Microsecond), pct(l.d, .90).Round(time.Microsecond),
-			pct(l.d, .99).Round(time.Microsecond), pct(l.d, 1).Round(time.Microsecond))
-	}
-	if load.Sessions > 0 {
-		per := (int64(load.HeapAlloc) - int64(base.HeapAlloc)) / int64(load.Sessions)
-		fmt.Printf("server             %d sessions, %d connections, %d goroutines, heap %.1f MiB (+%.1f KiB per session incl. its connection), sys %.1f MiB\n",
-			load.Sessions, load.Connections, load.Goroutines, float64(load.HeapAlloc)/(1<<20), float64(per)/1024, float64(load.Sys)/(1<<20))
-	}
-	keys := make([]string, 0, len(st.errors))
-	for k := range st.errors {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	total := 0
-	for _, k := range keys {
-		total += st.errors[k]
-	}
-	fmt.Printf("errors             %d\n", total)
-	for _, k := range keys {
-		fmt.Printf("  %6d  %s\n", st.errors[k], k)
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
 	}
 }
