@@ -55,14 +55,21 @@ const (
 
 // Options tune a data directory.
 type Options struct {
-	// OnSync, if set, is told how long each fsync took.
+	// OnSync, if set, is told how long each fsync that someone waits for
+	// took: a journal batch's, Create's and Finish's. The checkpointer's
+	// syncs of session files run behind everyone's back and are not
+	// reported.
 	OnSync func(time.Duration)
 	// MaxOpen bounds how many live logs keep a file descriptor open; the
 	// least recently written are closed and reopened on their next write.
 	// Zero means no bound.
 	MaxOpen int
 	// NoSync skips fsync. Only for benchmarks that measure everything else.
+	// The journal is still written, so a process crash loses nothing.
 	NoSync bool
+	// SegmentSize is the journal segment size past which the segment is
+	// retired and checkpointed (default DefaultSegmentSize).
+	SegmentSize int64
 	// FS is the file system (default OS). Tests pass a StrictMem to cut
 	// the power at chosen points.
 	FS FS
@@ -81,6 +88,14 @@ type Dir struct {
 	// only a log nobody here holds may be removed as unborn.
 	mu   sync.Mutex
 	busy map[string]bool
+	// lagging holds the logs (open or closed) with bytes that are in the
+	// journal but not yet in their file: they could not get a descriptor.
+	lagging map[string]*Log
+	// gaps are sessions whose redo found lost bytes (RedoReport.Damaged).
+	gaps map[string]error
+
+	j    *journal
+	redo RedoReport
 }
 
 // claim marks id busy; false if it already was.
@@ -117,18 +132,33 @@ func OpenDir(path string, opt Options) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Dir{path: path, opt: opt, fs: fsys, pool: newPool(opt.MaxOpen), lock: lock}, nil
+	d := &Dir{path: path, opt: opt, fs: fsys, pool: newPool(opt.MaxOpen), lock: lock}
+	// Before anything reads a session file: acknowledged bytes may be in
+	// the journal only.
+	if d.redo, err = d.redoJournal(); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("data dir %s: redoing the journal: %w", path, err)
+	}
+	d.j = newJournal(d)
+	return d, nil
 }
+
+// Redo reports what OpenDir's redo of the journal did.
+func (d *Dir) Redo() RedoReport { return d.redo }
 
 // Path is the directory's path.
 func (d *Dir) Path() string { return d.path }
 
-// Close releases the directory lock. Logs must be closed first.
+// Close writes out the journal, checkpoints it into the session files,
+// removes it and releases the directory lock. Logs must be closed first;
+// writes after Close fail with ErrClosed. An error leaves the journal for
+// the next OpenDir to redo.
 func (d *Dir) Close() error {
 	if d.lock == nil {
 		return nil
 	}
-	err := d.lock.Close()
+	err := d.j.close()
+	err = errors.Join(err, d.lock.Close())
 	d.lock = nil
 	return err
 }
@@ -199,6 +229,9 @@ type Log struct {
 	ended  bool // an end record is already written
 	buf    []byte
 	held   []byte // an encoded step record waiting for the next write
+	// lag holds bytes journaled but not yet in the file, which could
+	// not get a descriptor; size counts them.
+	lag []byte
 
 	// pool bookkeeping, guarded by the pool's mutex.
 	prev, next *Log
@@ -244,7 +277,7 @@ func (d *Dir) Create(h Header) (*Log, error) {
 		return nil, fmt.Errorf("session %s: %w", h.SessionID, ErrFinished)
 	}
 	path := d.LivePath(h.SessionID)
-	f, err := d.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	f, err := d.openShedding(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		if rerr := d.removeUnborn(h.SessionID); rerr != nil {
 			d.release(h.SessionID)
@@ -320,6 +353,14 @@ func (d *Dir) Open(id string) (*Log, *Recovered, error) {
 	if !d.claim(id) {
 		return nil, nil, fmt.Errorf("session %s: log is already open", id)
 	}
+	if err := d.gapError(id); err != nil {
+		d.release(id)
+		return nil, nil, err
+	}
+	if err := d.drainLag(id); err != nil {
+		d.release(id)
+		return nil, nil, err
+	}
 	l, rec, err := d.open(id)
 	if err != nil {
 		d.release(id)
@@ -330,7 +371,7 @@ func (d *Dir) Open(id string) (*Log, *Recovered, error) {
 func (d *Dir) open(id string) (*Log, *Recovered, error) {
 	path := d.LivePath(id)
 	// O_APPEND: after a tail is truncated, writes must land at the new end.
-	f, err := d.fs.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	f, err := d.openShedding(path, os.O_RDWR|os.O_APPEND, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, e := d.fs.Stat(d.DonePath(id)); e == nil {
 			return nil, nil, fmt.Errorf("session %s: %w", id, ErrFinished)
@@ -383,6 +424,12 @@ func (d *Dir) Read(id string) (*Recovered, error) {
 	if err := ValidID(id); err != nil {
 		return nil, err
 	}
+	if err := d.gapError(id); err != nil {
+		return nil, err
+	}
+	if err := d.drainLag(id); err != nil {
+		return nil, err
+	}
 	path, finished := d.DonePath(id), true
 	data, err := readAll(d.fs, path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -410,14 +457,25 @@ func (l *Log) AppendInput(in engine.Input) (uint64, error) { return l.Append(in,
 // Without, it is written (so it precedes anything logged later) but only
 // becomes durable with the next synced record; callers use that for
 // inputs they can re-derive after a crash.
+//
+// The bytes go to the session file (no fsync) and to the journal; a
+// synced Append waits, without holding the log's lock, for the journal
+// batch that carries them.
 func (l *Log) Append(in engine.Input, sync bool) (uint64, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	seq := l.seq + 1
-	if err := l.writeLocked(&Record{Kind: KindInput, Seq: seq, Input: &in}, sync); err != nil {
+	b, err := l.writeLocked(&Record{Kind: KindInput, Seq: seq, Input: &in}, sync)
+	if err != nil {
+		l.mu.Unlock()
 		return 0, err
 	}
 	l.seq = seq
+	l.mu.Unlock()
+	if sync {
+		if err := b.wait(); err != nil {
+			return 0, fmt.Errorf("log %s: sync: %w", l.id, err)
+		}
+	}
 	return seq, nil
 }
 
@@ -445,20 +503,32 @@ func (l *Log) AppendStep(seq uint64, st Step) error {
 // session's clock on the wall after it waited for prepared lines).
 func (l *Log) Flush() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.closed {
+		l.mu.Unlock()
 		return ErrClosed
 	}
 	if len(l.held) == 0 || l.ended {
+		l.mu.Unlock()
 		return nil
 	}
-	return l.writeLocked(nil, true)
+	b, err := l.writeLocked(nil, true)
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := b.wait(); err != nil {
+		return fmt.Errorf("log %s: sync: %w", l.id, err)
+	}
+	return nil
 }
 
 // Finish writes the end record, syncs, closes the log and renames it to
 // ID.done, read-only. The log cannot be written afterwards. A log
 // recovered with its end record already written (a crash before the
-// rename) is only closed and renamed.
+// rename) is only synced, closed and renamed.
+//
+// A finished log is read without the journal (redo skips it), so Finish
+// syncs the file itself before the rename.
 func (l *Log) Finish(end End) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -470,11 +540,30 @@ func (l *Log) Finish(end End) error {
 	defer l.dir.release(l.id)
 	end.Wall = end.Wall.UTC()
 	if !l.ended {
-		if err := l.writeLocked(&Record{Kind: KindEnd, End: &end}, true); err != nil {
+		b, err := l.writeLocked(&Record{Kind: KindEnd, End: &end}, true)
+		if err == nil {
+			err = b.wait()
+		}
+		if err != nil {
 			l.closeLocked()
-			return err
+			return fmt.Errorf("finishing log %s: %w", l.id, err)
 		}
 		l.ended = true
+	}
+	err := l.drainLagLocked()
+	var f File
+	if err == nil {
+		f, err = l.fileLocked()
+	}
+	if err == nil {
+		err = l.syncFile(f)
+	}
+	if err != nil {
+		// Everything is in the journal; the session stays live (the
+		// checkpointer still writes any lag) and the next start finishes
+		// it from its end record.
+		l.closeLocked()
+		return fmt.Errorf("finishing log %s: %w", l.id, err)
 	}
 	l.closeLocked()
 	done := l.dir.DonePath(l.id)
@@ -494,7 +583,8 @@ func (l *Log) Finish(end End) error {
 }
 
 // Close closes the log without ending the session; it stays live and is
-// recovered on the next start.
+// recovered on the next start. A held step record is written but not
+// waited for.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -503,8 +593,11 @@ func (l *Log) Close() error {
 	}
 	var err error
 	if len(l.held) > 0 && !l.ended {
-		err = l.writeLocked(nil, false)
+		_, err = l.writeLocked(nil, false)
 	}
+	// Lag that still finds no descriptor stays with the directory: the
+	// journal holds it, and the checkpointer or the next Open writes it.
+	_ = l.drainLagLocked()
 	if l.f != nil {
 		err = errors.Join(err, l.f.Close())
 		l.f = nil
@@ -526,65 +619,125 @@ func (l *Log) closeLocked() {
 }
 
 // writeLocked writes any held step record and then r (nil: only the held
-// record) in one write call, and syncs if asked.
-func (l *Log) writeLocked(r *Record, sync bool) error {
+// record) to the file in one write call and adds them to the journal as
+// one entry. It returns the batch to wait on when sync is asked.
+func (l *Log) writeLocked(r *Record, sync bool) (*batch, error) {
 	if l.closed {
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	kind := "step"
 	if r != nil {
 		kind = r.Kind
 		if l.ended {
-			return fmt.Errorf("log %s: %s record after the end: %w", l.id, r.Kind, ErrClosed)
+			return nil, fmt.Errorf("log %s: %s record after the end: %w", l.id, r.Kind, ErrClosed)
 		}
+	}
+	if err := l.dir.j.usable(); err != nil {
+		// Nothing more may reach the file that the journal will not hold.
+		return nil, fmt.Errorf("log %s: %w", l.id, err)
 	}
 	l.buf = append(l.buf[:0], l.held...)
 	if r != nil {
 		var err error
 		l.buf, err = appendRecord(l.buf, r)
 		if err != nil {
-			return fmt.Errorf("log %s: %w", l.id, err)
+			return nil, fmt.Errorf("log %s: %w", l.id, err)
 		}
 	}
-	f, err := l.fileLocked()
-	if err != nil {
-		return err
+	if err := l.writeFileLocked(l.buf); err != nil {
+		return nil, fmt.Errorf("log %s: writing %s record: %w", l.id, kind, err)
 	}
-	n, err := f.Write(l.buf)
-	if err != nil {
-		// A partial write leaves a torn record; cut it so the next record
-		// does not land after garbage.
-		if n > 0 {
-			if terr := f.Truncate(l.size); terr != nil {
-				err = errors.Join(err, terr)
-			}
-		}
-		return fmt.Errorf("log %s: writing %s record: %w", l.id, kind, err)
-	}
-	l.size += int64(n)
+	off := l.size
+	l.size += int64(len(l.buf))
 	l.held = l.held[:0]
+	b, err := l.dir.j.add(l.id, off, l.buf, sync)
 	if cap(l.buf) > 64<<10 {
 		l.buf = nil // do not pin a huge buffer in an idle session
 	}
-	if sync {
-		if err := l.syncFile(f); err != nil {
-			return fmt.Errorf("log %s: sync: %w", l.id, err)
-		}
+	if err != nil {
+		return nil, fmt.Errorf("log %s: %w", l.id, err)
 	}
+	return b, nil
+}
+
+// writeFileLocked appends p (after any lag) to the file. Out of
+// descriptors, p joins the lag instead: the journal makes it durable, and
+// the file catches up on a later write, a checkpoint or Close.
+func (l *Log) writeFileLocked(p []byte) error {
+	f, err := l.fileLocked()
+	if errors.Is(err, errNoDescriptor) {
+		l.lag = append(l.lag, p...)
+		l.dir.setLagging(l, true)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fileLen := l.size - int64(len(l.lag))
+	if len(l.lag) == 0 {
+		return l.writeAt(f, p, fileLen)
+	}
+	l.lag = append(l.lag, p...)
+	if err := l.writeAt(f, l.lag, fileLen); err != nil {
+		l.lag = l.lag[:len(l.lag)-len(p)]
+		return err
+	}
+	l.lag = nil
+	l.dir.setLagging(l, false)
 	return nil
 }
+
+// writeAt writes p to f, whose length is size. A partial write leaves a
+// torn record; it is cut so the next record does not land after garbage.
+func (l *Log) writeAt(f File, p []byte, size int64) error {
+	n, err := f.Write(p)
+	if err != nil && n > 0 {
+		if terr := f.Truncate(size); terr != nil {
+			err = errors.Join(err, terr)
+		}
+	}
+	return err
+}
+
+// drainLagLocked writes the lag to the file, with a descriptor of its own
+// if the log is closed.
+func (l *Log) drainLagLocked() error {
+	if len(l.lag) == 0 {
+		return nil
+	}
+	var f File
+	var err error
+	if l.closed {
+		f, err = l.dir.openShedding(l.path, os.O_WRONLY|os.O_APPEND, 0)
+		if err == nil {
+			defer f.Close()
+		}
+	} else {
+		f, err = l.fileLocked()
+	}
+	if err != nil {
+		return fmt.Errorf("log %s: writing %d bytes held for want of a descriptor: %w", l.id, len(l.lag), err)
+	}
+	if err := l.writeAt(f, l.lag, l.size-int64(len(l.lag))); err != nil {
+		return fmt.Errorf("log %s: writing %d bytes held for want of a descriptor: %w", l.id, len(l.lag), err)
+	}
+	l.lag = nil
+	l.dir.setLagging(l, false)
+	return nil
+}
+
+// errNoDescriptor is fileLocked's answer when the process stays out of
+// descriptors even after shedding idle logs.
+var errNoDescriptor = errors.New("out of file descriptors")
 
 func (l *Log) fileLocked() (File, error) {
 	if l.f != nil {
 		l.dir.pool.touch(l)
 		return l.f, nil
 	}
-	f, err := l.dir.fs.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0)
+	f, err := l.dir.openShedding(l.path, os.O_WRONLY|os.O_APPEND, 0)
 	if tooManyFiles(err) {
-		// Out of descriptors (sockets share the limit): close some idle
-		// logs and try once more rather than fail the session.
-		l.dir.pool.shed(l, 64)
-		f, err = l.dir.fs.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0)
+		return nil, fmt.Errorf("log %s: reopening: %w (%w)", l.id, errNoDescriptor, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("log %s: reopening: %w", l.id, err)
@@ -592,6 +745,65 @@ func (l *Log) fileLocked() (File, error) {
 	l.f = f
 	l.dir.pool.add(l)
 	return f, nil
+}
+
+// openShedding opens name; out of descriptors (sockets share the limit),
+// it closes some idle logs and tries once more rather than fail.
+func (d *Dir) openShedding(name string, flag int, perm fs.FileMode) (File, error) {
+	f, err := d.fs.OpenFile(name, flag, perm)
+	if tooManyFiles(err) {
+		d.pool.shed(nil, 64)
+		f, err = d.fs.OpenFile(name, flag, perm)
+	}
+	return f, err
+}
+
+func (d *Dir) setLagging(l *Log, on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !on {
+		if d.lagging[l.id] == l {
+			delete(d.lagging, l.id)
+		}
+		return
+	}
+	if d.lagging == nil {
+		d.lagging = map[string]*Log{}
+	}
+	d.lagging[l.id] = l
+}
+
+// drainLag writes id's lag, if any, to its file.
+func (d *Dir) drainLag(id string) error {
+	d.mu.Lock()
+	l := d.lagging[id]
+	d.mu.Unlock()
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.drainLagLocked()
+}
+
+// syncLive makes id's live file durable by itself. A log already renamed
+// to .done was synced by Finish first.
+func (d *Dir) syncLive(id string) error {
+	f, err := d.openShedding(d.LivePath(id), os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint of %s: %w", id, err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint of %s: %w", id, err)
+	}
+	return nil
 }
 
 func (l *Log) syncFile(f File) error {

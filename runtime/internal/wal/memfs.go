@@ -125,6 +125,40 @@ func (m *StrictMem) Recover(rng *rand.Rand) *StrictMem {
 	return out
 }
 
+// Restart ends the process but not the machine: the old file system
+// fails every operation from now on (the dead process's goroutines can
+// change nothing more), and the returned one holds what the kernel
+// kept: every file as last written, synced or not, and every directory
+// entry. What was not synced is still lost at a later power cut
+// (Recover on the returned file system), which is how a test shows that
+// recovery after a crash made durable what it relies on.
+func (m *StrictMem) Restart() *StrictMem {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.crashed = true
+	out := NewStrictMem()
+	seen := map[*memNode]*memNode{}
+	for dn, d := range m.dirs {
+		nd := &memDir{live: map[string]*memNode{}, durable: map[string]*memNode{}}
+		clone := func(old *memNode) *memNode {
+			if n, ok := seen[old]; ok {
+				return n
+			}
+			n := &memNode{data: slices.Clone(old.data), synced: slices.Clone(old.synced), mode: old.mode, mtime: old.mtime}
+			seen[old] = n
+			return n
+		}
+		for f, n := range d.live {
+			nd.live[f] = clone(n)
+		}
+		for f, n := range d.durable {
+			nd.durable[f] = clone(n)
+		}
+		out.dirs[dn] = nd
+	}
+	return out
+}
+
 // step accounts for one changing operation; it fails once the power is
 // cut. partial, if set, runs at the moment of the cut (a write half done).
 func (m *StrictMem) step(partial func()) error {
@@ -281,10 +315,21 @@ func (m *StrictMem) Rename(oldname, newname string) error {
 	return nil
 }
 
-// Remove deletes a file.
+// Remove deletes a file, or an empty directory (durable at once, as
+// directories are here).
 func (m *StrictMem) Remove(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if sub := m.dirs[path.Clean(name)]; sub != nil {
+		if len(sub.live) > 0 || m.hasSubdirs(path.Clean(name)) {
+			return pathErr("remove", name, errors.New("directory not empty"))
+		}
+		if err := m.step(nil); err != nil {
+			return pathErr("remove", name, err)
+		}
+		delete(m.dirs, path.Clean(name))
+		return nil
+	}
 	d, base, err := m.lookup(name)
 	if err != nil {
 		return pathErr("remove", name, err)
@@ -297,6 +342,15 @@ func (m *StrictMem) Remove(name string) error {
 	}
 	delete(d.live, base)
 	return nil
+}
+
+func (m *StrictMem) hasSubdirs(dir string) bool {
+	for d := range m.dirs {
+		if d != dir && path.Dir(d) == dir {
+			return true
+		}
+	}
+	return false
 }
 
 // Chmod changes a file's mode; like other metadata it is durable at once.

@@ -5,6 +5,8 @@ import "sync"
 // fdPool keeps at most max logs holding an open descriptor, so that a
 // server with more sessions than its file limit allows still runs: the
 // least recently written log is closed and reopens on its next write.
+// With no max it still tracks every open log, so that running out of
+// descriptors anyway (sockets share the limit) can shed some.
 type fdPool struct {
 	mu   sync.Mutex
 	max  int
@@ -17,30 +19,39 @@ func newPool(max int) *fdPool { return &fdPool{max: max} }
 
 // add registers l, which has just opened its file (l.mu is held).
 func (p *fdPool) add(l *Log) {
-	if p.max <= 0 {
-		return
-	}
 	p.mu.Lock()
 	if !l.inPool {
 		l.inPool = true
 		p.n++
 		p.pushFront(l)
 	}
-	victims := p.evictLocked(l, p.max)
+	var victims []*Log
+	if p.max > 0 {
+		victims = p.evictLocked(l, p.max)
+	}
 	p.mu.Unlock()
 	p.close(victims)
 }
 
 // shed closes up to n idle logs other than keep, whatever the limit: the
-// process ran out of descriptors (sockets count too), so make room.
+// process ran out of descriptors (sockets count too), so make room. A
+// victim busy writing is passed over for the next least recently used, so
+// a few busy logs at the cold end do not stop it.
 func (p *fdPool) shed(keep *Log, n int) {
-	p.mu.Lock()
-	victims := p.evictLocked(keep, max(0, p.n-n))
-	p.mu.Unlock()
-	p.close(victims)
+	for tries := 0; n > 0 && tries < 4; tries++ {
+		p.mu.Lock()
+		victims := p.evictLocked(keep, max(0, p.n-n))
+		p.mu.Unlock()
+		if len(victims) == 0 {
+			return
+		}
+		n -= p.close(victims)
+	}
 }
 
-func (p *fdPool) close(victims []*Log) {
+// close closes the victims' files and returns how many it closed.
+func (p *fdPool) close(victims []*Log) int {
+	closed := 0
 	for _, v := range victims {
 		// The caller holds its own log's lock; waiting for a victim's lock
 		// could deadlock with a victim evicting us, so a busy victim (one
@@ -49,6 +60,7 @@ func (p *fdPool) close(victims []*Log) {
 			if v.f != nil {
 				v.f.Close()
 				v.f = nil
+				closed++
 			}
 			v.mu.Unlock()
 			continue
@@ -61,6 +73,7 @@ func (p *fdPool) close(victims []*Log) {
 		}
 		p.mu.Unlock()
 	}
+	return closed
 }
 
 // evictLocked unlinks the least recently used logs until at most limit
@@ -81,9 +94,6 @@ func (p *fdPool) evictLocked(keep *Log, limit int) []*Log {
 }
 
 func (p *fdPool) touch(l *Log) {
-	if p.max <= 0 {
-		return
-	}
 	p.mu.Lock()
 	if l.inPool && p.head != l {
 		p.unlink(l)
@@ -93,9 +103,6 @@ func (p *fdPool) touch(l *Log) {
 }
 
 func (p *fdPool) remove(l *Log) {
-	if p.max <= 0 {
-		return
-	}
 	p.mu.Lock()
 	if l.inPool {
 		p.unlink(l)

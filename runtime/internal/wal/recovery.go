@@ -68,17 +68,35 @@ func (e *TailError) Error() string {
 type DamageError struct {
 	// Offset is where the first bad record starts.
 	Offset int64
-	// Record is the bad record's ordinal: 0 is the header.
+	// Record is the bad record's ordinal: 0 is the header; -1 when
+	// the journal's redo found the damage (a gap before an entry).
 	Record int
 	// Inputs is how many inputs were read intact before it.
 	Inputs int
 	Reason string
 	// NextValid is where the first valid record after it starts, or -1.
 	NextValid int64
+	// Segment is set when the damage is in a journal segment (its path
+	// relative to the data directory); Record then counts its entries
+	// and Inputs means nothing.
+	Segment string
 }
 
 func (e *DamageError) Error() string {
-	s := fmt.Sprintf("log damaged at offset %d (record %d, after input %d): %s", e.Offset, e.Record, e.Inputs, e.Reason)
+	if e.Segment != "" {
+		s := fmt.Sprintf("journal %s damaged at offset %d (entry %d): %s", e.Segment, e.Offset, e.Record, e.Reason)
+		if e.NextValid >= 0 {
+			s += fmt.Sprintf("; a valid entry follows at offset %d, so this is not a torn tail", e.NextValid)
+		}
+		return s
+	}
+	var s string
+	if e.Record < 0 {
+		// Found by the journal's redo, which does not read records.
+		s = fmt.Sprintf("log damaged at offset %d: %s", e.Offset, e.Reason)
+	} else {
+		s = fmt.Sprintf("log damaged at offset %d (record %d, after input %d): %s", e.Offset, e.Record, e.Inputs, e.Reason)
+	}
 	if e.NextValid >= 0 {
 		s += fmt.Sprintf("; a valid record follows at offset %d, so this is not a torn tail", e.NextValid)
 	}
@@ -187,12 +205,17 @@ func parse(data []byte, finished bool) (*Recovered, error) {
 // frameAt checks the frame at off and returns its payload length and
 // bytes, or why it is invalid.
 func frameAt(data []byte, off int64) (int64, []byte, string) {
+	return frameWithin(data, off, MaxRecord)
+}
+
+// frameWithin is frameAt for frames of at most max payload bytes.
+func frameWithin(data []byte, off, max int64) (int64, []byte, string) {
 	total := int64(len(data))
 	if total-off < frame {
 		return 0, nil, fmt.Sprintf("%d bytes where a record frame needs %d", total-off, frame)
 	}
 	n := int64(binary.LittleEndian.Uint32(data[off : off+4]))
-	if n == 0 || n > MaxRecord {
+	if n == 0 || n > max {
 		return n, nil, fmt.Sprintf("record length %d out of range", n)
 	}
 	if total-off-frame < n {
@@ -214,17 +237,26 @@ const maxScan = 64 << 20
 const unvouched = -2
 
 // nextValid returns the offset of the first verifying record at or after
-// from, -1 if there is none, or unvouched. Any offset is tried, because a damaged length field hides
-// where the next record starts. A verifying record is one whose frame and
-// checksum hold and whose payload decodes as a record: a chance match of
-// a 32-bit checksum over arbitrary bytes is then far too unlikely to
-// mistake a tail for damage.
+// from, -1 if there is none, or unvouched. Any offset is tried, because a
+// damaged length field hides where the next record starts. A verifying
+// record is one whose frame and checksum hold and whose payload decodes as
+// a record: a chance match of a 32-bit checksum over arbitrary bytes is
+// then far too unlikely to mistake a tail for damage.
 func nextValid(data []byte, from int64) int64 {
+	return nextVerifying(data, from, MaxRecord, func(payload []byte) bool {
+		var r Record
+		return decodeRecord(payload, &r) == nil
+	})
+}
+
+// nextVerifying is nextValid for any frame whose payload is at most max
+// bytes and which ok accepts; the journal shares the rule.
+func nextVerifying(data []byte, from, max int64, ok func([]byte) bool) int64 {
 	total := int64(len(data))
 	budget := int64(maxScan)
 	for p := from; p+frame < total; p++ {
 		n := int64(binary.LittleEndian.Uint32(data[p : p+4]))
-		if n == 0 || n > MaxRecord || n > total-p-frame {
+		if n == 0 || n > max || n > total-p-frame {
 			continue
 		}
 		if budget -= n; budget < 0 {
@@ -234,8 +266,7 @@ func nextValid(data []byte, from int64) int64 {
 		if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(data[p+4:p+8]) {
 			continue
 		}
-		var r Record
-		if decodeRecord(payload, &r) == nil {
+		if ok(payload) {
 			return p
 		}
 	}

@@ -1,0 +1,539 @@
+package wal
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The journal makes session logs durable with one fsync for many inputs.
+// Every byte a Log writes to its session file after the header is also
+// added to the journal as an entry (session id, file offset, bytes). The
+// session files are written but not synced; a committer goroutine writes
+// everything queued while its previous fsync ran with one write call and
+// syncs once, then wakes every Append that waited for that batch. After a
+// crash OpenDir redoes the journal into the session files before anything
+// reads them. docs/journal.md tells the whole story.
+//
+// Segment format: the magic "BTNJNL1\n", then entries framed as log
+// records are (length uint32 LE, CRC-32C uint32 LE, payload), with payload
+//
+//	id length  uint8
+//	id         bytes
+//	offset     uint64 LE, where the bytes start in the session file
+//	bytes      the rest
+
+// JournalMagic starts every journal segment.
+const JournalMagic = "BTNJNL1\n"
+
+// JournalDir is the folder, inside the data directory, holding the
+// journal's segments (NNNNNNNN.jnl) while any are live.
+const JournalDir = "journal"
+
+// DefaultSegmentSize is where a journal segment is retired and checkpointed
+// when Options.SegmentSize is zero.
+const DefaultSegmentSize = 16 << 20
+
+const segExt = ".jnl"
+
+// maxEntry bounds an entry's payload: the longest id, its offset and the
+// longest write a log makes (a held step record and one more record).
+const maxEntry = 1 + 64 + 8 + 2*(frame+MaxRecord)
+
+// batchLimit starts a write even when no one waits, so that a flood of
+// unsynced entries cannot grow a batch without bound.
+const batchLimit = 4 << 20
+
+// checkpointRetry is how long a checkpoint that could not finish (no
+// descriptor for a session file, say) waits before it tries again.
+const checkpointRetry = 100 * time.Millisecond
+
+// openAttempts bounds how often the committer retries creating a segment
+// while the process is out of descriptors before it gives up.
+const openAttempts = 50
+
+// appendEntry frames one journal entry onto buf.
+func appendEntry(buf []byte, id string, off int64, data []byte) []byte {
+	start := len(buf)
+	n := 1 + len(id) + 8 + len(data)
+	buf = append(buf, make([]byte, frame)...)
+	buf = append(buf, byte(len(id)))
+	buf = append(buf, id...)
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(off))
+	buf = append(buf, data...)
+	binary.LittleEndian.PutUint32(buf[start:], uint32(n))
+	binary.LittleEndian.PutUint32(buf[start+4:], crc32.Checksum(buf[start+frame:], castagnoli))
+	return buf
+}
+
+// jentry is one decoded journal entry.
+type jentry struct {
+	id   string
+	off  int64
+	data []byte
+	// where it was read, for reports
+	seg string
+	at  int64
+}
+
+func decodeEntry(p []byte) (jentry, error) {
+	if len(p) < 1 {
+		return jentry{}, errors.New("empty entry")
+	}
+	k := int(p[0])
+	if len(p) < 1+k+8+1 {
+		return jentry{}, fmt.Errorf("entry of %d bytes too short for an id of %d, an offset and data", len(p), k)
+	}
+	id := string(p[1 : 1+k])
+	if err := ValidID(id); err != nil {
+		return jentry{}, err
+	}
+	off := binary.LittleEndian.Uint64(p[1+k:])
+	if off < uint64(len(Magic)) || off > 1<<62 {
+		return jentry{}, fmt.Errorf("entry for %s at file offset %d, inside the magic or out of range", id, off)
+	}
+	return jentry{id: id, off: int64(off), data: p[1+k+8:]}, nil
+}
+
+// parseSegment reads a segment's entries. Only the last segment may end in
+// a torn tail: a segment is retired only after its last batch was synced.
+// The rule that tells a tail from damage is the session log's (parse).
+func parseSegment(data []byte, name string, last bool) ([]jentry, *TailError, error) {
+	verifies := func(p []byte) bool { _, err := decodeEntry(p); return err == nil }
+	total := int64(len(data))
+	dmg := func(off int64, entry int, next int64, reason string) error {
+		return &DamageError{Segment: name, Offset: off, Record: entry, NextValid: next, Reason: reason}
+	}
+	if total < int64(len(JournalMagic)) || string(data[:len(JournalMagic)]) != JournalMagic {
+		// The magic is written with the segment's first batch and synced
+		// with it, so a segment without it never held an acknowledged
+		// entry, unless something in it verifies.
+		next := nextVerifying(data, 0, maxEntry, verifies)
+		if !last || next != -1 {
+			return nil, nil, dmg(0, 0, max(next, -1), "not a journal segment (bad magic)")
+		}
+		return nil, &TailError{Offset: 0, Bytes: total, Reason: "segment without its magic", Torn: true}, nil
+	}
+	var out []jentry
+	off := int64(len(JournalMagic))
+	for off < total {
+		n, payload, frameErr := frameWithin(data, off, maxEntry)
+		if frameErr == "" {
+			e, err := decodeEntry(payload)
+			if err != nil {
+				// The checksum holds, so the disk returned what was written.
+				return nil, nil, dmg(off, len(out), nextVerifying(data, off+1, maxEntry, verifies), "entry content: "+err.Error())
+			}
+			e.seg, e.at = name, off
+			out = append(out, e)
+			off += frame + n
+			continue
+		}
+		next := nextVerifying(data, off+1, maxEntry, verifies)
+		switch {
+		case next >= 0:
+			return nil, nil, dmg(off, len(out), next, frameErr)
+		case next == unvouched:
+			return nil, nil, dmg(off, len(out), -1, frameErr+", followed by more unverifiable bytes than a torn write leaves")
+		case !last:
+			return nil, nil, dmg(off, len(out), -1, frameErr+" in a segment that is not the journal's last (it was synced whole before the next began)")
+		}
+		torn := total-off < frame || frame+n > total-off
+		return out, &TailError{Offset: off, Bytes: total - off, Reason: frameErr, Torn: torn}, nil
+	}
+	return out, nil, nil
+}
+
+// batch is everything queued while the previous fsync ran. Its waiters
+// share one channel, closed once the batch is durable or has failed.
+type batch struct {
+	buf  []byte
+	ids  []string
+	sync bool // someone waits for it
+	done chan struct{}
+	err  error
+}
+
+// wait blocks until the batch is durable.
+func (b *batch) wait() error {
+	<-b.done
+	return b.err
+}
+
+// segment is a journal file and the sessions with entries in it.
+type segment struct {
+	no   uint64
+	path string
+	ids  map[string]struct{}
+}
+
+func segName(no uint64) string { return fmt.Sprintf("%08d%s", no, segExt) }
+
+type journal struct {
+	d       *Dir
+	dir     string
+	maxSize int64
+
+	mu      sync.Mutex
+	cur     *batch
+	spare   []byte   // the last batch's buffer, reused
+	spareID []string // and its id list
+	err     error    // set once: every later write fails with it
+	closing bool
+	retired []*segment // oldest first; deleted only in this order
+
+	kick    chan struct{} // a batch wants writing
+	ckKick  chan struct{} // a segment was retired
+	stopCom chan struct{}
+	stopCk  chan struct{}
+	comDone chan struct{}
+	ckDone  chan struct{}
+
+	// Owned by the committer goroutine (and by Close once it has exited).
+	seg     File
+	segInfo *segment
+	segSize int64
+	nextNo  uint64
+	made    bool // the journal folder exists
+}
+
+func newJournal(d *Dir) *journal {
+	size := d.opt.SegmentSize
+	if size <= 0 {
+		size = DefaultSegmentSize
+	}
+	j := &journal{d: d, dir: filepath.Join(d.path, JournalDir), maxSize: size, nextNo: 1,
+		kick: make(chan struct{}, 1), ckKick: make(chan struct{}, 1),
+		stopCom: make(chan struct{}), stopCk: make(chan struct{}),
+		comDone: make(chan struct{}), ckDone: make(chan struct{})}
+	j.cur = &batch{done: make(chan struct{})}
+	go j.commitLoop()
+	go j.checkpointLoop()
+	return j
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// usable is nil while the journal takes writes.
+func (j *journal) usable() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.usableLocked()
+}
+
+func (j *journal) usableLocked() error {
+	if j.err != nil {
+		return j.err
+	}
+	if j.closing {
+		return fmt.Errorf("data directory is closed: %w", ErrClosed)
+	}
+	return nil
+}
+
+// add queues an entry and returns the batch that will carry it. With
+// sync the committer is woken; without, the entry waits for the next
+// synced one.
+func (j *journal) add(id string, off int64, data []byte, sync bool) (*batch, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.usableLocked(); err != nil {
+		return nil, err
+	}
+	b := j.cur
+	b.buf = appendEntry(b.buf, id, off, data)
+	b.ids = append(b.ids, id)
+	if sync && !b.sync {
+		b.sync = true
+		signal(j.kick)
+	} else if len(b.buf) >= batchLimit {
+		signal(j.kick)
+	}
+	return b, nil
+}
+
+// poison records the journal's first failure. After a failed write or
+// fsync the kernel may have dropped the dirty pages and cleared the error
+// (PostgreSQL's fsyncgate), so nothing written later could be trusted to
+// follow what the journal holds.
+func (j *journal) poison(err error) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err == nil {
+		j.err = fmt.Errorf("%w; the journal takes no more writes", err)
+	}
+	return j.err
+}
+
+func (j *journal) commitLoop() {
+	defer close(j.comDone)
+	for {
+		final := false
+		select {
+		case <-j.kick:
+		case <-j.stopCom:
+			final = true
+		}
+		j.mu.Lock()
+		b := j.cur
+		if !final && !b.sync && len(b.buf) < batchLimit {
+			j.mu.Unlock()
+			continue
+		}
+		j.cur = &batch{buf: j.spare[:0], ids: j.spareID[:0], done: make(chan struct{})}
+		j.spare, j.spareID = nil, nil
+		j.mu.Unlock()
+
+		err := j.commit(b)
+		buf, ids := b.buf, b.ids
+		b.buf, b.ids, b.err = nil, nil, err
+		close(b.done)
+		clear(ids) // drop the id strings
+		j.mu.Lock()
+		if cap(buf) <= 2*batchLimit {
+			j.spare, j.spareID = buf, ids
+		}
+		j.mu.Unlock()
+		if final {
+			if j.seg != nil {
+				j.retire()
+			}
+			return
+		}
+	}
+}
+
+// commit writes one batch with one write call and syncs it.
+func (j *journal) commit(b *batch) error {
+	if len(b.buf) == 0 {
+		return nil
+	}
+	if err := j.usable(); err != nil && !errors.Is(err, ErrClosed) {
+		return err
+	}
+	fresh := j.seg == nil
+	if fresh {
+		if err := j.startSegment(); err != nil {
+			return j.poison(err)
+		}
+	}
+	n, err := j.seg.Write(b.buf)
+	j.segSize += int64(n)
+	if err != nil {
+		return j.poison(fmt.Errorf("writing journal %s: %w", j.rel(j.segInfo.path), err))
+	}
+	for _, id := range b.ids {
+		j.segInfo.ids[id] = struct{}{}
+	}
+	if !j.d.opt.NoSync {
+		start := time.Now()
+		err := j.seg.Sync()
+		if j.d.opt.OnSync != nil {
+			j.d.opt.OnSync(time.Since(start))
+		}
+		if err != nil {
+			return j.poison(fmt.Errorf("syncing journal %s: %w", j.rel(j.segInfo.path), err))
+		}
+	}
+	if fresh {
+		// The segment's own directory entry, before anything in it is
+		// acknowledged.
+		if err := j.d.fs.SyncDir(j.dir); err != nil {
+			return j.poison(fmt.Errorf("syncing journal folder: %w", err))
+		}
+	}
+	if j.segSize >= j.maxSize {
+		j.retire()
+	}
+	return nil
+}
+
+func (j *journal) rel(path string) string {
+	if r, err := filepath.Rel(j.d.path, path); err == nil {
+		return r
+	}
+	return path
+}
+
+// startSegment creates the next segment and writes its magic; the first
+// batch's sync covers both.
+func (j *journal) startSegment() error {
+	if !j.made {
+		if err := j.d.fs.MkdirAll(j.dir); err != nil {
+			return fmt.Errorf("creating journal folder: %w", err)
+		}
+		if err := j.d.fs.SyncDir(j.d.path); err != nil {
+			return fmt.Errorf("syncing data dir: %w", err)
+		}
+		j.made = true
+	}
+	s := &segment{no: j.nextNo, path: filepath.Join(j.dir, segName(j.nextNo)), ids: map[string]struct{}{}}
+	var f File
+	var err error
+	for attempt := 0; ; attempt++ {
+		f, err = j.d.fs.OpenFile(s.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+		if !tooManyFiles(err) || attempt == openAttempts {
+			break
+		}
+		// Descriptors come back as sessions close theirs; waiting here
+		// only delays acknowledgements, while giving up fails every
+		// session.
+		j.d.pool.shed(nil, 64)
+		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("creating journal %s: %w", j.rel(s.path), err)
+	}
+	if _, err := f.Write([]byte(JournalMagic)); err != nil {
+		f.Close()
+		return fmt.Errorf("writing journal %s: %w", j.rel(s.path), err)
+	}
+	j.nextNo++
+	j.seg, j.segInfo, j.segSize = f, s, int64(len(JournalMagic))
+	return nil
+}
+
+// retire closes the current segment and hands it to the checkpointer.
+func (j *journal) retire() {
+	j.seg.Close()
+	j.mu.Lock()
+	j.retired = append(j.retired, j.segInfo)
+	j.mu.Unlock()
+	j.seg, j.segInfo, j.segSize = nil, nil, 0
+	signal(j.ckKick)
+}
+
+func (j *journal) checkpointLoop() {
+	defer close(j.ckDone)
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-j.ckKick:
+		case <-retry:
+		case <-j.stopCk:
+			return
+		}
+		retry = nil
+		if err := j.checkpointRetired(); err != nil {
+			retry = time.After(checkpointRetry)
+		}
+	}
+}
+
+// checkpointRetired checkpoints retired segments, oldest first, until
+// none is left or one cannot be.
+func (j *journal) checkpointRetired() error {
+	for {
+		j.mu.Lock()
+		if len(j.retired) == 0 {
+			j.mu.Unlock()
+			return nil
+		}
+		s := j.retired[0]
+		j.mu.Unlock()
+		if err := j.checkpoint(s); err != nil {
+			return err
+		}
+		j.mu.Lock()
+		j.retired = j.retired[1:]
+		j.mu.Unlock()
+	}
+}
+
+// checkpoint makes every session file with entries in s durable by
+// itself, and only then deletes s. Segments go oldest first: a newer one
+// deleted before an older could leave the older's entries to cut a
+// session short at the next redo.
+func (j *journal) checkpoint(s *segment) error {
+	for id := range s.ids {
+		if err := j.d.drainLag(id); err != nil {
+			return err
+		}
+		if err := j.d.syncLive(id); err != nil {
+			return err
+		}
+	}
+	if err := j.d.fs.Remove(s.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing journal %s: %w", j.rel(s.path), err)
+	}
+	if err := j.d.fs.SyncDir(j.dir); err != nil {
+		return fmt.Errorf("syncing journal folder: %w", err)
+	}
+	return nil
+}
+
+// close writes what is queued, checkpoints every segment and removes the
+// journal folder, so that a cleanly closed data directory is whole in its
+// session files.
+func (j *journal) close() error {
+	j.mu.Lock()
+	if j.closing {
+		j.mu.Unlock()
+		return nil
+	}
+	j.closing = true
+	j.mu.Unlock()
+	close(j.stopCk)
+	<-j.ckDone
+	close(j.stopCom)
+	<-j.comDone
+	j.mu.Lock()
+	err := j.err
+	j.mu.Unlock()
+	if err != nil {
+		// Redo at the next open makes the most of what reached the disk.
+		return err
+	}
+	if err := j.checkpointRetired(); err != nil {
+		return fmt.Errorf("checkpointing the journal (redone at the next open): %w", err)
+	}
+	if !j.made {
+		return nil
+	}
+	if err := j.d.fs.Remove(j.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil // not empty: something else lives there; leave it
+	}
+	return j.d.fs.SyncDir(j.d.path)
+}
+
+// listSegments returns the journal's segments in order.
+func (d *Dir) listSegments() ([]*segment, error) {
+	dir := filepath.Join(d.path, JournalDir)
+	ents, err := d.fs.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", dir, err)
+	}
+	var out []*segment
+	for _, e := range ents {
+		num, ok := strings.CutSuffix(e.Name(), segExt)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		no, err := strconv.ParseUint(num, 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, &segment{no: no, path: filepath.Join(dir, e.Name())})
+	}
+	// Numbers, not names: past 99999999 the names grow a digit.
+	slices.SortFunc(out, func(a, b *segment) int { return cmp.Compare(a.no, b.no) })
+	return out, nil
+}
