@@ -422,3 +422,34 @@ func TestRunAgainstServer(t *testing.T) {
 		})
 	}
 }
+
+// The text summary says what the server's figures cannot tell rather
+// than print a number that means nothing.
+func TestServerLines(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sv   server
+		want []string
+	}{
+		{"per session", server{Sessions: 10, SessionsAdded: 10, HeapPerSession: 20 << 10, RSSBytes: 50 << 20, RSSPerConnectedSession: 40 << 10},
+			[]string{"+20.0 KiB per added session", "+40.0 KiB per connected session added"}},
+		{"no RSS", server{Sessions: 10, SessionsAdded: 10, HeapPerSession: 20 << 10},
+			[]string{"+20.0 KiB per added session", "RSS         not reported"}},
+		{"memory freed meanwhile", server{Sessions: 10, SessionsAdded: 10, HeapPerSession: -1, RSSBytes: 50 << 20, RSSPerConnectedSession: -1},
+			[]string{"heap 0.0 MiB (per session: not measurable", "50.0 MiB (per session: not measurable"}},
+		{"no session added", server{RSSBytes: 50 << 20}, []string{"heap 0.0 MiB, sys", "server RSS         50.0 MiB\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sv := tc.sv
+			var b strings.Builder
+			if err := (&summary{Server: &sv}).writeText(&b); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("no %q in\n%s", w, b.String())
+				}
+			}
+		})
+	}
+}

@@ -173,6 +173,12 @@ func round(v float64) time.Duration {
 	return time.Duration(v * float64(time.Millisecond)).Round(time.Microsecond)
 }
 
+// shrank stands for a per-session figure that came out negative: the
+// memory the server freed meanwhile (sessions of an earlier run ending,
+// caches let go) outweighed what this run's sessions hold, so the run is
+// too small to say what one costs.
+const shrank = " (per session: not measurable, the server freed more meanwhile than the added sessions hold)"
+
 func (s *summary) writeText(w io.Writer) error {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
@@ -207,7 +213,10 @@ func (s *summary) writeText(w io.Writer) error {
 	}
 	if sv := s.Server; sv != nil {
 		per := ""
-		if sv.SessionsAdded > 0 {
+		switch {
+		case sv.SessionsAdded > 0 && sv.HeapPerSession < 0:
+			per = shrank
+		case sv.SessionsAdded > 0:
 			per = fmt.Sprintf(" (%+.1f KiB per added session incl. its connection)", float64(sv.HeapPerSession)/1024)
 		}
 		p("server             %d sessions (%+d), %d connections, %d goroutines, heap %.1f MiB%s, sys %.1f MiB\n",
@@ -215,6 +224,8 @@ func (s *summary) writeText(w io.Writer) error {
 		switch {
 		case sv.RSSBytes == 0:
 			p("server RSS         not reported by this server's /debug/stats\n")
+		case sv.RSSPerConnectedSession < 0:
+			p("server RSS         %.1f MiB%s\n", float64(sv.RSSBytes)/(1<<20), shrank)
 		case sv.RSSPerConnectedSession != 0:
 			p("server RSS         %.1f MiB (%+.1f KiB per connected session added)\n", float64(sv.RSSBytes)/(1<<20), float64(sv.RSSPerConnectedSession)/1024)
 		default:
