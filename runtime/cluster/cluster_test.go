@@ -1,0 +1,328 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/runtime/internal/wal"
+)
+
+// collect reads n distinct ids from ch; the bound only catches a hang.
+func collect(t *testing.T, ch <-chan string, n int, bound time.Duration) []string {
+	t.Helper()
+	seen := map[string]bool{}
+	deadline := time.After(bound)
+	for len(seen) < n {
+		select {
+		case id, ok := <-ch:
+			if !ok {
+				t.Fatalf("channel closed after %d of %d", len(seen), n)
+			}
+			seen[id] = true
+		case <-deadline:
+			t.Fatalf("only %d of %d ids within %s: %v", len(seen), n, bound, seen)
+		}
+	}
+	out := make([]string, 0, n)
+	for id := range seen {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestZombieIsFenced: node A owns sessions and freezes (its lease expires
+// but it neither learns so nor stops writing, as a paused process just
+// resumed); node B takes them over. Every write A then tries is refused by
+// JetStream itself, with ErrFenced, the log stays dead, and nothing A
+// wrote after the takeover is in the log. Once A carries on, it reports
+// every session as lost and registers again.
+func TestZombieIsFenced(t *testing.T) {
+	end := wal.End{Reason: "done", T: 9000, Wall: time.Now()}
+	tests := []struct {
+		name string
+		act  func(l wal.SessionLog) error
+	}{
+		{"synced append", func(l wal.SessionLog) error { _, err := l.Append(*in(2), true); return err }},
+		{"unsynced append", func(l wal.SessionLog) error { _, err := l.Append(*in(2), false); return err }},
+		{"flush of a held step", func(l wal.SessionLog) error {
+			if err := l.AppendStep(1, stepFor(1)); err != nil {
+				return err
+			}
+			return l.Flush()
+		}},
+		{"close with a held step", func(l wal.SessionLog) error {
+			if err := l.AppendStep(1, stepFor(1)); err != nil {
+				return err
+			}
+			return l.Close()
+		}},
+		{"finish", func(l wal.SessionLog) error { return l.Finish(end) }},
+	}
+	cfg := soloConfig(t)
+	a, b := node(t, cfg, "a"), node(t, cfg, "b")
+	logs := map[string]wal.SessionLog{}
+	var ids []string
+	for i, tt := range tests {
+		id := fmt.Sprintf("z%d", i)
+		l, err := a.Store().Create(testHeader(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append(*in(0), true); err != nil {
+			t.Fatal(err)
+		}
+		logs[tt.name] = l
+		ids = append(ids, id)
+	}
+	waitFor(t, 10*time.Second, "owner view on b", func() bool {
+		for _, id := range ids {
+			if n, _, ok := b.Owner(id); !ok || n != "a" {
+				return false
+			}
+		}
+		return true
+	})
+	a.freeze()
+	// b is the only other node, so it ranks first for every orphan.
+	got := collect(t, b.Orphans(), len(ids), 10*time.Second)
+	if !slices.Equal(got, ids) {
+		t.Fatalf("orphans %v, want %v", got, ids)
+	}
+	for _, id := range ids {
+		l, rec, err := b.Store().Open(id)
+		if err != nil {
+			t.Fatalf("takeover of %s: %v", id, err)
+		}
+		if len(rec.Inputs) != 1 {
+			t.Fatalf("%s: took over %d inputs, want 1", id, len(rec.Inputs))
+		}
+		defer l.Close()
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := logs[tt.name]
+			if err := tt.act(l); !errors.Is(err, wal.ErrFenced) {
+				t.Fatalf("zombie write: %v, want ErrFenced", err)
+			}
+			if _, err := l.Append(*in(3), true); err == nil {
+				t.Fatal("a fenced log took another input")
+			}
+			rec, err := b.Store().Read(ids[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.Inputs) != 1 || rec.Steps[0] != nil || rec.End != nil {
+				t.Fatalf("the log holds what the zombie wrote: %d inputs, step %v, end %v", len(rec.Inputs), rec.Steps[0], rec.End)
+			}
+			if n, _, ok := b.Owner(ids[i]); !ok || n != "b" {
+				t.Fatalf("owner %q %v, want b", n, ok)
+			}
+		})
+	}
+	a.mu.Lock()
+	oldInc := a.inc
+	a.mu.Unlock()
+	a.thaw()
+	lost := collect(t, a.Lost(), len(ids), 10*time.Second)
+	if !slices.Equal(lost, ids) {
+		t.Fatalf("lost %v, want %v", lost, ids)
+	}
+	waitFor(t, 10*time.Second, "a new incarnation of a", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.inc != "" && a.inc != oldInc
+	})
+}
+
+// TestOrphanTakenOnce: when a node's lease expires its sessions are
+// reported as orphans on the other nodes within a TTL and a second, and
+// of two nodes racing to acquire one, exactly one wins.
+func TestOrphanTakenOnce(t *testing.T) {
+	cfg := soloConfig(t)
+	a, b, c := node(t, cfg, "a"), node(t, cfg, "b"), node(t, cfg, "c")
+	var ids []string
+	for i := range 12 {
+		id := fmt.Sprintf("o%02d", i)
+		if _, err := a.Store().Create(testHeader(id)); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	for _, n := range []*Cluster{b, c} {
+		waitFor(t, 10*time.Second, "owner view", func() bool {
+			return len(n.live()) == len(ids)
+		})
+	}
+	ttl := a.cfg.LeaseTTL
+	a.freeze()
+	frozen := time.Now()
+	first := make(chan struct{})
+	go func() {
+		select {
+		case <-b.Orphans():
+		case <-c.Orphans():
+		}
+		close(first)
+	}()
+	select {
+	case <-first:
+		if d := time.Since(frozen); d > ttl+time.Second {
+			t.Fatalf("first orphan reported %s after the heartbeat stopped, want within TTL %s + 1s", d, ttl)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no orphan reported")
+	}
+	for _, id := range ids {
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, n := range []*Cluster{b, c} {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				errs[i] = n.Acquire(ctx, id)
+			})
+		}
+		wg.Wait()
+		won := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				won++
+			case !errors.Is(err, ErrOwned):
+				t.Fatalf("%s: %v", id, err)
+			}
+		}
+		if won != 1 {
+			t.Fatalf("%s: %d nodes acquired it (%v)", id, won, errs)
+		}
+		winner := []string{"b", "c"}[slices.IndexFunc(errs, func(e error) bool { return e == nil })]
+		var owned *OwnedError
+		for _, err := range errs {
+			if errors.As(err, &owned) && (owned.Node != winner || owned.Advertise != "ws://"+winner+".test/ws") {
+				t.Fatalf("%s: loser told %+v, want %s", id, owned, winner)
+			}
+		}
+	}
+}
+
+// TestCloseHandsOver: a node that closes deletes its lease, so its
+// sessions are orphans at once rather than a TTL later.
+func TestCloseHandsOver(t *testing.T) {
+	cfg := soloConfig(t)
+	cfg.LeaseTTL = time.Minute
+	a, b := node(t, cfg, "a"), node(t, cfg, "b")
+	l, err := a.Store().Create(testHeader("h1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(*in(0), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AppendStep(1, stepFor(1)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "owner view on b", func() bool { _, _, ok := b.Owner("h1"); return ok })
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Within the bound, only a deleted lease can orphan it: the TTL is a minute.
+	if got := collect(t, b.Orphans(), 1, 20*time.Second); got[0] != "h1" {
+		t.Fatalf("orphan %v", got)
+	}
+	_, rec, err := b.Store().Open("h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Inputs) != 1 || rec.Steps[0] == nil {
+		t.Fatalf("took over %d inputs, step %v: the held step was not sent on close", len(rec.Inputs), rec.Steps[0])
+	}
+}
+
+// TestRank: every live node agrees on one first choice per orphan (the
+// ranks are a permutation), except that a previous owner alive again
+// under a new incarnation comes first.
+func TestRank(t *testing.T) {
+	live := []string{"a", "b", "c", "d"}
+	tests := []struct {
+		name string
+		prev string
+	}{
+		{"owner dead", "gone"},
+		{"owner back", "c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			firsts := map[string]int{}
+			for i := range 200 {
+				id := fmt.Sprintf("s%d", i)
+				var ranks []int
+				first := ""
+				for _, n := range live {
+					r := rank(id, n, tt.prev, live)
+					ranks = append(ranks, r)
+					if r == 0 {
+						first = n
+					}
+				}
+				slices.Sort(ranks)
+				if !slices.Equal(ranks, []int{0, 1, 2, 3}) {
+					t.Fatalf("%s: ranks %v are not a permutation", id, ranks)
+				}
+				if slices.Contains(live, tt.prev) && first != tt.prev {
+					t.Fatalf("%s: %s ranks first, want the previous owner %s", id, first, tt.prev)
+				}
+				firsts[first]++
+			}
+			if !slices.Contains(live, tt.prev) {
+				for _, n := range live {
+					if firsts[n] < 20 {
+						t.Fatalf("node %s ranks first for %d of 200 orphans: %v", n, firsts[n], firsts)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestNodeNameInUse: a node name whose lease is renewed belongs to a
+// running process, and a second process of that name is refused; one
+// whose lease is no longer renewed (a restart) is waited for and taken.
+func TestNodeNameInUse(t *testing.T) {
+	tests := []struct {
+		name    string
+		stopOld bool
+		wantErr string
+	}{
+		{"running process", false, "registered by a running process"},
+		{"restart", true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := soloConfig(t)
+			old := node(t, cfg, "a")
+			if tt.stopOld {
+				old.freeze()
+			}
+			cfg.Node, cfg.Logger, cfg.LeaseTTL = "a", quiet, time.Second
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, err := Open(ctx, cfg)
+			if err == nil {
+				defer c.Close()
+			}
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("second process: %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,242 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/runtime/internal/wal"
+)
+
+// shared is one JetStream server for the tests that need no cluster of
+// servers; each test uses its own stream and subjects on it.
+var shared struct {
+	srv *server.Server
+	url string
+}
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(childEnv); spec != "" {
+		os.Exit(runChild(spec))
+	}
+	dir, err := os.MkdirTemp("", "baton-cluster-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	srv, err := startServer(dir, "solo", 0, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	shared.srv, shared.url = srv, srv.ClientURL()
+	code := m.Run()
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// startServer runs a JetStream server on loopback; with a cluster port
+// it joins the servers listening on routes.
+func startServer(dir, name string, clusterPort int, routes []int) (*server.Server, error) {
+	return startServerOn(dir, name, -1, clusterPort, routes)
+}
+
+func startServerOn(dir, name string, port, clusterPort int, routes []int) (*server.Server, error) {
+	opts := &server.Options{
+		ServerName: name, Host: "127.0.0.1", Port: port,
+		JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true,
+	}
+	if clusterPort > 0 {
+		opts.Cluster = server.ClusterOpts{Name: "baton-test", Host: "127.0.0.1", Port: clusterPort}
+		for _, p := range routes {
+			opts.Routes = append(opts.Routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", p)})
+		}
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, err
+	}
+	go s.Start()
+	if !s.ReadyForConnections(20 * time.Second) {
+		s.Shutdown()
+		return nil, fmt.Errorf("server %s did not start", name)
+	}
+	return s, nil
+}
+
+// freePorts finds ports for cluster routes, which every server of a
+// cluster must know before any starts.
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ports []int
+	var ls []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+// startCluster runs n clustered JetStream servers and waits until they
+// have a meta leader.
+func startCluster(t testing.TB, n int) []*server.Server {
+	t.Helper()
+	ports := freePorts(t, n)
+	srvs := make([]*server.Server, n)
+	for i := range n {
+		s, err := startServer(t.TempDir(), fmt.Sprintf("s%d", i+1), ports[i], ports)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srvs[i] = s
+		t.Cleanup(func() {
+			s.Shutdown()
+			s.WaitForShutdown()
+		})
+	}
+	waitFor(t, 30*time.Second, "a JetStream meta leader", func() bool {
+		for _, s := range srvs {
+			if s.JetStreamIsLeader() {
+				return true
+			}
+		}
+		return false
+	})
+	return srvs
+}
+
+func clientURLs(srvs []*server.Server) []string {
+	var out []string
+	for _, s := range srvs {
+		out = append(out, s.ClientURL())
+	}
+	return out
+}
+
+// waitFor polls cond; the bound only catches a hang.
+func waitFor(t testing.TB, bound time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %s", what, bound)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+var streams atomic.Int64
+
+// namespace is a fresh stream and subject prefix, so that tests sharing
+// a server never see each other's logs, leases or owners.
+func namespace() (stream, prefix string) {
+	n := streams.Add(1)
+	return fmt.Sprintf("T%d", n), fmt.Sprintf("t%d.log", n)
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// node opens a Cluster as node name in the namespace of cfg.
+func node(t testing.TB, cfg Config, name string) *Cluster {
+	t.Helper()
+	cfg.Node = name
+	cfg.Advertise = "ws://" + name + ".test/ws"
+	if cfg.Logger == nil {
+		cfg.Logger = quiet
+	}
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// soloConfig is a fresh namespace on the shared server.
+func soloConfig(t testing.TB) Config {
+	stream, prefix := namespace()
+	return Config{URLs: []string{shared.url}, Stream: stream, SubjectPrefix: prefix, EvidenceDir: t.TempDir()}
+}
+
+func testHeader(id string) wal.Header {
+	return wal.Header{Engine: engine.Version, Pack: "dayone", PackRef: "dayone", PackHash: "abc", Options: engine.Options{Seed: 7},
+		SessionID: id, CandidateID: "cand", StartWall: time.Date(2026, 2, 20, 23, 0, 0, 0, time.UTC)}
+}
+
+func sampleInputs() []engine.Input {
+	yes := true
+	conf := 0.9
+	return []engine.Input{
+		{T: 0, Type: engine.InputAdvance},
+		{T: 700, Type: engine.InputLLMResult, LLM: &engine.LLMResult{ID: "r1", Text: "Hello?"}},
+		{T: 900, Type: engine.InputCandidate, Candidate: &engine.CandidateEvent{Type: engine.EventMicState, MicActive: &yes}},
+		{T: 1500, Type: engine.InputCandidate, Candidate: &engine.CandidateEvent{Type: engine.EventMessage, Text: "hi", STTConfidence: &conf}},
+		{T: 2000, Type: engine.InputSpeechDone, Speech: &engine.SpeechDone{ID: "m2"}},
+	}
+}
+
+// rawLog is a session's messages' data concatenated: a log file's bytes.
+func rawLog(t testing.TB, c *Cluster, id string) []byte {
+	t.Helper()
+	ctx, cancel := c.opContext()
+	defer cancel()
+	msgs, err := c.readMsgs(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	for _, m := range msgs {
+		out = append(out, m.Data...)
+	}
+	return out
+}
+
+// publishRaw puts data on a session's subject as a message nobody owns.
+func publishRaw(t testing.TB, c *Cluster, id string, data []byte) {
+	t.Helper()
+	ctx, cancel := c.opContext()
+	defer cancel()
+	if _, err := c.js.PublishMsg(ctx, &nats.Msg{Subject: c.subject(id), Data: data}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// freeze makes c a zombie: its heartbeat stops (its lease expires) and
+// it stops learning from the buckets, but its logs still write, as a
+// process paused and resumed would for a moment.
+func (c *Cluster) freeze() {
+	c.hbPaused.Store(true)
+	c.watchPaused.Store(true)
+}
+
+// thaw lets a frozen Cluster carry on.
+func (c *Cluster) thaw() {
+	c.hbPaused.Store(false)
+	c.watchPaused.Store(false)
+	close(c.watchGate)
+}
