@@ -134,7 +134,7 @@ func BenchmarkOpen(b *testing.B) {
 			})
 			b.Run("read-direct-batch", func(b *testing.B) {
 				for b.Loop() {
-					if msgs, err := c.readMsgs(ctx, "open300"); err != nil || len(msgs) < 301 {
+					if msgs, err := c.readMsgs(ctx, "open300", false); err != nil || len(msgs) < 301 {
 						b.Fatalf("%v, %d messages", err, len(msgs))
 					}
 				}

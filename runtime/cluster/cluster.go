@@ -173,6 +173,20 @@ type lease struct {
 	Advertise   string `json:"advertise,omitempty"`
 }
 
+// nodeView is a lease as this node last saw it.
+type nodeView struct {
+	lease
+	// seen is when its last renewal arrived. A lease seen to expire is
+	// removed at once; one that merely stops arriving (its expiry marker
+	// missed while this node's watcher was cut off) is judged dead after
+	// staleLeases TTLs, which no renewing node comes near.
+	seen time.Time
+}
+
+// staleLeases is how many TTLs a lease may go unseen before it counts as
+// dead.
+const staleLeases = 3
+
 // owner is a session's entry in the registry.
 type owner struct {
 	Node        string `json:"node"`
@@ -211,7 +225,7 @@ type Cluster struct {
 	inc       string // this node's incarnation; "" while it holds no lease
 	leaseRev  uint64
 	lastRenew time.Time // when the last successful renewal was sent
-	nodes     map[string]lease
+	nodes     map[string]nodeView
 	gone      map[string]time.Time // owner.key() of incarnations seen to end
 	sessions  map[string]*ownerView
 	owned     map[string]uint64 // id → registry revision this incarnation wrote
@@ -239,7 +253,7 @@ func Open(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	c := &Cluster{
 		cfg: cfg, log: cfg.Logger.With("node", cfg.Node),
-		nodes: map[string]lease{}, gone: map[string]time.Time{}, sessions: map[string]*ownerView{},
+		nodes: map[string]nodeView{}, gone: map[string]time.Time{}, sessions: map[string]*ownerView{},
 		owned: map[string]uint64{}, logs: map[string]*sessionLog{},
 		kick: make(chan struct{}, 1), watchGate: make(chan struct{}),
 	}
@@ -558,7 +572,7 @@ func (c *Cluster) applyLease(e jetstream.KeyValueEntry) {
 	if had && prev.Incarnation != l.Incarnation {
 		c.gone[owner{node, prev.Incarnation}.key()] = time.Now()
 	}
-	c.nodes[node] = l
+	c.nodes[node] = nodeView{lease: l, seen: time.Now()}
 	c.mu.Unlock()
 }
 
@@ -618,6 +632,9 @@ const (
 
 func (c *Cluster) ownerStateLocked(v *ownerView, now time.Time) liveness {
 	if n, ok := c.nodes[v.o.Node]; ok && n.Incarnation == v.o.Incarnation {
+		if c.staleLocked(n, now) {
+			return dead
+		}
 		return alive
 	}
 	if _, ok := c.gone[v.o.key()]; ok {
@@ -627,6 +644,10 @@ func (c *Cluster) ownerStateLocked(v *ownerView, now time.Time) liveness {
 		return dead
 	}
 	return unknown
+}
+
+func (c *Cluster) staleLocked(n nodeView, now time.Time) bool {
+	return n.Node != c.cfg.Node && now.Sub(n.seen) >= staleLeases*c.cfg.LeaseTTL
 }
 
 // scan reports orphaned sessions: at once for those this node ranks
@@ -654,8 +675,10 @@ func (c *Cluster) scanOnce(now time.Time) {
 		return
 	}
 	live := make([]string, 0, len(c.nodes)+1)
-	for n := range c.nodes {
-		live = append(live, n)
+	for name, n := range c.nodes {
+		if !c.staleLocked(n, now) {
+			live = append(live, name)
+		}
 	}
 	if _, ok := c.nodes[c.cfg.Node]; !ok {
 		live = append(live, c.cfg.Node)
@@ -856,7 +879,7 @@ func (c *Cluster) Owner(id string) (node, advertise string, ok bool) {
 		return "", "", false
 	}
 	n, up := c.nodes[v.o.Node]
-	if !up || n.Incarnation != v.o.Incarnation {
+	if !up || n.Incarnation != v.o.Incarnation || c.staleLocked(n, time.Now()) {
 		return v.o.Node, "", false
 	}
 	return v.o.Node, n.Advertise, true

@@ -326,3 +326,44 @@ func TestNodeNameInUse(t *testing.T) {
 		})
 	}
 }
+
+// TestStaleLeaseIsDead: a lease whose expiry this node never saw (its
+// marker missed) still counts as dead once no renewal of it has arrived
+// for staleLeases TTLs, and not before.
+func TestStaleLeaseIsDead(t *testing.T) {
+	cfg := soloConfig(t)
+	a, b := node(t, cfg, "a"), node(t, cfg, "b")
+	if _, err := a.Store().Create(testHeader("st1")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "owner view on b", func() bool { _, _, ok := b.Owner("st1"); return ok })
+	b.freeze() // b's own scans and view stay as they are
+	ttl := b.cfg.LeaseTTL
+	emitted := func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.sessions["st1"].emitted != 0
+	}
+	tests := []struct {
+		name  string
+		after time.Duration
+		want  bool
+	}{
+		{"renewed lately", ttl / 2, false},
+		{"unseen for long", staleLeases*ttl + time.Second, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b.mu.Lock()
+			seen := b.nodes["a"].seen
+			b.mu.Unlock()
+			b.scanOnce(seen.Add(tt.after))
+			if got := emitted(); got != tt.want {
+				t.Fatalf("orphan reported: %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if got := collect(t, b.Orphans(), 1, 10*time.Second); got[0] != "st1" {
+		t.Fatalf("orphan %v", got)
+	}
+}

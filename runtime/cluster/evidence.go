@@ -29,7 +29,7 @@ func (c *Cluster) preserve(id string, why error, now time.Time) (string, error) 
 	}
 	ctx, cancel := c.opContext()
 	defer cancel()
-	msgs, err := c.readMsgs(ctx, id)
+	msgs, err := c.readMsgs(ctx, id, true)
 	if err != nil {
 		return "", fmt.Errorf("preserving log %s: %w", id, err)
 	}

@@ -205,7 +205,7 @@ func rawLog(t testing.TB, c *Cluster, id string) []byte {
 	t.Helper()
 	ctx, cancel := c.opContext()
 	defer cancel()
-	msgs, err := c.readMsgs(ctx, id)
+	msgs, err := c.readMsgs(ctx, id, false)
 	if err != nil {
 		t.Fatal(err)
 	}

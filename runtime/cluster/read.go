@@ -86,8 +86,11 @@ const batchSize = 1024
 // sequence from the leader, then batched direct gets, which any replica
 // answers, until that sequence has arrived (a lagging replica's short
 // answer is asked again). Batched direct gets beat an ordered consumer
-// (BenchmarkOpen), which costs a consumer's creation per read.
-func (c *Cluster) readMsgs(ctx context.Context, id string) ([]rawMsg, error) {
+// (BenchmarkOpen), whose creation goes through the meta leader on a
+// clustered server. Without headers (withHeaders false) the server
+// sends bare payloads, which is most of the cost saved; then only the
+// last message's sequence is known.
+func (c *Cluster) readMsgs(ctx context.Context, id string, withHeaders bool) ([]rawMsg, error) {
 	subj := c.subject(id)
 	last, err := c.lastMsg(ctx, subj)
 	if err != nil || last == nil {
@@ -97,13 +100,13 @@ func (c *Cluster) readMsgs(ctx context.Context, id string) ([]rawMsg, error) {
 	from := uint64(1)
 	wait := 10 * time.Millisecond
 	for from <= last.Seq {
-		batch, err := c.directBatch(ctx, subj, from)
+		batch, end, err := c.directBatch(ctx, subj, from, withHeaders)
 		if err != nil {
 			return nil, err
 		}
 		if len(batch) > 0 {
 			msgs = append(msgs, batch...)
-			from = batch[len(batch)-1].Seq + 1
+			from = end + 1
 			continue
 		}
 		select {
@@ -113,58 +116,105 @@ func (c *Cluster) readMsgs(ctx context.Context, id string) ([]rawMsg, error) {
 		}
 		wait = min(2*wait, 200*time.Millisecond)
 	}
+	if n := len(msgs); n > 0 && !withHeaders {
+		msgs[n-1].Seq = from - 1
+	}
 	return msgs, nil
 }
 
 // directBatch asks for up to batchSize messages of subj from sequence
-// from on, and reads them until the end-of-batch status.
-func (c *Cluster) directBatch(ctx context.Context, subj string, from uint64) ([]rawMsg, error) {
+// from on and reads them until the end-of-batch status, which names the
+// last one's sequence (end). A batch cut short is returned whole when
+// each message names its own sequence, and dropped otherwise.
+func (c *Cluster) directBatch(ctx context.Context, subj string, from uint64, withHeaders bool) (msgs []rawMsg, end uint64, err error) {
 	req, _ := json.Marshal(struct {
-		Seq     uint64 `json:"seq"`
-		NextFor string `json:"next_by_subj"`
-		Batch   int    `json:"batch"`
-	}{from, subj, batchSize})
+		Seq       uint64 `json:"seq"`
+		NextFor   string `json:"next_by_subj"`
+		Batch     int    `json:"batch"`
+		NoHeaders bool   `json:"no_hdr,omitempty"`
+	}{from, subj, batchSize, !withHeaders})
 	inbox := c.nc.NewRespInbox()
-	sub, err := c.nc.SubscribeSync(inbox)
+	// A channel that holds a whole batch and its status line: a
+	// synchronous subscription would allocate (and clear) room for 64k.
+	ch := make(chan *nats.Msg, batchSize+2)
+	sub, err := c.nc.ChanSubscribe(inbox, ch)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", subj, err)
+		return nil, 0, fmt.Errorf("reading %s: %w", subj, err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	if err := c.nc.PublishRequest("$JS.API.DIRECT.GET."+c.cfg.Stream, inbox, req); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", subj, err)
+		return nil, 0, fmt.Errorf("reading %s: %w", subj, err)
 	}
-	var out []rawMsg
-	for {
-		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		m, err := sub.NextMsgWithContext(actx)
-		cancel()
-		if err != nil {
-			// The batch is cut short; the caller asks again from here.
-			return out, ctxErr(ctx, subj)
+	cut := func() ([]rawMsg, uint64, error) {
+		if !withHeaders || len(msgs) == 0 {
+			return nil, 0, nil
 		}
+		return msgs, msgs[len(msgs)-1].Seq, nil
+	}
+	timeout := time.NewTimer(2 * time.Second)
+	defer timeout.Stop()
+	for {
+		var m *nats.Msg
+		select {
+		case m = <-ch:
+		case <-timeout.C:
+			return cut()
+		case <-ctx.Done():
+			return nil, 0, fmt.Errorf("reading %s: %w", subj, ctx.Err())
+		}
+		timeout.Reset(2 * time.Second)
 		switch m.Header.Get("Status") {
 		case "":
-		case "204", "404", "408", "503":
-			// End of batch; nothing (more) there; a timeout; no replica
-			// could answer: the caller decides from what arrived.
-			return out, nil
+		case "204":
+			if len(msgs) == 0 {
+				return nil, 0, nil
+			}
+			last, err := strconv.ParseUint(m.Header.Get(jetstream.LastSequenceHeader), 10, 64)
+			if err != nil {
+				return nil, 0, fmt.Errorf("reading %s: the end of a batch without its last sequence", subj)
+			}
+			return msgs, last, nil
+		case "404", "408", "503":
+			// Nothing (more) there; a timeout; no replica could answer:
+			// the caller decides from what arrived.
+			return cut()
 		default:
-			return nil, fmt.Errorf("reading %s: direct get answered %s %s", subj, m.Header.Get("Status"), m.Header.Get("Description"))
+			return nil, 0, fmt.Errorf("reading %s: direct get answered %s %s", subj, m.Header.Get("Status"), m.Header.Get("Description"))
+		}
+		if !withHeaders {
+			msgs = append(msgs, rawMsg{Data: m.Data})
+			continue
 		}
 		seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: a message without its sequence", subj)
+			return nil, 0, fmt.Errorf("reading %s: a message without its sequence", subj)
 		}
 		ts, _ := time.Parse(time.RFC3339Nano, m.Header.Get(jetstream.TimeStampHeaer))
-		out = append(out, rawMsg{Seq: seq, Time: ts, Header: m.Header, Data: m.Data})
+		msgs = append(msgs, rawMsg{Seq: seq, Time: ts, Header: m.Header, Data: m.Data})
 	}
 }
 
-func ctxErr(ctx context.Context, subj string) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("reading %s: %w", subj, err)
+// readLog reads and parses a session's log. Its messages come without
+// headers; a damaged log is read again with them, so that the error
+// names the message.
+func (c *Cluster) readLog(ctx context.Context, id string) (*wal.Recovered, []rawMsg, error) {
+	msgs, err := c.readMsgs(ctx, id, false)
+	if err != nil || len(msgs) == 0 {
+		return nil, msgs, err
 	}
-	return nil
+	rec, err := c.parse(id, msgs)
+	var dmg *wal.DamageError
+	if errors.As(err, &dmg) {
+		if again, rerr := c.readMsgs(ctx, id, true); rerr == nil && len(again) > 0 {
+			if _, err2 := c.parse(id, again); err2 != nil {
+				err = err2
+			}
+		}
+	}
+	if err != nil {
+		return nil, msgs, err
+	}
+	return rec, msgs, nil
 }
 
 // parse reads a session's messages as one log file. Messages are stored
@@ -181,6 +231,9 @@ func (c *Cluster) parse(id string, msgs []rawMsg) (*wal.Recovered, error) {
 		i := len(starts) - 1
 		for i > 0 && starts[i] > off {
 			i--
+		}
+		if msgs[i].Seq == 0 {
+			return fmt.Sprintf("log %s (stream %s, its message %d, byte %d of the log)", c.subject(id), c.cfg.Stream, i+1, off)
 		}
 		return fmt.Sprintf("log %s (stream %s, message %d, byte %d of the log)", c.subject(id), c.cfg.Stream, msgs[i].Seq, off)
 	}

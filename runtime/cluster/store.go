@@ -127,16 +127,10 @@ func (s store) Open(id string) (wal.SessionLog, *wal.Recovered, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for attempt := 1; ; attempt++ {
-		msgs, err := c.readMsgs(ctx, id)
-		if err != nil {
-			letGo()
-			return nil, nil, err
+		rec, msgs, err := c.readLog(ctx, id)
+		if err == nil && len(msgs) == 0 {
+			err = fmt.Errorf("session %s: %w", id, wal.ErrNotFound)
 		}
-		if len(msgs) == 0 {
-			letGo()
-			return nil, nil, fmt.Errorf("session %s: %w", id, wal.ErrNotFound)
-		}
-		rec, err := c.parse(id, msgs)
 		if err != nil {
 			letGo()
 			return nil, nil, err
@@ -176,14 +170,11 @@ func (s store) Read(id string) (*wal.Recovered, error) {
 	}
 	ctx, cancel := c.opContext()
 	defer cancel()
-	msgs, err := c.readMsgs(ctx, id)
-	if err != nil {
-		return nil, err
+	rec, msgs, err := c.readLog(ctx, id)
+	if err == nil && len(msgs) == 0 {
+		err = fmt.Errorf("session %s: %w", id, wal.ErrNotFound)
 	}
-	if len(msgs) == 0 {
-		return nil, fmt.Errorf("session %s: %w", id, wal.ErrNotFound)
-	}
-	return c.parse(id, msgs)
+	return rec, err
 }
 
 // State reads only the subject's last message: a log whose last message
