@@ -10,8 +10,12 @@
 #
 # DURATION (30s) and WARMUP (3s) go to the driver. PROFILE, for baton,
 # saves a 15 s CPU profile taken while the clock runs (go tool pprof -top
-# FILE; DURATION must then be 20s or more). BATON is a baton binary to use instead of building ./cmd/baton;
-# BATON_PORT (8080) its port. N8N_DIR and N8N_PORT are run.sh's.
+# FILE; DURATION must then be 20s or more) and, in FILE.metrics, the
+# server's /metrics after the run (fsync count and time, among others).
+# BATON is a baton binary to use instead of building ./cmd/baton,
+# BATON_PORT (8080) its port, BATON_FLAGS more flags for baton serve
+# (--no-sync, say, to see what durability costs). N8N_DIR and N8N_PORT
+# are run.sh's.
 #
 # baton runs with --dev (no token) and durable logging as it ships
 # (--sync all: every input fsynced before it is applied and answered).
@@ -57,10 +61,11 @@ baton)
 	else
 		built="binary $baton"
 	fi
-	echo "baton ($built), $clients clients, $duration" >&2
+	echo "baton ($built) ${BATON_FLAGS:-}, $clients clients, $duration" >&2
 	port=${BATON_PORT:-8080}
 	url=http://127.0.0.1:$port
-	"$baton" serve --dev --data "$tmp/data" --addr "127.0.0.1:$port" --rate 1000000 --burst 1000000 >"$tmp/baton.log" 2>&1 &
+	# shellcheck disable=SC2086 # BATON_FLAGS is a list of flags
+	"$baton" serve --dev --data "$tmp/data" --addr "127.0.0.1:$port" --rate 1000000 --burst 1000000 ${BATON_FLAGS:-} >"$tmp/baton.log" 2>&1 &
 	pid=$!
 	for ((i = 0; ; i++)); do
 		if curl -sf -m 2 "$url/readyz" >/dev/null 2>&1; then
@@ -90,6 +95,7 @@ baton)
 	"${drive[@]}" -target baton -url "$url" || status=$?
 	if [[ -n $prof ]]; then
 		wait "$prof" || true
+		curl -sf -o "$PROFILE.metrics" "$url/metrics" || echo "measure.sh: no metrics" >&2
 	fi
 	exit "$status"
 	;;
