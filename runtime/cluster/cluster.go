@@ -441,8 +441,20 @@ func (c *Cluster) renew() {
 	val, _ := json.Marshal(lease{Node: c.cfg.Node, Incarnation: inc, Advertise: c.cfg.Advertise})
 	sent := time.Now()
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.LeaseTTL/3)
+	defer cancel()
 	newRev, err := c.leases.Update(ctx, c.cfg.Node, val, rev)
-	cancel()
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		// An earlier renewal whose answer timed out may have been
+		// stored: a lease that still holds this incarnation is this
+		// node's, since nobody else writes it and an expired one holds
+		// a marker. Renew from its revision.
+		if e, gerr := c.leases.Get(ctx, c.cfg.Node); gerr == nil {
+			var l lease
+			if json.Unmarshal(e.Value(), &l) == nil && l.Incarnation == inc {
+				newRev, err = c.leases.Update(ctx, c.cfg.Node, val, e.Revision())
+			}
+		}
+	}
 	switch {
 	case err == nil:
 		c.mu.Lock()
@@ -844,6 +856,16 @@ func (c *Cluster) acquire(ctx context.Context, id string, create bool) (fresh bo
 		if create {
 			return false, fmt.Errorf("session %s: %w (its owner %s is gone; it will be taken over)", id, wal.ErrExists, o.Node)
 		}
+		// The view says dead, but a view can be behind (this node's
+		// watcher cut off for a while makes every lease look stale): the
+		// lease bucket's leader has the last word before a takeover.
+		held, adv, err := c.leaseHeld(ctx, o)
+		if err != nil {
+			return false, fmt.Errorf("session %s: checking its owner's lease: %w", id, err)
+		}
+		if held {
+			return false, &OwnedError{Session: id, Node: o.Node, Advertise: adv}
+		}
 		rev, err := c.owners.Update(ctx, id, val, e.Revision())
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			continue
@@ -857,9 +879,31 @@ func (c *Cluster) acquire(ctx context.Context, id string, create bool) (fresh bo
 	}
 }
 
+// leaseHeld reads o's node lease from the lease bucket's leader: whether
+// it still holds o's incarnation, and where that node is reached.
+func (c *Cluster) leaseHeld(ctx context.Context, o owner) (bool, string, error) {
+	bucket := c.leases.Bucket()
+	m, err := c.lastMsgOf(ctx, "KV_"+bucket, "$KV."+bucket+"."+o.Node)
+	if err != nil || m == nil {
+		return false, "", err
+	}
+	if m.Header.Get("KV-Operation") != "" || m.Header.Get(jetstream.MarkerReasonHeader) != "" {
+		return false, "", nil // deleted, purged or expired
+	}
+	var l lease
+	if err := json.Unmarshal(m.Data, &l); err != nil {
+		return false, "", fmt.Errorf("malformed lease of %s: %w", o.Node, err)
+	}
+	return l.Incarnation == o.Incarnation, l.Advertise, nil
+}
+
 func (c *Cluster) own(id string, rev uint64, me owner) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if v := c.sessions[id]; v != nil && v.rev > rev {
+		// Another node's write after ours was seen first: not ours.
+		return
+	}
 	if c.inc == me.Incarnation && rev > c.owned[id] {
 		c.owned[id] = rev
 	}

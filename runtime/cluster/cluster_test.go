@@ -179,6 +179,14 @@ func TestOrphanTakenOnce(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no orphan reported")
 	}
+	// Both views know a is dead before they race, so each loser is told
+	// who won rather than that a still owns it.
+	for _, n := range []*Cluster{b, c} {
+		waitFor(t, 10*time.Second, "a's death in the view", func() bool {
+			_, _, ok := n.Owner(ids[0])
+			return !ok
+		})
+	}
 	for _, id := range ids {
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
@@ -365,5 +373,56 @@ func TestStaleLeaseIsDead(t *testing.T) {
 	}
 	if got := collect(t, b.Orphans(), 1, 10*time.Second); got[0] != "st1" {
 		t.Fatalf("orphan %v", got)
+	}
+}
+
+// TestRenewalAfterLostAnswer: a renewal whose answer was lost leaves this
+// node with an old revision; the next renewal finds the lease still holds
+// its incarnation and carries on, instead of giving up every session.
+func TestRenewalAfterLostAnswer(t *testing.T) {
+	a := node(t, soloConfig(t), "a")
+	if _, err := a.Store().Create(testHeader("r1")); err != nil {
+		t.Fatal(err)
+	}
+	a.hbPaused.Store(true)
+	a.mu.Lock()
+	inc := a.inc
+	a.leaseRev-- // as if the last renewal was stored but its answer lost
+	a.mu.Unlock()
+	a.renew()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.inc != inc {
+		t.Fatalf("incarnation %q after the renewal, want %q kept", a.inc, inc)
+	}
+	if _, ok := a.owned["r1"]; !ok {
+		t.Fatal("the session was given up")
+	}
+}
+
+// TestTakeoverChecksLease: a view that has fallen behind (no renewal of a
+// live node seen for a long while) does not let a node take that node's
+// sessions: the lease bucket's leader says the owner is alive.
+func TestTakeoverChecksLease(t *testing.T) {
+	cfg := soloConfig(t)
+	a, b := node(t, cfg, "a"), node(t, cfg, "b")
+	if _, err := a.Store().Create(testHeader("tc1")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "owner view on b", func() bool { _, _, ok := b.Owner("tc1"); return ok })
+	b.freeze() // b's view stays as set below
+	b.mu.Lock()
+	n := b.nodes["a"]
+	n.seen = time.Now().Add(-time.Hour)
+	b.nodes["a"] = n
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var owned *OwnedError
+	if err := b.Acquire(ctx, "tc1"); !errors.As(err, &owned) || owned.Node != "a" || owned.Advertise != "ws://a.test/ws" {
+		t.Fatalf("acquire of a live node's session: %v, want *OwnedError naming a", err)
+	}
+	if _, _, err := b.Store().Open("tc1"); !errors.Is(err, ErrOwned) {
+		t.Fatalf("open of a live node's session: %v, want ErrOwned", err)
 	}
 }

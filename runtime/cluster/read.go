@@ -22,10 +22,15 @@ type rawMsg struct {
 	Data   []byte
 }
 
-// lastMsg asks the stream's leader for a subject's last message (nil if
-// it has none). The leader, not any replica: a replica may lag, and
+// lastMsg asks the log stream's leader for a subject's last message (nil
+// if it has none). The leader, not any replica: a replica may lag, and
 // what is read here is what a reader waits to see.
 func (c *Cluster) lastMsg(ctx context.Context, subj string) (*rawMsg, error) {
+	return c.lastMsgOf(ctx, c.cfg.Stream, subj)
+}
+
+// lastMsgOf is lastMsg for any stream.
+func (c *Cluster) lastMsgOf(ctx context.Context, stream, subj string) (*rawMsg, error) {
 	req, _ := json.Marshal(struct {
 		LastBySubj string `json:"last_by_subj"`
 	}{subj})
@@ -41,7 +46,7 @@ func (c *Cluster) lastMsg(ctx context.Context, subj string) (*rawMsg, error) {
 	wait := 20 * time.Millisecond
 	for {
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		m, err := c.nc.RequestWithContext(actx, "$JS.API.STREAM.MSG.GET."+c.cfg.Stream, req)
+		m, err := c.nc.RequestWithContext(actx, "$JS.API.STREAM.MSG.GET."+stream, req)
 		cancel()
 		if err == nil {
 			resp.Error, resp.Message = nil, nil

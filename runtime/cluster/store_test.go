@@ -17,12 +17,12 @@ import (
 // op is one call on a store or its log, done alike on a data directory
 // and on the cluster store.
 type op struct {
-	append  *engine.Input
-	sync    bool
-	step    bool // AppendStep for the last input
-	flush   bool
-	reopen  bool // Close, then Open
-	finish  bool
+	append *engine.Input
+	sync   bool
+	step   bool // AppendStep for the last input
+	flush  bool
+	reopen bool // Close, then Open
+	finish bool
 }
 
 func in(i int) *engine.Input { return &sampleInputs()[i] }
