@@ -69,8 +69,8 @@ func (s store) Create(h wal.Header) (wal.SessionLog, error) {
 	if err != nil {
 		c.unclaim(l)
 		if !errors.Is(err, wal.ErrFenced) {
-			// The header may be stored with its ack lost: the entry stays,
-			// so the session is recovered as any other if it is.
+			// The header may be stored with its ack lost: the entry stays
+			// this node's, so that a resume of the id opens it if it is.
 			return nil, fmt.Errorf("creating log %s: %w", id, err)
 		}
 		if fresh {
