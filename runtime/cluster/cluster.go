@@ -522,6 +522,11 @@ func (c *Cluster) watch(w jetstream.KeyWatcher, apply func(jetstream.KeyValueEnt
 			return
 		case e, ok := <-w.Updates():
 			if !ok {
+				if c.ctx.Err() == nil {
+					// The view stops here; takeovers still check the
+					// lease bucket's leader before replacing an owner.
+					c.log.Error("a bucket watch ended; this node's view of the cluster is frozen")
+				}
 				return
 			}
 			if e == nil {

@@ -129,6 +129,10 @@ func (s store) Open(id string) (wal.SessionLog, *wal.Recovered, error) {
 	for attempt := 1; ; attempt++ {
 		rec, msgs, err := c.readLog(ctx, id)
 		if err == nil && len(msgs) == 0 {
+			// Registered but never written (its creator died between
+			// the two, like an unborn log file): nothing was ever
+			// acknowledged, so the id is let go, whoever registered it.
+			fresh = true
 			err = fmt.Errorf("session %s: %w", id, wal.ErrNotFound)
 		}
 		if err != nil {

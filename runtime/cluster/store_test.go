@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"strings"
@@ -154,5 +155,29 @@ func TestRoundTripMatchesFile(t *testing.T) {
 				t.Fatalf("Open differs (-dir +cluster):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestOpenUnwritten: a session registered by a node that died before
+// writing its header is not found, and its id is free again.
+func TestOpenUnwritten(t *testing.T) {
+	cfg := soloConfig(t)
+	a, b := node(t, cfg, "a"), node(t, cfg, "b")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Acquire(ctx, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "owner view on b", func() bool { _, _, ok := b.Owner("u1"); return ok })
+	a.freeze()
+	if got := collect(t, b.Orphans(), 1, 10*time.Second); got[0] != "u1" {
+		t.Fatalf("orphan %v", got)
+	}
+	if _, _, err := b.Store().Open("u1"); !errors.Is(err, wal.ErrNotFound) {
+		t.Fatalf("open: %v, want ErrNotFound", err)
+	}
+	waitFor(t, 10*time.Second, "the id let go", func() bool { live, _ := b.Store().Live(); return len(live) == 0 })
+	if _, err := b.Store().Create(testHeader("u1")); err != nil {
+		t.Fatalf("create of the free id: %v", err)
 	}
 }
