@@ -44,6 +44,10 @@ type Config struct {
 	Model ModelFactory
 	// Logger receives structured logs (default: slog.Default()).
 	Logger *slog.Logger
+	// Cluster, when set, keeps session logs in its replicated log
+	// instead of DataDir and runs only the sessions this node owns
+	// (cluster.go). DataDir still holds archives and evidence.
+	Cluster Cluster
 	// Voice, when set, hosts the live speech of every session in live
 	// voice mode on the server (voice.go): the client streams microphone
 	// audio and gets the agent's back. Nil (the default): clients host

@@ -141,7 +141,7 @@ func (srv *Server) absent(id string) *ProtoError {
 	if reason, failed := srv.failedReason(id); failed {
 		return perr(CodeSessionFailed, "session %s could not be recovered: %s", id, reason)
 	}
-	st, err := srv.dir.State(id)
+	st, err := srv.logs().State(id)
 	switch {
 	case err != nil:
 		return perr(CodeBadSessionID, "%v", err)

@@ -133,6 +133,8 @@ type ClientFrame struct {
 type ProtoError struct {
 	Code    string
 	Message string
+	// URL, with CodeMoved, is where the session's node takes clients.
+	URL string
 }
 
 func (e *ProtoError) Error() string { return e.Code + ": " + e.Message }
@@ -435,6 +437,9 @@ type ErrorFrame struct {
 	ID      string `json:"id,omitempty"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// URL, with code moved, is the WebSocket URL of the node that runs
+	// the session now.
+	URL string `json:"url,omitempty"`
 }
 
 // EffectFrame carries one engine effect. A client_tool_call effect

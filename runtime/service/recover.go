@@ -48,7 +48,7 @@ type RecoveryReport struct {
 func (srv *Server) Recover(ctx context.Context) (*RecoveryReport, error) {
 	start := srv.clock.Now()
 	rep := &RecoveryReport{Truncated: map[string]string{}, Failed: map[string]string{}, Damaged: map[string]string{}}
-	ids, err := srv.dir.Live()
+	ids, err := srv.logs().Live()
 	if err != nil {
 		return rep, err
 	}
@@ -127,7 +127,7 @@ func (srv *Server) recoverOne(id string) (outcome, tail string, err error) {
 			log.Error("session could not be recovered", "err", err)
 		}
 	}()
-	wl, rec, err := srv.dir.Open(id)
+	wl, rec, err := srv.logs().Open(id)
 	if errors.Is(err, wal.ErrUnborn) {
 		log.Warn("removed a log that was never completely created", "err", err)
 		return "unborn", "", nil
@@ -211,7 +211,7 @@ func (srv *Server) checkDamage(id string, err error) error {
 	if !errors.As(err, &dmg) {
 		return err
 	}
-	evidence, perr := srv.dir.Preserve(id, err, srv.clock.Now())
+	evidence, perr := srv.logs().Preserve(id, err, srv.clock.Now())
 	if perr != nil {
 		srv.log.Error("could not keep a copy of a damaged log", "session_id", id, "err", perr)
 	}

@@ -64,7 +64,7 @@ type session struct {
 
 	// actor state
 	eng         *engine.Session
-	wl          *wal.Log
+	wl          wal.SessionLog
 	base        time.Time // clock reading at engine time 0
 	model       llm.Answerer
 	pending     []engine.Input // host-made inputs due later, by T
@@ -635,6 +635,8 @@ func (s *session) handle(m any) {
 		s.broadcast(mustJSON(m.n))
 	case voiceMsg:
 		s.broadcast(m.frame)
+	case movedMsg:
+		s.moveAway(errLost)
 	case statusMsg:
 		w, ok := s.nextWake()
 		m.reply <- sessionStatus{Now: s.engineNow(), T: s.eng.Now(), Wake: w, HasWake: ok, Inflight: len(s.inflight), Inbox: len(s.inbox), Seq: s.seq, Ended: s.ended, Subs: len(s.subs)}
@@ -705,7 +707,7 @@ func (s *session) onClientInput(m *evMsg) {
 	// Whatever was due before the input happens first.
 	if err := s.catchUp(in.T); err != nil {
 		s.fail(err)
-		respondErr(perr(CodeStorage, "input not applied: %s", s.srv.clientText(err)))
+		respondErr(s.notApplied(err))
 		return
 	}
 	if s.ended {
@@ -739,9 +741,20 @@ func (s *session) onClientInput(m *evMsg) {
 	})
 	s.eventRead = time.Time{}
 	if err != nil {
-		respondErr(perr(CodeStorage, "input not applied: %s", s.srv.clientText(err)))
+		respondErr(s.notApplied(err))
 		s.fail(err)
 	}
+}
+
+// notApplied is the client's error for an input the log refused.
+func (s *session) notApplied(err error) *ProtoError {
+	if fenced(err) {
+		if pe := s.srv.elsewhere(s.id); pe != nil {
+			return pe
+		}
+		return perr(CodeMoved, "session %s moved to another node; input not applied; resume it there", s.id)
+	}
+	return perr(CodeStorage, "input not applied: %s", s.srv.clientText(err))
 }
 
 // unknownRole refuses a live-voice input (what a panelist said or called)
@@ -862,7 +875,7 @@ func (s *session) missedSince(last uint64) ([]EffectFrame, string, error) {
 		slices.SortFunc(out, func(a, b EffectFrame) int { return cmp.Compare(a.Seq, b.Seq) })
 		return out, "ring", nil
 	}
-	rec, err := s.srv.dir.Read(s.id)
+	rec, err := s.srv.logs().Read(s.id)
 	if err != nil {
 		return nil, "log", err
 	}
@@ -918,9 +931,11 @@ func (s *session) finish() {
 	if err := s.wl.Finish(wal.End{Reason: s.endReason, T: s.eng.Now(), Wall: s.srv.clock.Now()}); err != nil {
 		s.srv.m.walErrors.Inc()
 		s.log.Error("could not finish the session log", "err", err)
+	} else {
+		s.srv.release(s.id)
 	}
 	s.srv.m.sessionsEnded.Inc()
-	s.log.Info("session ended", "reason", s.endReason, "t_ms", s.eng.Now(), "effects", s.seq, "log", s.srv.dir.DonePath(s.id))
+	s.log.Info("session ended", "reason", s.endReason, "t_ms", s.eng.Now(), "effects", s.seq, "log", s.wl.Path())
 	s.setExit(CodeSessionEnded, fmt.Sprintf("session %s has ended (%s)", s.id, s.endReason))
 }
 
@@ -956,6 +971,10 @@ func (s *session) setExit(code, msg string) {
 // fail stops a session that cannot go on (its log cannot be written or
 // it cannot be rebuilt). Its log stays live, so a restart retries it.
 func (s *session) fail(err error) {
+	if fenced(err) {
+		s.moveAway(err)
+		return
+	}
 	s.log.Error("session failed", "err", err)
 	why := s.srv.clientText(err)
 	pe := perr(CodeSessionFailed, "session %s failed: %s", s.id, why)
@@ -995,7 +1014,7 @@ func (s *session) rebuild() {
 	if s.wl != nil {
 		s.wl.Close()
 	}
-	wl, rec, err := s.srv.dir.Open(s.id)
+	wl, rec, err := s.srv.logs().Open(s.id)
 	if err != nil {
 		s.fail(fmt.Errorf("rebuild after panic: %w", s.srv.checkDamage(s.id, err)))
 		return
@@ -1013,7 +1032,7 @@ func (s *session) rebuild() {
 // step, and re-issues adapter calls the log shows unanswered. setBase
 // places engine time on the wall clock (recovery after a restart);
 // otherwise the current mapping is kept (rebuild in the same process).
-func (s *session) load(wl *wal.Log, rec *wal.Recovered, setBase bool) (err error) {
+func (s *session) load(wl wal.SessionLog, rec *wal.Recovered, setBase bool) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.srv.m.panics.WithLabelValues("recovery").Inc()
