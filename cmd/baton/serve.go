@@ -17,6 +17,7 @@ import (
 
 	"github.com/batonhq/baton/runtime/llm/vendors"
 
+	"github.com/batonhq/baton/runtime/cluster"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/llm/gemini"
 	"github.com/batonhq/baton/runtime/service"
@@ -70,6 +71,11 @@ func serveFlags(fl *flag.FlagSet) runFunc {
 	syncMode := fl.String("sync", "all", "which inputs are fsynced before they are applied: all, or external (client events and model answers; timer advances and simulated speech ends, which recovery re-derives, ride on the next sync)")
 	voiceName := fl.String("voice", "", "host the live speech of sessions in live voice mode on the server, with `VENDOR`: "+strings.Join(voiceVendors, " or ")+
 		" (keys from $GEMINI_API_KEY or $GOOGLE_API_KEY, base URL $GOOGLE_GEMINI_BASE_URL; $ELEVENLABS_API_KEY and $ELEVENLABS_AGENT_ID, base URL $ELEVENLABS_BASE_URL); default: clients host it")
+	natsURLs := fl.String("nats", "", "run as one node of a cluster: keep session logs in NATS JetStream at `URL[,URL…]` instead of --data (which still holds archives and evidence), and run only the sessions this node owns (docs/cluster.md)")
+	replicas := fl.Int("nats-replicas", 1, "with --nats: copies JetStream keeps of each session log (3 in production; 1 needs a single NATS server)")
+	leaseTTL := fl.Duration("lease-ttl", 2*time.Second, "with --nats: how long a silent node keeps its sessions before other nodes take them over")
+	node := fl.String("node", "", "with --nats: this node's name, unique in the cluster (default: the host name)")
+	advertise := fl.String("advertise", "", "with --nats: the WebSocket URL other nodes send this node's clients to (default: ws://ADDR/ws from the listening address)")
 	logFormat := fl.String("log", "text", "log format: text or json")
 	verbose := fl.Bool("v", false, "debug logging")
 	return func(ctx context.Context, c *cli, _ []string) error {
@@ -79,6 +85,7 @@ func serveFlags(fl *flag.FlagSet) runFunc {
 			readTimeout: *readTimeout, writeTimeout: *writeTimeout, idleTimeout: *idleTimeout, llmLatency: *llmLatency,
 			llmScript: *llmScript, baseURL: *baseURL, model: *model, maxOpen: *maxOpen, noSync: *noSync, syncMode: *syncMode,
 			logFormat: *logFormat, verbose: *verbose, voice: *voiceName,
+			nats: *natsURLs, replicas: *replicas, leaseTTL: *leaseTTL, node: *node, advertise: *advertise,
 		})
 	}
 }
@@ -91,6 +98,9 @@ type serveOptions struct {
 	rate                                                                                 float64
 	burst, sendQueue, maxConns, maxConnsPerIP, maxOpen                                   int
 	readTimeout, writeTimeout, idleTimeout                                               time.Duration
+	nats, node, advertise                                                                string
+	replicas                                                                             int
+	leaseTTL                                                                             time.Duration
 }
 
 func serve(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error {
@@ -174,13 +184,25 @@ func serve(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error 
 	if o.noSync {
 		logger.Warn("fsync disabled: a crash can lose acknowledged input")
 	}
-	srv, err := service.New(cfg)
+	// Listen before the cluster opens: a node advertises the address it
+	// listens on, which port 0 only tells once bound.
+	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", o.addr)
+	if o.nats != "" {
+		cl, err := openCluster(ctx, o, ln.Addr().String(), logger)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer cl.Close()
+		cfg.Cluster = cl
+		cfg.LazySync = false // every input is written to JetStream before it is applied
+	}
+	srv, err := service.New(cfg)
 	if err != nil {
-		srv.Shutdown(context.Background())
+		ln.Close()
 		return err
 	}
 	// Listen first so health checks answer (503 on /readyz) during recovery.
@@ -215,6 +237,39 @@ func serve(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error 
 	}
 	fmt.Fprintln(stdout, "stopped")
 	return nil
+}
+
+// openCluster joins the cluster --nats names.
+func openCluster(ctx context.Context, o serveOptions, addr string, logger *slog.Logger) (*cluster.Cluster, error) {
+	if o.replicas < 1 || o.replicas > 5 {
+		return nil, usageError("--nats-replicas must be 1 to 5, not %d", o.replicas)
+	}
+	if o.leaseTTL < 500*time.Millisecond {
+		return nil, usageError("--lease-ttl must be at least 500ms, not %s", o.leaseTTL)
+	}
+	adv := o.advertise
+	if adv == "" {
+		adv = "ws://" + addr + "/ws"
+	}
+	var urls []string
+	for _, u := range strings.Split(o.nats, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	if len(urls) == 0 {
+		return nil, usageError("--nats needs at least one URL, such as nats://127.0.0.1:4222")
+	}
+	if o.replicas == 1 {
+		logger.Warn("one copy of each session log (--nats-replicas 1): losing that NATS server's disk loses sessions; use 3 in production")
+	}
+	cl, err := cluster.Open(ctx, cluster.Config{URLs: urls, Replicas: o.replicas, LeaseTTL: o.leaseTTL, Node: o.node, Advertise: adv,
+		EvidenceDir: filepath.Join(o.data, service.EvidenceDir), Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("joining the cluster at %s: %w", o.nats, err)
+	}
+	logger.Info("joined the cluster", "node", cl.Node(), "advertise", adv, "replicas", o.replicas, "lease_ttl", o.leaseTTL)
+	return cl, nil
 }
 
 // voiceVendors are --voice's values.
