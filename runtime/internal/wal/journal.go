@@ -59,7 +59,8 @@ const batchLimit = 4 << 20
 const checkpointRetry = 100 * time.Millisecond
 
 // openAttempts bounds how often the committer retries creating a segment
-// while the process is out of descriptors before it gives up.
+// while the process is out of descriptors once the directory is closing;
+// before that it retries until it gets one.
 const openAttempts = 50
 
 // appendEntry frames one journal entry onto buf.
@@ -229,6 +230,12 @@ func signal(c chan struct{}) {
 	}
 }
 
+func (j *journal) isClosing() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.closing
+}
+
 // usable is nil while the journal takes writes.
 func (j *journal) usable() error {
 	j.mu.Lock()
@@ -385,16 +392,16 @@ func (j *journal) startSegment() error {
 	s := &segment{no: j.nextNo, path: filepath.Join(j.dir, segName(j.nextNo)), ids: map[string]struct{}{}}
 	var f File
 	var err error
-	for attempt := 0; ; attempt++ {
+	for attempt := 1; ; attempt++ {
 		f, err = j.d.fs.OpenFile(s.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
-		if !tooManyFiles(err) || attempt == openAttempts {
+		if !tooManyFiles(err) || (attempt >= openAttempts && j.isClosing()) {
 			break
 		}
-		// Descriptors come back as sessions close theirs; waiting here
-		// only delays acknowledgements, while giving up fails every
-		// session.
+		// Out of descriptors: failing here would poison the journal and
+		// fail every session, while descriptors come back as idle logs
+		// are shed and connections close. Acknowledgements wait instead.
 		j.d.pool.shed(nil, 64)
-		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+		time.Sleep(time.Duration(min(attempt, 20)) * time.Millisecond)
 	}
 	if err != nil {
 		return fmt.Errorf("creating journal %s: %w", j.rel(s.path), err)

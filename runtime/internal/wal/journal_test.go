@@ -1,0 +1,556 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/engine"
+)
+
+// hookFS is a StrictMem whose OpenFile and Sync can be made to fail or
+// wait, to reach what a disk or a busy process can do.
+type hookFS struct {
+	*StrictMem
+	open func(name string, flag int) error // nil: open normally
+	sync func(name string) error           // runs before a file's sync
+}
+
+func (h *hookFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+	if h.open != nil {
+		if err := h.open(name, flag); err != nil {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+		}
+	}
+	f, err := h.StrictMem.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return hookFile{File: f, h: h, name: name}, nil
+}
+
+type hookFile struct {
+	File
+	h    *hookFS
+	name string
+}
+
+func (f hookFile) Sync() error {
+	if f.h.sync != nil {
+		if err := f.h.sync(f.name); err != nil {
+			return err
+		}
+	}
+	return f.File.Sync()
+}
+
+func isSegment(name string) bool { return strings.HasSuffix(name, segExt) }
+
+// queued is how many entries wait in the batch being filled.
+func (j *journal) queued() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.cur.ids)
+}
+
+// TestGroupCommit holds the journal's fsync while more sessions append:
+// every append that arrived meanwhile must ride on the one next fsync,
+// and none may return before the fsync that covers it.
+func TestGroupCommit(t *testing.T) {
+	for _, n := range []int{1, 2, 10} {
+		t.Run(fmt.Sprint(n, " waiting"), func(t *testing.T) {
+			release := make(chan struct{})
+			var held atomic.Bool
+			h := &hookFS{StrictMem: NewStrictMem()}
+			entered := make(chan struct{}, 1)
+			h.sync = func(name string) error {
+				if isSegment(name) && held.CompareAndSwap(false, true) {
+					entered <- struct{}{}
+					<-release
+				}
+				return nil
+			}
+			var syncs atomic.Int32
+			d, err := OpenDir("/data", Options{FS: h, OnSync: func(time.Duration) { syncs.Add(1) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			var once sync.Once
+			unhold := func() { once.Do(func() { close(release) }) }
+			defer unhold() // before Close, which waits for the held fsync
+			logs := make([]*Log, n+1)
+			for i := range logs {
+				if logs[i], err = d.Create(testHeader(fmt.Sprint("s", i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			syncs.Store(0)
+			var returned atomic.Int32
+			errs := make(chan error, n+1)
+			appendOne := func(l *Log) {
+				_, err := l.Append(engine.Input{T: 1, Type: engine.InputAdvance}, true)
+				returned.Add(1)
+				errs <- err
+			}
+			go appendOne(logs[0])
+			<-entered // the first batch's fsync is running, and held
+			for _, l := range logs[1:] {
+				go appendOne(l)
+			}
+			for d.j.queued() < n {
+				runtime.Gosched()
+			}
+			if r := returned.Load(); r != 0 {
+				t.Fatalf("%d appends returned before any fsync finished", r)
+			}
+			unhold()
+			for range n + 1 {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := syncs.Load(); got != 2 {
+				t.Fatalf("%d appends took %d journal fsyncs, want 2 (the held one and one for all who waited)", n+1, got)
+			}
+		})
+	}
+}
+
+// TestJournalSyncFailurePoisons fails one journal fsync: the appends of
+// that batch and every later write, on any log, must fail, and nothing
+// more may reach a session file.
+func TestJournalSyncFailurePoisons(t *testing.T) {
+	eio := errors.New("input/output error")
+	var fail atomic.Bool
+	h := &hookFS{StrictMem: NewStrictMem()}
+	h.sync = func(name string) error {
+		if isSegment(name) && fail.Load() {
+			return eio
+		}
+		return nil
+	}
+	d, err := OpenDir("/data", Options{FS: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	a, _ := d.Create(testHeader("a"))
+	b, _ := d.Create(testHeader("b"))
+	if _, err := a.Append(engine.Input{T: 1, Type: engine.InputAdvance}, true); err != nil {
+		t.Fatal(err)
+	}
+	fail.Store(true)
+	if _, err := a.Append(engine.Input{T: 2, Type: engine.InputAdvance}, true); !errors.Is(err, eio) {
+		t.Fatalf("append whose fsync failed: %v, want the fsync's error", err)
+	}
+	fail.Store(false) // a later fsync that would succeed must not be trusted
+	size := b.Size()
+	writes := []struct {
+		name string
+		do   func() error
+	}{
+		{"synced append", func() error { _, err := b.Append(engine.Input{T: 3, Type: engine.InputAdvance}, true); return err }},
+		{"unsynced append", func() error { _, err := b.Append(engine.Input{T: 3, Type: engine.InputAdvance}, false); return err }},
+		{"flush", func() error {
+			b.AppendStep(0, Step{})
+			return b.Flush()
+		}},
+		{"finish", func() error { return b.Finish(End{Reason: "x"}) }},
+	}
+	for _, w := range writes {
+		if err := w.do(); !errors.Is(err, eio) {
+			t.Errorf("%s after a failed journal fsync: %v, want the fsync's error", w.name, err)
+		}
+	}
+	if b.Size() != size {
+		t.Errorf("session file grew from %d to %d after the journal failed", size, b.Size())
+	}
+}
+
+// TestDescriptorExhaustion runs many logs on a file system that refuses
+// every open for a while, as a process out of descriptors does: no
+// append may fail, and after a crash (or a clean close) nothing
+// acknowledged may be missing.
+func TestDescriptorExhaustion(t *testing.T) {
+	for _, end := range []string{"clean close", "directory closed first", "process crash", "power cut"} {
+		t.Run(end, func(t *testing.T) {
+			var opens, refused atomic.Int64
+			var short atomic.Bool // out of descriptors, once enough opens ran
+			short.Store(true)
+			h := &hookFS{StrictMem: NewStrictMem()}
+			// Session file opens only: the journal holds its segment open
+			// and is tested on its own.
+			h.open = func(name string, flag int) error {
+				if !strings.HasSuffix(name, extLive) {
+					return nil
+				}
+				if opens.Add(1) >= 30 && short.Load() {
+					refused.Add(1)
+					return syscall.EMFILE
+				}
+				return nil
+			}
+			d, err := OpenDir("/data", Options{FS: h, MaxOpen: 4, SegmentSize: 4 << 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 24
+			logs := make([]*Log, n)
+			for i := range logs {
+				if logs[i], err = d.Create(testHeader(fmt.Sprint("s", i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ss := make([]*plSession, n)
+			var wg sync.WaitGroup
+			var failed atomic.Value
+			for i, l := range logs {
+				ss[i] = &plSession{id: l.ID(), created: true}
+				wg.Go(func() {
+					for k := range 20 {
+						in := engine.Input{T: int64(k), Type: engine.InputAdvance}
+						ss[i].written = append(ss[i].written, in)
+						seq, err := l.Append(in, k%4 != 1)
+						if err != nil {
+							failed.Store(fmt.Errorf("%s append %d: %w", l.ID(), k, err))
+							return
+						}
+						if k%4 != 1 {
+							ss[i].acked = int(seq)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if err, _ := failed.Load().(error); err != nil {
+				t.Fatal(err)
+			}
+			if refused.Load() < 50 {
+				t.Fatalf("only %d opens refused; the test does not reach the lag", refused.Load())
+			}
+			lagged := 0
+			for _, l := range logs {
+				l.mu.Lock()
+				if len(l.lag) > 0 {
+					lagged++
+				}
+				l.mu.Unlock()
+			}
+			if lagged == 0 {
+				t.Fatal("no log holds lagging bytes; the test does not reach the lag")
+			}
+			short.Store(false)
+			var after FS
+			switch end {
+			case "clean close":
+				for _, l := range logs {
+					if err := l.Close(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := d.Close(); err != nil {
+					t.Fatal(err)
+				}
+				after = h.StrictMem.Recover(nil)
+			case "directory closed first":
+				// As a server's shutdown does when sessions are slow to
+				// stop: the checkpoint must write the lag itself.
+				if err := d.Close(); err != nil {
+					t.Fatal(err)
+				}
+				after = h.StrictMem.Recover(nil)
+			case "process crash":
+				after = h.StrictMem.Restart()
+				d.Close()
+			case "power cut":
+				after = h.StrictMem.Recover(nil)
+				d.Close()
+			}
+			if _, err := checkJournalRecovered(after, ss); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// journalLeft writes two sessions through a journal of small segments and
+// crashes the process, leaving the journal for the next OpenDir. It
+// returns the file system and the segments' paths, oldest first.
+func journalLeft(t *testing.T) (*StrictMem, []string, []*plSession) {
+	t.Helper()
+	m := NewStrictMem()
+	d, err := OpenDir("/data", Options{FS: m, SegmentSize: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keep the checkpointer from deleting segments: the test reads them.
+	close(d.j.stopCk)
+	<-d.j.ckDone
+	d.j.stopCk = make(chan struct{})
+	var ss []*plSession
+	for _, id := range []string{"a", "b"} {
+		l, err := d.Create(testHeader(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &plSession{id: id, created: true}
+		for i, in := range sampleInputs() {
+			s.written = append(s.written, in)
+			if _, err := l.Append(in, true); err != nil {
+				t.Fatal(err)
+			}
+			s.acked = i + 1
+		}
+		ss = append(ss, s)
+	}
+	after := m.Restart()
+	segs, err := (&Dir{path: "/data", fs: after}).listSegments()
+	if err != nil || len(segs) < 3 {
+		t.Fatalf("%d segments left, want at least 3: %v", len(segs), err)
+	}
+	var paths []string
+	for _, s := range segs {
+		paths = append(paths, s.path)
+	}
+	return after, paths, ss
+}
+
+func memRead(t *testing.T, m *StrictMem, path string) []byte {
+	t.Helper()
+	b, err := readAll(m, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func memRewrite(t *testing.T, m *StrictMem, path string, data []byte) {
+	t.Helper()
+	f, err := m.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestJournalTornTail leaves the journal's last segment ending the ways
+// a power cut can: redo must cut the tail, report it, and lose nothing
+// before it.
+func TestJournalTornTail(t *testing.T) {
+	entry := appendEntry(nil, "a", 5000, []byte("never acknowledged"))
+	cases := []struct {
+		name string
+		tail []byte
+		torn bool
+	}{
+		{"frame cut short", entry[:5], true},
+		{"payload cut short", entry[:len(entry)-3], true},
+		{"zeros where the size got ahead of the data", make([]byte, 300), false},
+		{"last entry fails its checksum", append(append([]byte{}, entry[:len(entry)-1]...), entry[len(entry)-1]^1), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, segs, ss := journalLeft(t)
+			last := segs[len(segs)-1]
+			good := memRead(t, m, last)
+			memRewrite(t, m, last, append(append([]byte{}, good...), c.tail...))
+			d, err := OpenDir("/data", Options{FS: m})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := d.Redo()
+			d.Close()
+			if rep.Tail == nil || rep.Tail.Offset != int64(len(good)) || rep.Tail.Bytes != int64(len(c.tail)) {
+				t.Fatalf("tail %+v, want %d bytes at %d", rep.Tail, len(c.tail), len(good))
+			}
+			if rep.Tail.Torn != c.torn || rep.TailSegment != filepath.Join(JournalDir, filepath.Base(last)) {
+				t.Fatalf("tail %+v in %s, want torn=%v in %s", rep.Tail, rep.TailSegment, c.torn, last)
+			}
+			if err := checkRecovered(m, ss); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestJournalDamage puts invalid bytes where a power cut cannot: OpenDir
+// must fail with a *DamageError naming the segment, and keep the journal.
+func TestJournalDamage(t *testing.T) {
+	cases := []struct {
+		name   string
+		seg    func(segs []string) string
+		change func(b []byte) []byte
+		reason string
+	}{
+		{"checksum fails with a valid entry after it", func(s []string) string { return s[len(s)-1] },
+			func(b []byte) []byte {
+				b[len(JournalMagic)+frame+3] ^= 0x40
+				return appendEntry(b, "b", 100, []byte("a valid entry after the bad one"))
+			}, "checksum mismatch"},
+		{"torn end of a segment that is not the last", func(s []string) string { return s[0] },
+			func(b []byte) []byte { return b[:len(b)-4] }, "not the journal's last"},
+		{"bad magic in a segment that is not the last", func(s []string) string { return s[0] },
+			func(b []byte) []byte { b[0] = 'X'; return b }, "bad magic"},
+		{"entry whose checksum holds but whose id is invalid", func(s []string) string { return s[0] },
+			func(b []byte) []byte {
+				return append([]byte(JournalMagic), appendEntry(nil, "bad id!", 100, []byte("x"))...)
+			}, "entry content"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, segs, _ := journalLeft(t)
+			seg := c.seg(segs)
+			memRewrite(t, m, seg, c.change(memRead(t, m, seg)))
+			_, err := OpenDir("/data", Options{FS: m})
+			var dmg *DamageError
+			if !errors.As(err, &dmg) || dmg.Segment != filepath.Join(JournalDir, filepath.Base(seg)) || !strings.Contains(err.Error(), c.reason) {
+				t.Fatalf("OpenDir: %v, want a *DamageError in %s: %s", err, seg, c.reason)
+			}
+			if !strings.Contains(err.Error(), seg) {
+				t.Errorf("error %q does not name the segment's path", err)
+			}
+			for _, s := range segs {
+				if _, err := m.Stat(s); err != nil {
+					t.Errorf("segment %s after damage: %v", s, err)
+				}
+			}
+		})
+	}
+}
+
+// TestRedoGap restores a session file from an old copy behind the
+// journal's back, after a checkpoint deleted the segment that covered the
+// difference: the bytes between the file's end and the journal's entries
+// are lost, so the session is damaged and kept as it is, the journal is
+// kept as evidence, and other sessions go on.
+func TestRedoGap(t *testing.T) {
+	m, segs, ss := journalLeft(t)
+	data := memRead(t, m, "/data/a.wal")
+	headerEnd := int64(len(Magic))
+	if n, _, _ := frameAt(data, headerEnd); n > 0 {
+		headerEnd += frame + n
+	}
+	memRewrite(t, m, "/data/a.wal", data[:headerEnd])
+	if err := m.Remove(segs[0]); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenDir("/data", Options{FS: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := d.Redo()
+	if len(rep.Damaged) != 1 || rep.Damaged[0].ID != "a" || len(rep.Evidence) == 0 {
+		t.Fatalf("redo report %+v, want session a damaged and the journal kept", rep)
+	}
+	var dmg *DamageError
+	if _, _, err := d.Open("a"); !errors.As(err, &dmg) {
+		t.Fatalf("Open of the damaged session: %v, want a *DamageError", err)
+	}
+	if _, err := d.Read("a"); !errors.As(err, &dmg) {
+		t.Fatalf("Read of the damaged session: %v, want a *DamageError", err)
+	}
+	if got := memRead(t, m, "/data/a.wal"); int64(len(got)) != headerEnd {
+		t.Fatalf("damaged session file changed: %d bytes, was %d", len(got), headerEnd)
+	}
+	for _, ev := range rep.Evidence {
+		if _, err := m.Stat(filepath.Join("/data", ev)); err != nil {
+			t.Fatalf("evidence %s: %v", ev, err)
+		}
+	}
+	d.Close()
+	if err := checkRecovered(m, ss[1:]); err != nil {
+		t.Fatalf("the undamaged session: %v", err)
+	}
+}
+
+// TestStore checks that Dir.Store answers as the Dir does.
+func TestStore(t *testing.T) {
+	d := openDir(t, Options{})
+	s := d.Store()
+	l, err := s.Create(testHeader("st"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(engine.Input{T: 1, Type: engine.InputAdvance}, true); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	cases := []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"create existing", func() error { _, err := s.Create(testHeader("st")); return err }(), ErrExists},
+		{"open missing", func() error { _, _, err := s.Open("nope"); return err }(), ErrNotFound},
+		{"read missing", func() error { _, err := s.Read("nope"); return err }(), ErrNotFound},
+		{"bad id", func() error { _, _, err := s.Open("a/b"); return err }(), ErrBadID},
+	}
+	for _, c := range cases {
+		if !errors.Is(c.err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, c.err, c.want)
+		}
+	}
+	l2, rec, err := s.Open("st")
+	if err != nil || len(rec.Inputs) != 1 || l2.Seq() != 1 {
+		t.Fatalf("open: %v, %+v", err, rec)
+	}
+	if err := l2.Finish(End{Reason: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.State("st"); err != nil || st != StateDone {
+		t.Fatalf("state %v %v", st, err)
+	}
+	if _, _, err := s.Open("st"); !errors.Is(err, ErrFinished) {
+		t.Fatalf("open finished: %v", err)
+	}
+	var _ io.Closer = s
+}
+
+// TestSegmentWaitsForDescriptor refuses the journal's segment a
+// descriptor a few times: the committer must wait for one rather than
+// poison the journal and fail every session.
+func TestSegmentWaitsForDescriptor(t *testing.T) {
+	var refused atomic.Int32
+	h := &hookFS{StrictMem: NewStrictMem()}
+	h.open = func(name string, flag int) error {
+		if isSegment(name) && refused.Add(1) <= 5 {
+			return syscall.EMFILE
+		}
+		return nil
+	}
+	d, err := OpenDir("/data", Options{FS: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	l, err := d.Create(testHeader("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(engine.Input{T: 1, Type: engine.InputAdvance}, true); err != nil {
+		t.Fatalf("append while the journal waited for a descriptor: %v", err)
+	}
+	if refused.Load() <= 5 {
+		t.Fatalf("segment opened after %d refusals; the test does not reach the wait", refused.Load())
+	}
+}
