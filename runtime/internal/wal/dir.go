@@ -60,6 +60,9 @@ type Options struct {
 	// syncs of session files run behind everyone's back and are not
 	// reported.
 	OnSync func(time.Duration)
+	// OnCheckpoint, if set, is told of each journal segment checkpointed:
+	// how many session files it synced and how long it took.
+	OnCheckpoint func(files int, took time.Duration)
 	// MaxOpen bounds how many live logs keep a file descriptor open; the
 	// least recently written are closed and reopened on their next write.
 	// Zero means no bound.

@@ -467,6 +467,7 @@ func (j *journal) checkpointRetired() error {
 // deleted before an older could leave the older's entries to cut a
 // session short at the next redo.
 func (j *journal) checkpoint(s *segment) error {
+	start := time.Now()
 	for id := range s.ids {
 		if err := j.d.drainLag(id); err != nil {
 			return err
@@ -480,6 +481,9 @@ func (j *journal) checkpoint(s *segment) error {
 	}
 	if err := j.d.fs.SyncDir(j.dir); err != nil {
 		return fmt.Errorf("syncing journal folder: %w", err)
+	}
+	if j.d.opt.OnCheckpoint != nil {
+		j.d.opt.OnCheckpoint(len(s.ids), time.Since(start))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/batonhq/baton/engine"
 )
@@ -160,7 +161,9 @@ func checkJournalRecovered(fsys FS, ss []*plSession) (RedoReport, error) {
 // that what a tool reading the files sees is everything.
 func TestCleanCloseLeavesNoJournal(t *testing.T) {
 	mem := NewStrictMem()
-	d, err := OpenDir("/data", Options{FS: mem, SegmentSize: 1 << 20})
+	checkpointed := 0
+	d, err := OpenDir("/data", Options{FS: mem, SegmentSize: 1 << 20,
+		OnCheckpoint: func(files int, _ time.Duration) { checkpointed += files }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,6 +184,9 @@ func TestCleanCloseLeavesNoJournal(t *testing.T) {
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if checkpointed != 2 {
+		t.Errorf("Close checkpointed %d session files, want 2", checkpointed)
 	}
 	after := mem.Recover(nil) // keeps synced bytes only
 	if _, err := after.Stat("/data/" + JournalDir); !errors.Is(err, fs.ErrNotExist) {

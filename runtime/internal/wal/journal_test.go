@@ -554,3 +554,46 @@ func TestSegmentWaitsForDescriptor(t *testing.T) {
 		t.Fatalf("segment opened after %d refusals; the test does not reach the wait", refused.Load())
 	}
 }
+
+// TestSegmentPrefixes cuts a segment at every length, as a power cut
+// can, with and without zeros after the cut: as the last segment every
+// cut is a tail holding exactly the whole entries before it; as an
+// earlier segment (synced whole before the next began) every cut that
+// is not on an entry boundary is damage.
+func TestSegmentPrefixes(t *testing.T) {
+	seg := []byte(JournalMagic)
+	bounds := map[int]int{len(seg): 0} // cut -> whole entries before it
+	for i := range 4 {
+		seg = appendEntry(seg, fmt.Sprint("s", i), int64(100*(i+1)), []byte(strings.Repeat("x", 20*(i+1))))
+		bounds[len(seg)] = i + 1
+	}
+	for cut := 0; cut <= len(seg); cut++ {
+		for _, zeros := range []bool{false, true} {
+			data := append([]byte{}, seg[:cut]...)
+			if zeros {
+				data = append(data, make([]byte, len(seg)-cut)...)
+			}
+			ents, tail, err := parseSegment(data, "journal/x.jnl", true)
+			if err != nil {
+				t.Fatalf("last segment cut at %d (zeros %v): %v", cut, zeros, err)
+			}
+			whole, onBound := bounds[cut]
+			if !onBound {
+				for b, n := range bounds {
+					if b < cut && n > whole {
+						whole = n
+					}
+				}
+			}
+			if len(ents) != whole {
+				t.Fatalf("last segment cut at %d (zeros %v): %d entries, want %d", cut, zeros, len(ents), whole)
+			}
+			if (tail == nil) != (onBound && (!zeros || cut == len(seg))) {
+				t.Fatalf("last segment cut at %d (zeros %v): tail %v", cut, zeros, tail)
+			}
+			if _, _, err := parseSegment(data, "journal/x.jnl", false); (err == nil) != (tail == nil) {
+				t.Fatalf("earlier segment cut at %d (zeros %v): err %v, tail as last %v", cut, zeros, err, tail)
+			}
+		}
+	}
+}
