@@ -479,7 +479,9 @@ func (j *journal) checkpoint(s *segment) error {
 	if err := j.d.fs.Remove(s.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing journal %s: %w", j.rel(s.path), err)
 	}
-	if err := j.d.fs.SyncDir(j.dir); err != nil {
+	// A folder removed underneath (the whole data directory deleted)
+	// leaves no segment to come back: nothing to make durable.
+	if err := j.d.fs.SyncDir(j.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("syncing journal folder: %w", err)
 	}
 	if j.d.opt.OnCheckpoint != nil {
@@ -519,7 +521,10 @@ func (j *journal) close() error {
 	if err := j.d.fs.Remove(j.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil // not empty: something else lives there; leave it
 	}
-	return j.d.fs.SyncDir(j.d.path)
+	if err := j.d.fs.SyncDir(j.d.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("syncing data dir: %w", err)
+	}
+	return nil
 }
 
 // listSegments returns the journal's segments in order.

@@ -597,3 +597,28 @@ func TestSegmentPrefixes(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseAfterDataDirRemoved closes a directory deleted while it was
+// open (a test's temporary folder removed before its server stops):
+// nothing is left to make durable, so Close must not fail on it.
+func TestCloseAfterDataDirRemoved(t *testing.T) {
+	dir := t.TempDir()
+	d, err := OpenDir(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := d.Create(testHeader("gone"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(engine.Input{T: 1, Type: engine.InputAdvance}, true); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatalf("Close of a removed data directory: %v", err)
+	}
+}
