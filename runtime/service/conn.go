@@ -9,6 +9,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -38,20 +39,19 @@ const (
 var errStopped = errors.New("connection closing")
 
 // conn is one WebSocket client. A reader goroutine parses frames and hands
-// inputs to the bound session's actor; a writer goroutine drains a bounded
-// queue. The session never blocks on a client: a full queue disconnects
-// that client (1013) and the session carries on.
+// inputs to the bound session's actor; a writer goroutine, while there is
+// something to write, drains a bounded queue (conn_writer.go). The
+// session never blocks on a client: a full queue disconnects that client
+// (1013) and the session carries on.
 type conn struct {
 	srv *Server
 	ws  *websocket.Conn
 	log *slog.Logger
 
-	sendq   chan []byte
 	closing chan struct{}
 	// ctx ends at the decision to close, so that a frame still waiting
 	// for room in a busy session's inbox is not delivered after it.
-	ctx      context.Context
-	cancel   context.CancelFunc
+	ctx      connCtx
 	readDone chan struct{} // closed when the reader has stopped reading
 	once     sync.Once
 	code     int
@@ -59,11 +59,35 @@ type conn struct {
 	// flush asks the writer to send what is queued before closing.
 	flush bool
 
+	// The writer's state, under wmu (conn_writer.go).
+	wmu sync.Mutex
+	// sendq holds the frames waiting to be written; nil when none wait
+	// and no writer runs.
+	sendq chan []byte
+	// serving is set once the connection has a socket and a reader.
+	serving bool
+	// writing is set while a writer goroutine runs; writerDone once the
+	// last one has closed the socket, after which none starts.
+	writing, writerDone bool
+	// inWrite is set while the writer writes to the socket.
+	inWrite atomic.Bool
+	// ping asks the writer to send a ping before its next frame;
+	// pinger sets it every PingInterval.
+	ping   atomic.Bool
+	pinger *time.Timer
+	// readerGone is set when the reader has ended. The reader's place in
+	// the server's wait group is given up by whichever of it and the last
+	// writer ends second, so the group covers the writer too.
+	readerGone bool
+
+	// bound mirrors sess for Stats, which runs on other goroutines.
+	bound atomic.Pointer[session]
+
 	// reader-goroutine state
 	sess    *session
 	endedID string // set when bound to a session that has ended
 	limiter *bucket
-	refused rejectWindow
+	refused lazyRejectWindow
 	// unanswered counts refused frames dropped without a reply since the
 	// last rate_limited error.
 	unanswered int
@@ -72,16 +96,21 @@ type conn struct {
 }
 
 func (srv *Server) serveWS(ws *websocket.Conn, remote string) {
-	c := srv.newConn(ws, srv.log.With("remote", remote))
+	c := srv.newConn(ws, slog.New(remoteHandler{srv.log.Handler(), remote}))
 	if !srv.addConn(c) {
-		c.cancel()
 		ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down"), time.Now().Add(time.Second))
 		ws.Close()
 		return
 	}
 	srv.m.connections.Inc()
-	srv.wg.Add(2)
-	go c.writeLoop()
+	c.wmu.Lock()
+	c.serving = true
+	c.pinger = time.AfterFunc(srv.cfg.PingInterval, c.pingDue)
+	c.wmu.Unlock()
+	if c.stopped() {
+		c.wake() // Shutdown decided to close it before it could have a writer
+	}
+	srv.wg.Add(1)
 	go c.readLoop()
 }
 
@@ -90,13 +119,60 @@ func (srv *Server) newConn(ws *websocket.Conn, log *slog.Logger) *conn {
 		srv:      srv,
 		ws:       ws,
 		log:      log,
-		sendq:    make(chan []byte, srv.cfg.SendQueue),
 		closing:  make(chan struct{}),
 		readDone: make(chan struct{}),
 		limiter:  newBucket(srv.cfg.EventRate, srv.cfg.EventBurst, srv.clock.Now()),
 	}
-	c.ctx, c.cancel = context.WithCancel(srv.ctx)
+	c.ctx = connCtx{c}
 	return c
+}
+
+// remoteHandler names the client on every line of a connection's log, as
+// Logger.With would, without the copy of the handler With makes for each
+// connection: the attribute is added as a line is written, which is
+// seldom.
+type remoteHandler struct {
+	slog.Handler
+	remote string
+}
+
+func (h remoteHandler) attr() slog.Attr { return slog.String("remote", h.remote) }
+
+func (h remoteHandler) Handle(ctx context.Context, r slog.Record) error {
+	// First, where With would have put it.
+	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+	out.AddAttrs(h.attr())
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(a)
+		return true
+	})
+	return h.Handler.Handle(ctx, out)
+}
+
+func (h remoteHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return h.Handler.WithAttrs([]slog.Attr{h.attr()}).WithAttrs(as)
+}
+
+func (h remoteHandler) WithGroup(name string) slog.Handler {
+	return h.Handler.WithAttrs([]slog.Attr{h.attr()}).WithGroup(name)
+}
+
+// connCtx is a connection's context: it ends when the connection is
+// decided to close, which Shutdown decides for every connection. It is
+// the connection itself rather than a child of the server's context,
+// which would cost each connection a cancel context and a place in the
+// server context's table of children.
+type connCtx struct{ c *conn }
+
+func (connCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (x connCtx) Done() <-chan struct{}     { return x.c.closing }
+func (connCtx) Value(any) any               { return nil }
+
+func (x connCtx) Err() error {
+	if x.c.stopped() {
+		return context.Canceled
+	}
+	return nil
 }
 
 // kill decides to close the connection with a close code and reason. The
@@ -107,8 +183,10 @@ func (c *conn) kill(code int, reason string, flush bool) bool {
 		won = true
 		c.code, c.reason, c.flush = code, reason, flush
 		close(c.closing)
-		c.cancel()
 	})
+	if won {
+		c.wake()
+	}
 	return won
 }
 
@@ -122,21 +200,6 @@ func (c *conn) stopped() bool {
 	}
 }
 
-// enqueue queues a frame for sending; it never blocks. It reports false
-// when the connection is closing or was just closed for being too slow.
-func (c *conn) enqueue(b []byte) bool {
-	if c.stopped() {
-		return false
-	}
-	select {
-	case c.sendq <- b:
-		return true
-	default:
-		c.slowConsumer("queue_full", fmt.Sprintf("slow consumer: %d frames waiting; reconnect and resume", cap(c.sendq)))
-		return false
-	}
-}
-
 // slowConsumer closes a connection whose client does not take what is
 // sent to it: its send queue filled up, a write to it timed out, or it
 // answered no ping for PongWait (see readLoop for how that is told apart
@@ -145,7 +208,7 @@ func (c *conn) slowConsumer(cause, reason string) {
 	if c.kill(websocket.CloseTryAgainLater, reason, false) {
 		// The line before the count: whoever watches the count finds the
 		// line written.
-		c.log.Warn("slow consumer disconnected", "cause", cause, "queued", len(c.sendq))
+		c.log.Warn("slow consumer disconnected", "cause", cause, "queued", c.queued())
 		c.srv.m.slowConsumers.Inc()
 	}
 }
@@ -153,92 +216,6 @@ func (c *conn) slowConsumer(cause, reason string) {
 func (c *conn) sendError(id string, pe *ProtoError) {
 	c.srv.m.clientErrors.WithLabelValues(pe.Code).Inc()
 	c.enqueue(mustJSON(ErrorFrame{Type: FrameError, ID: id, Code: pe.Code, Message: pe.Message}))
-}
-
-func (c *conn) writeLoop() {
-	defer c.srv.wg.Done()
-	defer func() {
-		if r := recover(); r != nil {
-			c.srv.m.panics.WithLabelValues("connection").Inc()
-			c.log.Error("connection writer panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			c.kill(websocket.CloseInternalServerErr, "internal error", false)
-			c.ws.Close()
-		}
-	}()
-	ping := time.NewTicker(c.srv.cfg.PingInterval)
-	defer ping.Stop()
-	for {
-		select {
-		case b := <-c.sendq:
-			if err := c.write(b, time.Now().Add(c.srv.cfg.WriteTimeout)); err != nil {
-				c.writeFailed("write", err)
-				return
-			}
-		case <-ping.C:
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.srv.cfg.WriteTimeout)); err != nil {
-				c.writeFailed("ping", err)
-				return
-			}
-		case <-c.closing:
-			c.closeHandshake()
-			return
-		}
-	}
-}
-
-func (c *conn) write(b []byte, deadline time.Time) error {
-	c.ws.SetWriteDeadline(deadline)
-	return c.ws.WriteMessage(websocket.TextMessage, b)
-}
-
-// writeFailed closes a connection the writer cannot write to. A write
-// that timed out means the client stopped taking data: a slow consumer.
-// Any other failure means it is gone. Either way the socket can carry no
-// close frame any more.
-func (c *conn) writeFailed(what string, err error) {
-	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
-		c.slowConsumer("write_timeout", fmt.Sprintf("slow consumer: a %s waited %s to be written; reconnect and resume", what, c.srv.cfg.WriteTimeout))
-	} else {
-		c.kill(websocket.CloseAbnormalClosure, what+" failed", false)
-	}
-	c.ws.Close()
-}
-
-// closeHandshake runs on the writer once the connection is to close: the
-// queued frames (when asked to flush), the close frame, then a wait for
-// the reader to take the client's answer, and the socket is closed.
-func (c *conn) closeHandshake() {
-	defer c.ws.Close()
-	if c.code == websocket.CloseAbnormalClosure {
-		return
-	}
-	if c.flush {
-		deadline := time.Now().Add(closeFlush)
-		for done := false; !done; {
-			select {
-			case b := <-c.sendq:
-				if c.write(b, deadline) != nil {
-					return
-				}
-			default:
-				done = true
-			}
-		}
-	}
-	err := c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.code, c.reason), time.Now().Add(closeWrite))
-	if err != nil && !errors.Is(err, websocket.ErrCloseSent) {
-		return // nobody will read an answer to a close frame that was not sent
-	}
-	// The reader, which stopped applying frames at the decision, reads
-	// and discards until the client's close frame or this deadline.
-	c.ws.SetReadDeadline(time.Now().Add(closeDrain))
-	t := time.NewTimer(closeDrain + closeDrain/4)
-	defer t.Stop()
-	select {
-	case <-c.readDone:
-	case <-t.C:
-	}
-	c.log.Debug("connection closed", "code", c.code, "reason", c.reason)
 }
 
 // readLoop reads frames until the connection is to close, then drains
@@ -253,23 +230,21 @@ func (c *conn) closeHandshake() {
 // code when it reads again. A client that is provably gone (the stream
 // ended, was reset, or a write failed other than by timing out) is closed
 // without being counted.
+//
+// The reader spends its life waiting in readFrames for the client's next
+// frame, so the frames below that wait are kept small: a goroutine's
+// stack only shrinks to four times what it uses while waiting, and with
+// these it uses just under a quarter of 4 KiB (gorilla's and the
+// network's frames included) instead of just over.
 func (c *conn) readLoop() {
-	defer c.srv.wg.Done()
-	defer func() {
-		if r := recover(); r != nil {
-			c.srv.m.panics.WithLabelValues("connection").Inc()
-			c.log.Error("connection reader panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			c.kill(websocket.CloseInternalServerErr, "internal error; reconnect and resume", false)
-		}
-		c.kill(websocket.CloseNormalClosure, "", false)
-		close(c.readDone)
-		if c.sess != nil {
-			// If this fails, the actor drops the connection on its next send.
-			c.sess.tryPost(unsubMsg{c})
-		}
-		c.srv.removeConn(c)
-		c.srv.m.connections.Dec()
-	}()
+	defer c.readerExit()
+	c.readerStart()
+	c.readerEnd(c.readFrames())
+}
+
+// readerStart sets the read limit, the pong deadline and the control
+// frame handlers.
+func (c *conn) readerStart() {
 	c.ws.SetReadLimit(4 * c.srv.cfg.MaxMessageBytes)
 	c.ws.SetReadDeadline(time.Now().Add(c.srv.cfg.PongWait))
 	c.ws.SetPongHandler(func(string) error {
@@ -286,7 +261,11 @@ func (c *conn) readLoop() {
 		}
 		return echo(code, text)
 	})
-	err := c.readFrames()
+}
+
+// readerEnd closes the connection as the error that ended readFrames
+// calls for, and drains what the client still sends.
+func (c *conn) readerEnd(err error) {
 	switch {
 	case errors.Is(err, errStopped):
 		c.drain()
@@ -304,6 +283,30 @@ func (c *conn) readLoop() {
 	// socket: there is nothing to drain.
 }
 
+// readerExit runs as the reader ends, however it ends.
+func (c *conn) readerExit() {
+	if r := recover(); r != nil {
+		c.srv.m.panics.WithLabelValues("connection").Inc()
+		c.log.Error("connection reader panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		c.kill(websocket.CloseInternalServerErr, "internal error; reconnect and resume", false)
+	}
+	c.kill(websocket.CloseNormalClosure, "", false)
+	close(c.readDone)
+	if c.sess != nil {
+		// If this fails, the actor drops the connection on its next send.
+		c.sess.tryPost(unsubMsg{c})
+	}
+	c.srv.removeConn(c)
+	c.srv.m.connections.Dec()
+	c.wmu.Lock()
+	c.readerGone = true
+	last := c.writerDone
+	c.wmu.Unlock()
+	if last {
+		c.srv.wg.Done()
+	}
+}
+
 // readFrames reads and applies frames until an error or the decision to
 // close; a frame read after that decision is not applied.
 func (c *conn) readFrames() error {
@@ -312,17 +315,26 @@ func (c *conn) readFrames() error {
 		if err != nil {
 			return err
 		}
-		if c.stopped() {
-			return errStopped
-		}
-		c.ws.SetReadDeadline(time.Now().Add(c.srv.cfg.PongWait))
-		if err := c.frame(typ, r, c.srv.clock.Now()); err != nil {
+		if err := c.readFrame(typ, r); err != nil {
 			return err
 		}
-		if c.stopped() {
-			return errStopped
-		}
 	}
+}
+
+// readFrame applies a frame readFrames got, unless the connection is to
+// close.
+func (c *conn) readFrame(typ int, r io.Reader) error {
+	if c.stopped() {
+		return errStopped
+	}
+	c.ws.SetReadDeadline(time.Now().Add(c.srv.cfg.PongWait))
+	if err := c.frame(typ, r, c.srv.clock.Now()); err != nil {
+		return err
+	}
+	if c.stopped() {
+		return errStopped
+	}
+	return nil
 }
 
 // drain reads and discards what the client sends after the decision to
@@ -372,6 +384,18 @@ func (c *conn) onPing(data string) error {
 	// As the library's own handler: a failed pong is the writer's to find.
 	c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
 	return nil
+}
+
+// lazyRejectWindow is a rejectWindow made at the first refusal: most
+// connections never have a frame refused, and the window is most of what
+// a connection would otherwise hold.
+type lazyRejectWindow struct{ w *rejectWindow }
+
+func (l *lazyRejectWindow) add(now time.Time) int {
+	if l.w == nil {
+		l.w = new(rejectWindow)
+	}
+	return l.w.add(now)
 }
 
 // admit charges one frame to the connection's rate limit. A refused
@@ -437,7 +461,7 @@ func (c *conn) frame(typ int, r io.Reader, read time.Time) error {
 // flood (1008), not as a slow consumer, and answers to its accepted
 // frames still find room.
 func (c *conn) refuse(r io.Reader) error {
-	answer := !c.stopped() && len(c.sendq) <= cap(c.sendq)/2
+	answer := !c.stopped() && c.queued() <= c.srv.cfg.SendQueue/2
 	id := ""
 	if answer {
 		head, err := io.ReadAll(io.LimitReader(r, idPeek))
@@ -540,7 +564,10 @@ func (c *conn) handle(data []byte, read time.Time) {
 	}
 }
 
-func (c *conn) bind(s *session) { c.sess = s }
+func (c *conn) bind(s *session) {
+	c.sess = s
+	c.bound.Store(s)
+}
 
 func (c *conn) boundSession(frameID string) *session {
 	switch {
@@ -558,6 +585,7 @@ func (c *conn) post(s *session, frameID string, m *evMsg) {
 	if pe := s.post(c.ctx, m); pe != nil {
 		if pe.Code == CodeSessionEnded {
 			c.endedID, c.sess = s.id, nil
+			c.bound.Store(nil)
 		}
 		c.sendError(frameID, pe)
 	}

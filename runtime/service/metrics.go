@@ -1,6 +1,9 @@
 package service
 
 import (
+	"bytes"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -123,4 +126,22 @@ func (m *metrics) guardrailOutcome(pack string, e *engine.Effect) {
 	for _, g := range e.Guardrail {
 		m.guardrails.WithLabelValues(pack, e.Agent, g, e.Outcome).Inc()
 	}
+}
+
+// processRSS is the process's resident set in bytes from /proc/self/statm
+// (its second field, in pages), or 0 where there is no such file.
+func processRSS() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := bytes.Fields(b)
+	if len(f) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseUint(string(f[1]), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * uint64(os.Getpagesize())
 }

@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime" // the Go runtime, not baton's runtime/ packages
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -96,7 +97,10 @@ func New(cfg Config) (*Server, error) {
 	srv.private = privateDirs(cfg.DataDir)
 	srv.ctx, srv.cancel = context.WithCancel(context.Background())
 	srv.upgrader = websocket.Upgrader{
-		ReadBufferSize:  1024,
+		// Every connection holds its read buffer for as long as it is
+		// open. 512 bytes take most client frames (events, speech ends)
+		// in one read; a larger frame takes a read or two more.
+		ReadBufferSize:  512,
 		WriteBufferSize: 1024,
 		// Pooled write buffers: an idle connection holds none.
 		WriteBufferPool:  &sync.Pool{},
@@ -247,32 +251,57 @@ func (srv *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	w.Write([]byte("ready\n"))
 }
 
-// Stats is the debug endpoint's answer.
+// Stats is the debug endpoint's answer. A load generator takes it before
+// and after opening its sessions and divides the difference by the
+// sessions it added: the process's fixed cost (packs, runtime, buffers)
+// then drops out of its per-session figures.
 type Stats struct {
-	Sessions        int    `json:"sessions"`
-	Connections     int    `json:"connections"`
-	Goroutines      int    `json:"goroutines"`
-	HeapAlloc       uint64 `json:"heap_alloc_bytes"`
-	HeapInuse       uint64 `json:"heap_inuse_bytes"`
-	Sys             uint64 `json:"sys_bytes"`
+	Sessions    int `json:"sessions"`
+	Connections int `json:"connections"`
+	// ConnectedSessions are the live sessions that at least one WebSocket
+	// is bound to (started or resumed on it).
+	ConnectedSessions int    `json:"connected_sessions"`
+	Goroutines        int    `json:"goroutines"`
+	HeapAlloc         uint64 `json:"heap_alloc_bytes"`
+	HeapInuse         uint64 `json:"heap_inuse_bytes"`
+	// StackInuse is held by goroutine stacks, outside the heap: a
+	// connected session keeps two goroutines, its actor and its
+	// connection's reader.
+	StackInuse uint64 `json:"stack_inuse_bytes"`
+	Sys        uint64 `json:"sys_bytes"`
+	// RSS is the process's resident memory, where the system tells it
+	// (Linux); it is what the operator pays for, heap and stacks and
+	// whatever the runtime has not yet returned.
+	RSS             uint64 `json:"rss_bytes,omitempty"`
 	HeapPerSession  uint64 `json:"heap_per_session_bytes,omitempty"`
 	FailedSessions  int    `json:"failed_sessions,omitempty"`
 	GCBeforeMeasure bool   `json:"gc,omitempty"`
 }
 
-// Stats reports sessions and memory; gc forces a collection first so heap
-// figures show live memory only.
+// Stats reports sessions and memory. With gc it collects first and
+// returns the freed memory to the system, so heap and RSS show live
+// memory only: without that, RSS keeps pages the collector freed until
+// the runtime gets round to returning them, and says more about the last
+// burst of garbage than about what the sessions hold.
 func (srv *Server) Stats(gc bool) Stats {
 	if gc {
-		goruntime.GC()
+		debug.FreeOSMemory()
 	}
 	var ms goruntime.MemStats
 	goruntime.ReadMemStats(&ms)
 	srv.mu.Lock()
 	st := Stats{Sessions: len(srv.sessions), Connections: len(srv.conns), FailedSessions: len(srv.failed)}
+	bound := map[*session]struct{}{}
+	for c := range srv.conns {
+		if s := c.bound.Load(); s != nil && srv.sessions[s.id] == s {
+			bound[s] = struct{}{}
+		}
+	}
+	st.ConnectedSessions = len(bound)
 	srv.mu.Unlock()
 	st.Goroutines = goruntime.NumGoroutine()
-	st.HeapAlloc, st.HeapInuse, st.Sys, st.GCBeforeMeasure = ms.HeapAlloc, ms.HeapInuse, ms.Sys, gc
+	st.HeapAlloc, st.HeapInuse, st.StackInuse, st.Sys, st.GCBeforeMeasure = ms.HeapAlloc, ms.HeapInuse, ms.StackInuse, ms.Sys, gc
+	st.RSS = processRSS()
 	if st.Sessions > 0 {
 		st.HeapPerSession = ms.HeapAlloc / uint64(st.Sessions)
 	}
