@@ -145,9 +145,9 @@ func checkJournalRecovered(fsys FS, ss []*plSession) (RedoReport, error) {
 		d.Close()
 		return rep, fmt.Errorf("redo found damage %v or missing logs %v", rep.Damaged, rep.Missing)
 	}
-	if segs, err := d.listSegments(); err != nil || len(segs) > 0 {
+	if _, err := fsys.Stat("/data/" + JournalDir); !errors.Is(err, fs.ErrNotExist) {
 		d.Close()
-		return rep, fmt.Errorf("journal left after redo: %d segments, %v", len(segs), err)
+		return rep, fmt.Errorf("journal folder left after redo: %v", err)
 	}
 	if err := d.Close(); err != nil {
 		return rep, err

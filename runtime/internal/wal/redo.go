@@ -55,8 +55,11 @@ type RedoDamage struct {
 func (d *Dir) redoJournal() (RedoReport, error) {
 	var rep RedoReport
 	segs, err := d.listSegments()
-	if err != nil || len(segs) == 0 {
+	if err != nil {
 		return rep, err
+	}
+	if len(segs) == 0 {
+		return rep, d.removeJournalDir()
 	}
 	rep.Segments = len(segs)
 	byID := map[string][]jentry{}
@@ -118,7 +121,20 @@ func (d *Dir) redoJournal() (RedoReport, error) {
 			return rep, fmt.Errorf("syncing %s: %w", jdir, err)
 		}
 	}
-	return rep, nil
+	return rep, d.removeJournalDir()
+}
+
+// removeJournalDir removes the journal folder if it is empty, as Close
+// does: the journal makes it again with its first write, and a directory
+// not written before its next clean close should not keep an empty one.
+func (d *Dir) removeJournalDir() error {
+	if err := d.fs.Remove(filepath.Join(d.path, JournalDir)); err != nil {
+		return nil // absent, or not empty: something else lives there
+	}
+	if err := d.fs.SyncDir(d.path); err != nil {
+		return fmt.Errorf("syncing %s: %w", d.path, err)
+	}
+	return nil
 }
 
 // redoSession brings one session file to what its entries say: each
