@@ -3,6 +3,10 @@ package service
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/batonhq/baton/runtime/internal/wal"
 )
@@ -38,6 +42,24 @@ type Cluster interface {
 // error frame's url names it when known. Resuming there (or on any node,
 // which redirects again) continues the session.
 const CodeMoved = "moved"
+
+// clusterHost is the server's part of a cluster: takeovers run one at a
+// time, so a client's resume and the orphan watcher cannot both rebuild
+// one session.
+type clusterHost struct {
+	mu        sync.Mutex
+	takeovers *prometheus.CounterVec
+	moved     prometheus.Counter
+}
+
+func newClusterHost(reg prometheus.Registerer) *clusterHost {
+	h := &clusterHost{
+		takeovers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_cluster_takeovers_total", Help: "Sessions this node took over from a node whose lease lapsed, by outcome (resumed, finished)."}, []string{"outcome"}),
+		moved:     prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_cluster_sessions_moved_total", Help: "Sessions this node stopped because another node took them over."}),
+	}
+	reg.MustRegister(h.takeovers, h.moved)
+	return h
+}
 
 // logs is where session logs live: the cluster's replicated log, or the
 // data directory.
@@ -81,6 +103,64 @@ func (srv *Server) claim(ctx context.Context, id string) *ProtoError {
 	return nil
 }
 
+// takeOver runs a session whose owner is gone: ownership first, then the
+// session is rebuilt from its replicated log as local recovery does, with
+// overdue timers fired by the same rule. It is a no-op for a session
+// already running here.
+func (srv *Server) takeOver(ctx context.Context, id string) error {
+	if srv.lookup(id) != nil {
+		return nil
+	}
+	srv.cl.mu.Lock()
+	defer srv.cl.mu.Unlock()
+	if srv.lookup(id) != nil {
+		return nil
+	}
+	if pe := srv.claim(ctx, id); pe != nil {
+		return pe
+	}
+	outcome, _, err := srv.recoverOne(id)
+	if err != nil {
+		return err
+	}
+	srv.cl.takeovers.WithLabelValues(outcome).Inc()
+	srv.log.Info("session taken over", "session_id", id, "outcome", outcome)
+	return nil
+}
+
+// runCluster follows the cluster: it takes over orphaned sessions and
+// stops the ones this node lost.
+func (srv *Server) runCluster() {
+	cl := srv.cfg.Cluster
+	srv.wg.Add(2)
+	go func() {
+		defer srv.wg.Done()
+		for {
+			select {
+			case <-srv.ctx.Done():
+				return
+			case id := <-cl.Orphans():
+				if err := srv.takeOver(srv.ctx, id); err != nil && srv.ctx.Err() == nil {
+					srv.log.Warn("could not take over an orphaned session", "session_id", id, "err", err)
+				}
+			}
+		}
+	}()
+	go func() {
+		defer srv.wg.Done()
+		for {
+			select {
+			case <-srv.ctx.Done():
+				return
+			case id := <-cl.Lost():
+				if s := srv.lookup(id); s != nil {
+					s.post(srv.ctx, movedMsg{})
+				}
+			}
+		}
+	}()
+}
+
 // movedMsg tells a session's actor that another node owns it now.
 type movedMsg struct{}
 
@@ -93,6 +173,7 @@ func (s *session) moveAway(cause error) {
 		pe = perr(CodeMoved, "session %s moved to another node; resume it there", s.id)
 	}
 	s.log.Warn("session moved to another node", "cause", cause, "url", pe.URL)
+	s.srv.cl.moved.Inc()
 	s.broadcast(mustJSON(ErrorFrame{Type: FrameError, Code: pe.Code, Message: pe.Message, URL: pe.URL}))
 	s.setExit(CodeMoved, pe.Message)
 }
@@ -109,5 +190,46 @@ func (srv *Server) release(id string) {
 		if err := cl.Release(id); err != nil {
 			srv.log.Warn("could not release a finished session", "session_id", id, "err", err)
 		}
+	}
+}
+
+// resumeHere readies a resume of id on this node: a session another live
+// node runs is a redirect, and a live one nobody runs is taken over.
+func (srv *Server) resumeHere(ctx context.Context, id string) *ProtoError {
+	if srv.cfg.Cluster == nil || srv.lookup(id) != nil {
+		return nil
+	}
+	if pe := srv.elsewhere(id); pe != nil {
+		return pe
+	}
+	st, err := srv.logs().State(id)
+	if err != nil || st != wal.StateLive {
+		return nil // resumeFinished answers
+	}
+	if err := srv.takeOver(ctx, id); err != nil {
+		var pe *ProtoError
+		if errors.As(err, &pe) {
+			return pe
+		}
+		return perr(CodeSessionFailed, "session %s could not be taken over: %s", id, srv.clientText(err))
+	}
+	return nil
+}
+
+// logRedo reports what replaying the journal into the session logs did
+// at start.
+func logRedo(log *slog.Logger, r wal.RedoReport) {
+	if r.Segments == 0 {
+		return
+	}
+	log.Info("journal redone", "segments", r.Segments, "entries", r.Entries, "sessions", r.Sessions, "repaired", len(r.Repaired))
+	if r.Tail != nil {
+		log.Warn("journal tail was torn and cut; nothing cut was acknowledged", "segment", r.TailSegment, "tail", r.Tail.Error())
+	}
+	for _, d := range r.Damaged {
+		log.Error("session log has a gap the journal cannot fill", "session_id", d.ID, "err", d.Err)
+	}
+	for _, id := range r.Missing {
+		log.Warn("journal names a session whose log is gone", "session_id", id)
 	}
 }

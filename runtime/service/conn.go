@@ -215,7 +215,7 @@ func (c *conn) slowConsumer(cause, reason string) {
 
 func (c *conn) sendError(id string, pe *ProtoError) {
 	c.srv.m.clientErrors.WithLabelValues(pe.Code).Inc()
-	c.enqueue(mustJSON(ErrorFrame{Type: FrameError, ID: id, Code: pe.Code, Message: pe.Message}))
+	c.enqueue(mustJSON(ErrorFrame{Type: FrameError, ID: id, Code: pe.Code, Message: pe.Message, URL: pe.URL}))
 }
 
 // readLoop reads frames until the connection is to close, then drains
@@ -598,6 +598,10 @@ func (c *conn) resume(frameID, id string, last uint64) {
 		c.sendError(frameID, perr(CodeBadSessionID, "%v", err))
 		return
 	}
+	if pe := c.srv.resumeHere(c.ctx, id); pe != nil {
+		c.sendError(frameID, pe)
+		return
+	}
 	for attempt := 0; attempt < 2; attempt++ {
 		s := c.srv.lookup(id)
 		if s == nil {
@@ -640,7 +644,7 @@ func (c *conn) resume(frameID, id string, last uint64) {
 }
 
 func (c *conn) resumeFinished(frameID, id string, last uint64) {
-	st, err := c.srv.dir.State(id)
+	st, err := c.srv.logs().State(id)
 	if err != nil {
 		c.sendError(frameID, perr(CodeBadSessionID, "%s", c.srv.clientText(err)))
 		return

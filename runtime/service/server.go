@@ -47,6 +47,7 @@ type Server struct {
 	clock clock.Clock
 	log   *slog.Logger
 	dir   *wal.Dir
+	cl    *clusterHost
 	m     *metrics
 	packs *packCache
 
@@ -93,6 +94,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	srv.cl = newClusterHost(srv.m.reg)
+	logRedo(srv.log, srv.dir.Redo())
 	srv.limits = newConnLimiter(&srv.cfg, srv.m.reg)
 	srv.private = privateDirs(cfg.DataDir)
 	srv.ctx, srv.cancel = context.WithCancel(context.Background())
@@ -339,6 +342,9 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	if !srv.ready.Load() {
 		return nil, perr(CodeShuttingDown, "server is not accepting sessions")
 	}
+	if pe := srv.elsewhere(sp.sessionID); pe != nil {
+		return nil, pe
+	}
 	if srv.lookup(sp.sessionID) != nil {
 		return nil, perr(CodeSessionExists, "session %s is already running; resume it instead", sp.sessionID)
 	}
@@ -363,8 +369,10 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	now := srv.clock.Now()
 	hdr := wal.Header{Engine: engine.Version, Pack: p.Name, PackRef: sp.packRef, PackHash: p.Hash, Options: engine.Options{Seed: uint64(sp.seed), VoiceMode: sp.voiceMode},
 		SessionID: sp.sessionID, CandidateID: sp.candidateID, StartWall: now, Host: host}
-	wl, err := srv.dir.Create(hdr)
+	wl, err := srv.logs().Create(hdr)
 	switch {
+	case err != nil && srv.elsewhere(sp.sessionID) != nil:
+		return nil, srv.elsewhere(sp.sessionID)
 	case errors.Is(err, wal.ErrExists):
 		return nil, perr(CodeSessionExists, "session %s is already running; resume it instead", sp.sessionID)
 	case errors.Is(err, wal.ErrFinished):
@@ -483,7 +491,7 @@ func (srv *Server) finishedState(id string, last uint64) ([]EffectFrame, *Sessio
 }
 
 func (srv *Server) rederiveFinished(id string, last uint64) ([]EffectFrame, *SessionState, error) {
-	rec, err := srv.dir.Read(id)
+	rec, err := srv.logs().Read(id)
 	if err != nil {
 		// A finished log was synced whole: any bad byte in it is damage,
 		// never a tail to read around. The session fails from now on.
