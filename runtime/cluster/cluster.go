@@ -858,18 +858,19 @@ func (c *Cluster) acquire(ctx context.Context, id string, create bool) (fresh bo
 		if state != dead {
 			return false, &OwnedError{Session: id, Node: o.Node, Advertise: adv}
 		}
-		if create {
-			return false, fmt.Errorf("session %s: %w (its owner %s is gone; it will be taken over)", id, wal.ErrExists, o.Node)
-		}
 		// The view says dead, but a view can be behind (this node's
 		// watcher cut off for a while makes every lease look stale): the
-		// lease bucket's leader has the last word before a takeover.
+		// lease bucket's leader has the last word before a takeover, and
+		// before a start of an id that is taken.
 		held, adv, err := c.leaseHeld(ctx, o)
 		if err != nil {
 			return false, fmt.Errorf("session %s: checking its owner's lease: %w", id, err)
 		}
 		if held {
 			return false, &OwnedError{Session: id, Node: o.Node, Advertise: adv}
+		}
+		if create {
+			return false, fmt.Errorf("session %s: %w (its owner %s is gone; it will be taken over)", id, wal.ErrExists, o.Node)
 		}
 		rev, err := c.owners.Update(ctx, id, val, e.Revision())
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {

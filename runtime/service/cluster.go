@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/batonhq/baton/runtime/cluster"
+
 	"github.com/batonhq/baton/runtime/internal/wal"
 )
 
@@ -94,7 +96,7 @@ func (srv *Server) claim(ctx context.Context, id string) *ProtoError {
 		return nil
 	}
 	if err := cl.Acquire(ctx, id); err != nil {
-		if pe := srv.elsewhere(id); pe != nil {
+		if pe := srv.ownedError(id, err); pe != nil {
 			return pe
 		}
 		srv.log.Warn("could not take ownership of a session", "session_id", id, "err", err)
@@ -232,4 +234,17 @@ func logRedo(log *slog.Logger, r wal.RedoReport) {
 	for _, id := range r.Missing {
 		log.Warn("journal names a session whose log is gone", "session_id", id)
 	}
+}
+
+// ownedError is the moved error for an Acquire or Create refused because
+// a live node owns id. The refusal's own answer comes first: it was read
+// from the lease bucket's leader, while this node's view may lag behind.
+func (srv *Server) ownedError(id string, err error) *ProtoError {
+	var oe *cluster.OwnedError
+	if errors.As(err, &oe) && oe.Advertise != "" {
+		pe := perr(CodeMoved, "session %s runs on node %s; resume it there", id, oe.Node)
+		pe.URL = oe.Advertise
+		return pe
+	}
+	return srv.elsewhere(id)
 }

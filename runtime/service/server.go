@@ -371,8 +371,8 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 		SessionID: sp.sessionID, CandidateID: sp.candidateID, StartWall: now, Host: host}
 	wl, err := srv.logs().Create(hdr)
 	switch {
-	case err != nil && srv.elsewhere(sp.sessionID) != nil:
-		return nil, srv.elsewhere(sp.sessionID)
+	case err != nil && srv.ownedError(sp.sessionID, err) != nil:
+		return nil, srv.ownedError(sp.sessionID, err)
 	case errors.Is(err, wal.ErrExists):
 		return nil, perr(CodeSessionExists, "session %s is already running; resume it instead", sp.sessionID)
 	case errors.Is(err, wal.ErrFinished):
