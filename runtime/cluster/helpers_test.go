@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/url"
 	"os"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton/runtime/cluster/natstest"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -55,47 +55,10 @@ func startServer(dir, name string, clusterPort int, routes []int) (*server.Serve
 }
 
 func startServerOn(dir, name string, port, clusterPort int, routes []int) (*server.Server, error) {
-	opts := &server.Options{
-		ServerName: name, Host: "127.0.0.1", Port: port,
-		JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true,
-	}
-	if clusterPort > 0 {
-		opts.Cluster = server.ClusterOpts{Name: "baton-test", Host: "127.0.0.1", Port: clusterPort}
-		for _, p := range routes {
-			opts.Routes = append(opts.Routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", p)})
-		}
-	}
-	s, err := server.NewServer(opts)
-	if err != nil {
-		return nil, err
-	}
-	go s.Start()
-	if !s.ReadyForConnections(20 * time.Second) {
-		s.Shutdown()
-		return nil, fmt.Errorf("server %s did not start", name)
-	}
-	return s, nil
+	return natstest.Start(dir, name, port, clusterPort, routes)
 }
 
-// freePorts finds ports for cluster routes, which every server of a
-// cluster must know before any starts.
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var ports []int
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
-}
+func freePorts(t testing.TB, n int) []int { return natstest.FreePorts(t, n) }
 
 // startCluster runs n clustered JetStream servers and waits until they
 // have a meta leader.
