@@ -66,7 +66,9 @@ func serveFlags(fl *flag.FlagSet) runFunc {
 	llmScript := fl.String("llm", "", llmHelp)
 	baseURL := fl.String("base-url", "", "with --llm VENDOR: the API base URL")
 	model := fl.String("model", "", "with --llm VENDOR: the model (default: the vendor's)")
-	maxOpen := fl.Int("max-open-logs", service.DefaultMaxOpenLogs(), "session logs kept open at once; the least recently written are reopened on demand (0: no bound)")
+	// Kept so that existing command lines still start: session logs no
+	// longer hold a descriptor between writes, so there is nothing to cap.
+	fl.Int("max-open-logs", 0, "no effect (session logs hold no descriptor between writes); accepted so older command lines still run")
 	noSync := fl.Bool("no-sync", false, "do not fsync session logs (benchmarking only: a crash can lose acknowledged input)")
 	syncMode := fl.String("sync", "all", "which inputs are fsynced before they are applied: all, or external (client events and model answers; timer advances and simulated speech ends, which recovery re-derives, ride on the next sync)")
 	voiceName := fl.String("voice", "", "host the live speech of sessions in live voice mode on the server, with `VENDOR`: "+strings.Join(voiceVendors, " or ")+
@@ -83,7 +85,7 @@ func serveFlags(fl *flag.FlagSet) runFunc {
 			addr: *addr, data: *data, dev: *dev, token: *token, origins: origins, packRoots: packRoots, hookHosts: hookHosts,
 			maxMsg: *maxMsg, rate: *rate, burst: *burst, sendQueue: *sendQueue, maxConns: *maxConns, maxConnsPerIP: *maxConnsPerIP,
 			readTimeout: *readTimeout, writeTimeout: *writeTimeout, idleTimeout: *idleTimeout, llmLatency: *llmLatency,
-			llmScript: *llmScript, baseURL: *baseURL, model: *model, maxOpen: *maxOpen, noSync: *noSync, syncMode: *syncMode,
+			llmScript: *llmScript, baseURL: *baseURL, model: *model, noSync: *noSync, syncMode: *syncMode,
 			logFormat: *logFormat, verbose: *verbose, voice: *voiceName,
 			nats: *natsURLs, replicas: *replicas, leaseTTL: *leaseTTL, node: *node, advertise: *advertise,
 		})
@@ -96,7 +98,7 @@ type serveOptions struct {
 	origins, packRoots, hookHosts                                                        stringList
 	maxMsg                                                                               int64
 	rate                                                                                 float64
-	burst, sendQueue, maxConns, maxConnsPerIP, maxOpen                                   int
+	burst, sendQueue, maxConns, maxConnsPerIP                                            int
 	readTimeout, writeTimeout, idleTimeout                                               time.Duration
 	nats, node, advertise                                                                string
 	replicas                                                                             int
@@ -165,7 +167,7 @@ func serve(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error 
 	cfg := service.Config{
 		DataDir: o.data, Token: o.token, Dev: o.dev, Origins: o.origins, Packs: scenarios.FS, PackRoots: o.packRoots,
 		Logger: logger, MaxMessageBytes: o.maxMsg, EventRate: o.rate, EventBurst: o.burst, SendQueue: o.sendQueue,
-		MaxOpenLogs: o.maxOpen, NoSync: o.noSync, LazySync: o.syncMode == "external",
+		NoSync: o.noSync, LazySync: o.syncMode == "external",
 		// The Config takes zero for its default and a negative value for off.
 		MaxConns: offIfZero(o.maxConns), MaxConnsPerIP: offIfZero(o.maxConnsPerIP),
 		HTTPReadTimeout: offIfZero(o.readTimeout), HTTPWriteTimeout: offIfZero(o.writeTimeout), HTTPIdleTimeout: offIfZero(o.idleTimeout),

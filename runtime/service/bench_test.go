@@ -45,7 +45,7 @@ func BenchmarkEventToFirstEffect(b *testing.B) {
 // per session.
 func BenchmarkIdleSessionMemory(b *testing.B) {
 	clk := clock.NewFake(epoch)
-	cfg := Config{DataDir: b.TempDir(), Dev: true, Logger: testLogger(), Clock: clk, MaxOpenLogs: DefaultMaxOpenLogs()}
+	cfg := Config{DataDir: b.TempDir(), Dev: true, Logger: testLogger(), Clock: clk}
 	cfg.Model = SimModel(0, nil)
 	h := startHarness(b, cfg, clk, nil)
 	var before, after goruntime.MemStats

@@ -83,8 +83,6 @@ type Config struct {
 	// LLMGrace is added to a request's own timeout before its adapter
 	// call is cancelled (default 2 s).
 	LLMGrace time.Duration
-	// MaxOpenLogs bounds open log file descriptors (default: no bound).
-	MaxOpenLogs int
 	// NoSync disables fsync (benchmarks of everything else only).
 	NoSync bool
 	// LazySync syncs only inputs that cannot be re-derived (client events,

@@ -19,7 +19,6 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/batonhq/baton/runtime/clock"
-	"github.com/batonhq/baton/runtime/internal/wal"
 	"github.com/batonhq/baton/scenarios"
 )
 
@@ -353,11 +352,8 @@ func msgEvent(tsMS int64, text string) map[string]any {
 // replayFrames re-derives a session's effect frames from its log file.
 func (h *harness) replayFrames(id string) []EffectFrame {
 	h.t.Helper()
-	path := h.srv.dir.DonePath(id)
-	if _, err := os.Stat(path); err != nil {
-		path = h.srv.dir.LivePath(id)
-	}
-	rec, err := wal.ReadFile(path)
+	// Through the directory: a running session's file trails the journal.
+	rec, err := h.srv.dir.Read(id)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func BenchmarkConnectedSessionMemory(b *testing.B) {
 func memoryServer(b *testing.B) {
 	clk := clock.NewFake(epoch)
 	cfg := Config{DataDir: b.TempDir(), Dev: true, Logger: testLogger(), Clock: clk, Packs: scenarios.FS,
-		NoSync: true, MaxOpenLogs: DefaultMaxOpenLogs()}
+		NoSync: true}
 	cfg.Model = SimModel(0, nil)
 	srv, err := New(cfg)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/runtime/internal/wal"
 )
 
 // metrics live in the server's own registry, so two servers in one test
@@ -29,7 +30,7 @@ type metrics struct {
 	adapterSeconds   *prometheus.HistogramVec
 	adapterErrors    *prometheus.CounterVec
 	adapterInflight  prometheus.Gauge
-	walSyncSeconds   prometheus.Histogram
+	walSyncSeconds   *prometheus.HistogramVec
 	walErrors        prometheus.Counter
 	archiveErrors    prometheus.Counter
 	walTruncations   prometheus.Counter
@@ -69,7 +70,7 @@ func newMetrics() *metrics {
 	m.adapterSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "baton_adapter_seconds", Help: "Adapter call latency, by adapter.", Buckets: latencyBuckets}, []string{"adapter"})
 	m.adapterErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_adapter_errors_total", Help: "Failed adapter calls, by adapter and error kind."}, []string{"adapter", "kind"})
 	m.adapterInflight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "baton_adapter_calls_in_flight", Help: "Adapter calls waiting for an answer."})
-	m.walSyncSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "baton_wal_fsync_seconds", Help: "Write-ahead log fsync latency.", Buckets: latencyBuckets})
+	m.walSyncSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "baton_wal_fsync_seconds", Help: "Write-ahead log sync latency, by what was synced: journal (inputs wait for it), create, finish, checkpoint (nobody waits).", Buckets: latencyBuckets}, []string{"sync"})
 	m.walErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_wal_errors_total", Help: "Write-ahead log writes that failed."})
 	m.archiveErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_archive_errors_total", Help: "Ended sessions whose context files could not be archived."})
 	m.walTruncations = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_wal_tail_truncations_total", Help: "Torn or corrupt log tails cut off during recovery."})
@@ -108,7 +109,9 @@ func newMetrics() *metrics {
 	return m
 }
 
-func (m *metrics) observeSync(d time.Duration) { m.walSyncSeconds.Observe(d.Seconds()) }
+func (m *metrics) observeSync(k wal.SyncKind, d time.Duration) {
+	m.walSyncSeconds.WithLabelValues(string(k)).Observe(d.Seconds())
+}
 
 // guardrailOutcome counts a generated line under each guardrail it broke.
 func (m *metrics) guardrailOutcome(pack string, e *engine.Effect) {

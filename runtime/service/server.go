@@ -90,7 +90,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv.dir, err = wal.OpenDir(cfg.DataDir, wal.Options{OnSync: srv.m.observeSync, MaxOpen: cfg.MaxOpenLogs, NoSync: cfg.NoSync, FS: cfg.fs})
+	srv.dir, err = wal.OpenDir(cfg.DataDir, wal.Options{OnSync: srv.m.observeSync, Logger: cfg.Logger, NoSync: cfg.NoSync, FS: cfg.fs})
 	if err != nil {
 		return nil, err
 	}

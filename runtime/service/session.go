@@ -628,7 +628,10 @@ func (s *session) handle(m any) {
 		if !s.ended {
 			// Nothing is finished: the session runs on its clock until it
 			// ends or is resumed, and until then its log is the live file,
-			// which is the one to replay.
+			// which is the one to replay: bring it up to date first.
+			if err := s.wl.Flush(); err != nil {
+				s.log.Warn("writing out the log of a session its client left", "err", err)
+			}
 			s.log.Info(msgClientLeft, "log", s.wl.Path(), "t_ms", s.eng.Now(), "clients", len(s.subs))
 		}
 	case noticeMsg:

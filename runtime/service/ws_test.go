@@ -605,6 +605,9 @@ func TestLazySyncLostTailRederived(t *testing.T) {
 	path := h.srv.dir.LivePath("lazy")
 	for at := int64(31_000); ; at += 500 {
 		h.runUntil("lazy", at)
+		if _, err := h.srv.dir.Read("lazy"); err != nil { // writes the file up to date
+			t.Fatal(err)
+		}
 		if _, n := lastSyncedEnd(t, path); n >= 3 {
 			break
 		}

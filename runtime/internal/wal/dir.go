@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -55,18 +56,12 @@ const (
 
 // Options tune a data directory.
 type Options struct {
-	// OnSync, if set, is told how long each fsync that someone waits for
-	// took: a journal batch's, Create's and Finish's. The checkpointer's
-	// syncs of session files run behind everyone's back and are not
-	// reported.
-	OnSync func(time.Duration)
+	// OnSync, if set, is told how long each sync took, and which (Sync
+	// kinds).
+	OnSync func(SyncKind, time.Duration)
 	// OnCheckpoint, if set, is told of each journal segment checkpointed:
 	// how many session files it synced and how long it took.
 	OnCheckpoint func(files int, took time.Duration)
-	// MaxOpen bounds how many live logs keep a file descriptor open; the
-	// least recently written are closed and reopened on their next write.
-	// Zero means no bound.
-	MaxOpen int
 	// NoSync skips fsync. Only for benchmarks that measure everything else.
 	// The journal is still written, so a process crash loses nothing.
 	NoSync bool
@@ -76,6 +71,16 @@ type Options struct {
 	// FS is the file system (default OS). Tests pass a StrictMem to cut
 	// the power at chosen points.
 	FS FS
+	// Logger gets what goes wrong in the background without failing
+	// anything (default: discarded).
+	Logger *slog.Logger
+}
+
+func (o Options) logger() *slog.Logger {
+	if o.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return o.Logger
 }
 
 // Dir is a data directory of session logs.
@@ -83,7 +88,6 @@ type Dir struct {
 	path string
 	opt  Options
 	fs   FS
-	pool *fdPool
 	lock io.Closer
 
 	// busy holds the ids this process is creating or has open: a log
@@ -91,9 +95,9 @@ type Dir struct {
 	// only a log nobody here holds may be removed as unborn.
 	mu   sync.Mutex
 	busy map[string]bool
-	// lagging holds the logs (open or closed) with bytes that are in the
-	// journal but not yet in their file: they could not get a descriptor.
-	lagging map[string]*Log
+	// pending holds the logs (open or closed) with bytes that are in the
+	// journal but not yet in their file.
+	pending map[string]*Log
 	// gaps are sessions whose redo found lost bytes (RedoReport.Damaged).
 	gaps map[string]error
 
@@ -135,7 +139,7 @@ func OpenDir(path string, opt Options) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dir{path: path, opt: opt, fs: fsys, pool: newPool(opt.MaxOpen), lock: lock}
+	d := &Dir{path: path, opt: opt, fs: fsys, lock: lock}
 	// Before anything reads a session file: acknowledged bytes may be in
 	// the journal only.
 	if d.redo, err = d.redoJournal(); err != nil {
@@ -218,27 +222,29 @@ func (d *Dir) Live() ([]string, error) {
 }
 
 // Log is one session's open log. It is written by one goroutine; the
-// mutex only guards against the descriptor pool closing it meanwhile.
+// mutex guards it against the checkpointer, which writes its pending
+// bytes meanwhile.
+//
+// A log holds no file descriptor between calls. What it appends goes to
+// the journal at once and to its session file later, at the segment's
+// checkpoint (or on Finish, Close, Open, Read): a write per input to
+// each of thousands of files, and a descriptor per session, cost more
+// than the journal's one fsync saves (docs/journal.md).
 type Log struct {
 	dir  *Dir
 	id   string
 	path string
 
 	mu     sync.Mutex
-	f      File
 	size   int64
 	seq    uint64
 	closed bool
 	ended  bool // an end record is already written
 	buf    []byte
 	held   []byte // an encoded step record waiting for the next write
-	// lag holds bytes journaled but not yet in the file, which could
-	// not get a descriptor; size counts them.
-	lag []byte
-
-	// pool bookkeeping, guarded by the pool's mutex.
-	prev, next *Log
-	inPool     bool
+	// pending holds bytes journaled but not yet written to the file; size
+	// counts them.
+	pending []byte
 }
 
 // ID is the session id.
@@ -280,13 +286,13 @@ func (d *Dir) Create(h Header) (*Log, error) {
 		return nil, fmt.Errorf("session %s: %w", h.SessionID, ErrFinished)
 	}
 	path := d.LivePath(h.SessionID)
-	f, err := d.openShedding(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	f, err := d.openRetrying(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		if rerr := d.removeUnborn(h.SessionID); rerr != nil {
 			d.release(h.SessionID)
 			return nil, fmt.Errorf("session %s: %w", h.SessionID, ErrExists)
 		}
-		f, err = d.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+		f, err = d.openRetrying(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	}
 	if errors.Is(err, fs.ErrExist) {
 		d.release(h.SessionID)
@@ -296,7 +302,7 @@ func (d *Dir) Create(h Header) (*Log, error) {
 		d.release(h.SessionID)
 		return nil, fmt.Errorf("creating log: %w", err)
 	}
-	l := &Log{dir: d, id: h.SessionID, path: path, f: f}
+	l := &Log{dir: d, id: h.SessionID, path: path}
 	buf := append(make([]byte, 0, 512), Magic...)
 	buf, err = appendRecord(buf, &Record{Kind: KindHeader, Header: &h})
 	if err == nil && len(buf) > maxUnborn {
@@ -306,19 +312,20 @@ func (d *Dir) Create(h Header) (*Log, error) {
 		_, err = f.Write(buf)
 	}
 	if err == nil {
-		err = l.syncFile(f)
+		err = l.syncFile(f, SyncCreate)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
 	if err == nil {
 		err = d.fs.SyncDir(d.path)
 	}
 	if err != nil {
-		f.Close()
 		d.fs.Remove(path)
 		d.release(h.SessionID)
 		return nil, fmt.Errorf("creating log %s: %w", h.SessionID, err)
 	}
 	l.size = int64(len(buf))
-	d.pool.add(l)
 	return l, nil
 }
 
@@ -360,7 +367,7 @@ func (d *Dir) Open(id string) (*Log, *Recovered, error) {
 		d.release(id)
 		return nil, nil, err
 	}
-	if err := d.drainLag(id); err != nil {
+	if err := d.drainPending(id); err != nil {
 		d.release(id)
 		return nil, nil, err
 	}
@@ -373,8 +380,7 @@ func (d *Dir) Open(id string) (*Log, *Recovered, error) {
 
 func (d *Dir) open(id string) (*Log, *Recovered, error) {
 	path := d.LivePath(id)
-	// O_APPEND: after a tail is truncated, writes must land at the new end.
-	f, err := d.openShedding(path, os.O_RDWR|os.O_APPEND, 0)
+	f, err := d.openRetrying(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, e := d.fs.Stat(d.DonePath(id)); e == nil {
 			return nil, nil, fmt.Errorf("session %s: %w", id, ErrFinished)
@@ -384,40 +390,34 @@ func (d *Dir) open(id string) (*Log, *Recovered, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening log: %w", err)
 	}
+	defer f.Close()
 	data, err := io.ReadAll(f)
 	if err != nil {
-		f.Close()
 		return nil, nil, fmt.Errorf("log %s: reading: %w", id, err)
 	}
 	rec, err := parse(data, false)
 	if errors.Is(err, ErrUnborn) {
-		f.Close()
 		if rerr := d.removeUnborn(id); rerr != nil {
 			return nil, nil, fmt.Errorf("log %s: removing unborn log: %w", id, rerr)
 		}
 		return nil, nil, fmt.Errorf("session %s: %w (%w)", id, ErrNotFound, err)
 	}
 	if err != nil {
-		f.Close()
 		return nil, nil, fmt.Errorf("log %s: %w", id, err)
 	}
 	if rec.Header.SessionID != id {
-		f.Close()
 		return nil, nil, fmt.Errorf("log %s: %w", id, &DamageError{Offset: int64(len(Magic)), Record: 0, NextValid: -1,
 			Reason: fmt.Sprintf("header names session %q", rec.Header.SessionID)})
 	}
 	if rec.Tail != nil {
 		if err := f.Truncate(rec.Size); err != nil {
-			f.Close()
 			return nil, nil, fmt.Errorf("log %s: truncating torn tail: %w", id, err)
 		}
 		if err := f.Sync(); err != nil {
-			f.Close()
 			return nil, nil, fmt.Errorf("log %s: syncing truncation: %w", id, err)
 		}
 	}
-	l := &Log{dir: d, id: id, path: path, f: f, size: rec.Size, seq: uint64(len(rec.Inputs)), ended: rec.End != nil}
-	d.pool.add(l)
+	l := &Log{dir: d, id: id, path: path, size: rec.Size, seq: uint64(len(rec.Inputs)), ended: rec.End != nil}
 	return l, rec, nil
 }
 
@@ -430,7 +430,7 @@ func (d *Dir) Read(id string) (*Recovered, error) {
 	if err := d.gapError(id); err != nil {
 		return nil, err
 	}
-	if err := d.drainLag(id); err != nil {
+	if err := d.drainPending(id); err != nil {
 		return nil, err
 	}
 	path, finished := d.DonePath(id), true
@@ -503,26 +503,32 @@ func (l *Log) AppendStep(seq uint64, st Step) error {
 
 // Flush writes the held step record, if any, and syncs it: for the one
 // step record recovery cannot do without (the one that places a
-// session's clock on the wall after it waited for prepared lines).
+// session's clock on the wall after it waited for prepared lines). It
+// then writes the pending bytes to the session file (without an fsync:
+// the journal holds them), so that a tool reading the file, such as
+// baton replay, sees every input so far.
 func (l *Log) Flush() error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		return ErrClosed
 	}
-	if len(l.held) == 0 || l.ended {
+	if len(l.held) > 0 && !l.ended {
+		b, err := l.writeLocked(nil, true)
 		l.mu.Unlock()
-		return nil
+		if err != nil {
+			return err
+		}
+		if err := b.wait(); err != nil {
+			return fmt.Errorf("log %s: sync: %w", l.id, err)
+		}
+		l.mu.Lock()
 	}
-	b, err := l.writeLocked(nil, true)
-	l.mu.Unlock()
-	if err != nil {
-		return err
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
 	}
-	if err := b.wait(); err != nil {
-		return fmt.Errorf("log %s: sync: %w", l.id, err)
-	}
-	return nil
+	return l.drainPendingLocked()
 }
 
 // Finish writes the end record, syncs, closes the log and renames it to
@@ -553,18 +559,20 @@ func (l *Log) Finish(end End) error {
 		}
 		l.ended = true
 	}
-	err := l.drainLagLocked()
-	var f File
+	f, err := l.dir.openRetrying(l.path, os.O_WRONLY|os.O_APPEND, 0)
 	if err == nil {
-		f, err = l.fileLocked()
-	}
-	if err == nil {
-		err = l.syncFile(f)
+		err = l.writePendingLocked(f)
+		if err == nil {
+			err = l.syncFile(f, SyncFinish)
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
 	}
 	if err != nil {
 		// Everything is in the journal; the session stays live (the
-		// checkpointer still writes any lag) and the next start finishes
-		// it from its end record.
+		// checkpointer still writes what is pending) and the next start
+		// finishes it from its end record.
 		l.closeLocked()
 		return fmt.Errorf("finishing log %s: %w", l.id, err)
 	}
@@ -598,28 +606,17 @@ func (l *Log) Close() error {
 	if len(l.held) > 0 && !l.ended {
 		_, err = l.writeLocked(nil, false)
 	}
-	// Lag that still finds no descriptor stays with the directory: the
-	// journal holds it, and the checkpointer or the next Open writes it.
-	_ = l.drainLagLocked()
-	if l.f != nil {
-		err = errors.Join(err, l.f.Close())
-		l.f = nil
-	}
+	// Bytes that cannot be written now stay with the directory: the
+	// journal holds them, and the checkpointer or the next Open writes
+	// them.
+	_ = l.drainPendingLocked()
 	l.closed = true
-	l.dir.pool.remove(l)
 	l.dir.release(l.id)
 	return err
 }
 
-// closeLocked closes the file; the caller lets go of the id.
-func (l *Log) closeLocked() {
-	if l.f != nil {
-		l.f.Close()
-		l.f = nil
-	}
-	l.closed = true
-	l.dir.pool.remove(l)
-}
+// closeLocked marks the log closed; the caller lets go of the id.
+func (l *Log) closeLocked() { l.closed = true }
 
 // writeLocked writes any held step record and then r (nil: only the held
 // record) to the file in one write call and adds them to the journal as
@@ -628,9 +625,7 @@ func (l *Log) writeLocked(r *Record, sync bool) (*batch, error) {
 	if l.closed {
 		return nil, ErrClosed
 	}
-	kind := "step"
 	if r != nil {
-		kind = r.Kind
 		if l.ended {
 			return nil, fmt.Errorf("log %s: %s record after the end: %w", l.id, r.Kind, ErrClosed)
 		}
@@ -647,9 +642,10 @@ func (l *Log) writeLocked(r *Record, sync bool) (*batch, error) {
 			return nil, fmt.Errorf("log %s: %w", l.id, err)
 		}
 	}
-	if err := l.writeFileLocked(l.buf); err != nil {
-		return nil, fmt.Errorf("log %s: writing %s record: %w", l.id, kind, err)
+	if len(l.pending) == 0 {
+		l.dir.setPending(l, true)
 	}
+	l.pending = append(l.pending, l.buf...)
 	off := l.size
 	l.size += int64(len(l.buf))
 	l.held = l.held[:0]
@@ -663,36 +659,9 @@ func (l *Log) writeLocked(r *Record, sync bool) (*batch, error) {
 	return b, nil
 }
 
-// writeFileLocked appends p (after any lag) to the file. Out of
-// descriptors, p joins the lag instead: the journal makes it durable, and
-// the file catches up on a later write, a checkpoint or Close.
-func (l *Log) writeFileLocked(p []byte) error {
-	f, err := l.fileLocked()
-	if errors.Is(err, errNoDescriptor) {
-		l.lag = append(l.lag, p...)
-		l.dir.setLagging(l, true)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	fileLen := l.size - int64(len(l.lag))
-	if len(l.lag) == 0 {
-		return l.writeAt(f, p, fileLen)
-	}
-	l.lag = append(l.lag, p...)
-	if err := l.writeAt(f, l.lag, fileLen); err != nil {
-		l.lag = l.lag[:len(l.lag)-len(p)]
-		return err
-	}
-	l.lag = nil
-	l.dir.setLagging(l, false)
-	return nil
-}
-
 // writeAt writes p to f, whose length is size. A partial write leaves a
 // torn record; it is cut so the next record does not land after garbage.
-func (l *Log) writeAt(f File, p []byte, size int64) error {
+func writeAt(f File, p []byte, size int64) error {
 	n, err := f.Write(p)
 	if err != nil && n > 0 {
 		if terr := f.Truncate(size); terr != nil {
@@ -702,104 +671,114 @@ func (l *Log) writeAt(f File, p []byte, size int64) error {
 	return err
 }
 
-// drainLagLocked writes the lag to the file, with a descriptor of its own
-// if the log is closed.
-func (l *Log) drainLagLocked() error {
-	if len(l.lag) == 0 {
+// writePendingLocked writes the pending bytes to f, the session file
+// opened for appending.
+func (l *Log) writePendingLocked(f File) error {
+	if len(l.pending) == 0 {
 		return nil
 	}
-	var f File
-	var err error
-	if l.closed {
-		f, err = l.dir.openShedding(l.path, os.O_WRONLY|os.O_APPEND, 0)
-		if err == nil {
-			defer f.Close()
-		}
-	} else {
-		f, err = l.fileLocked()
+	if err := writeAt(f, l.pending, l.size-int64(len(l.pending))); err != nil {
+		return fmt.Errorf("log %s: writing %d journaled bytes to its file: %w", l.id, len(l.pending), err)
 	}
-	if err != nil {
-		return fmt.Errorf("log %s: writing %d bytes held for want of a descriptor: %w", l.id, len(l.lag), err)
-	}
-	if err := l.writeAt(f, l.lag, l.size-int64(len(l.lag))); err != nil {
-		return fmt.Errorf("log %s: writing %d bytes held for want of a descriptor: %w", l.id, len(l.lag), err)
-	}
-	l.lag = nil
-	l.dir.setLagging(l, false)
+	l.pending = nil
+	l.dir.setPending(l, false)
 	return nil
 }
 
-// errNoDescriptor is fileLocked's answer when the process stays out of
-// descriptors even after shedding idle logs.
-var errNoDescriptor = errors.New("out of file descriptors")
-
-func (l *Log) fileLocked() (File, error) {
-	if l.f != nil {
-		l.dir.pool.touch(l)
-		return l.f, nil
+// drainPendingLocked writes the pending bytes to the file.
+func (l *Log) drainPendingLocked() error {
+	if len(l.pending) == 0 {
+		return nil
 	}
-	f, err := l.dir.openShedding(l.path, os.O_WRONLY|os.O_APPEND, 0)
-	if tooManyFiles(err) {
-		return nil, fmt.Errorf("log %s: reopening: %w (%w)", l.id, errNoDescriptor, err)
-	}
+	f, err := l.dir.openRetrying(l.path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
-		return nil, fmt.Errorf("log %s: reopening: %w", l.id, err)
+		return fmt.Errorf("log %s: writing %d journaled bytes to its file: %w", l.id, len(l.pending), err)
 	}
-	l.f = f
-	l.dir.pool.add(l)
-	return f, nil
+	err = l.writePendingLocked(f)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("log %s: %w", l.id, cerr)
+	}
+	return err
 }
 
-// openShedding opens name; out of descriptors (sockets share the limit),
-// it closes some idle logs and tries once more rather than fail.
-func (d *Dir) openShedding(name string, flag int, perm fs.FileMode) (File, error) {
-	f, err := d.fs.OpenFile(name, flag, perm)
-	if tooManyFiles(err) {
-		d.pool.shed(nil, 64)
-		f, err = d.fs.OpenFile(name, flag, perm)
+// openRetrying opens name. Out of descriptors (sockets share the limit
+// with the transient opens of session files), it waits a little and
+// tries again rather than fail: descriptors come back as other opens
+// close.
+func (d *Dir) openRetrying(name string, flag int, perm fs.FileMode) (File, error) {
+	for attempt := 1; ; attempt++ {
+		f, err := d.fs.OpenFile(name, flag, perm)
+		if !tooManyFiles(err) || attempt >= openAttempts {
+			return f, err
+		}
+		time.Sleep(time.Duration(min(attempt, 20)) * time.Millisecond)
 	}
-	return f, err
 }
 
-func (d *Dir) setLagging(l *Log, on bool) {
+func (d *Dir) setPending(l *Log, on bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !on {
-		if d.lagging[l.id] == l {
-			delete(d.lagging, l.id)
+		if d.pending[l.id] == l {
+			delete(d.pending, l.id)
 		}
 		return
 	}
-	if d.lagging == nil {
-		d.lagging = map[string]*Log{}
+	if d.pending == nil {
+		d.pending = map[string]*Log{}
 	}
-	d.lagging[l.id] = l
+	d.pending[l.id] = l
 }
 
-// drainLag writes id's lag, if any, to its file.
-func (d *Dir) drainLag(id string) error {
+// pendingLog is id's log if it has bytes not yet in its file.
+func (d *Dir) pendingLog(id string) *Log {
 	d.mu.Lock()
-	l := d.lagging[id]
-	d.mu.Unlock()
+	defer d.mu.Unlock()
+	return d.pending[id]
+}
+
+// drainPending writes id's pending bytes, if any, to its file.
+func (d *Dir) drainPending(id string) error {
+	l := d.pendingLog(id)
 	if l == nil {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.drainLagLocked()
+	return l.drainPendingLocked()
 }
 
-// syncLive makes id's live file durable by itself. A log already renamed
-// to .done was synced by Finish first.
-func (d *Dir) syncLive(id string) error {
-	f, err := d.openShedding(d.LivePath(id), os.O_RDONLY, 0)
+// checkpointFile makes id's live file hold everything the journal holds
+// for it, and with sync makes it durable by itself. The pending bytes are
+// written under the log's lock (a write to the page cache); the fsync
+// runs outside it, so the session's appends never wait for it. A log
+// already renamed to .done was synced by Finish first.
+func (d *Dir) checkpointFile(id string, sync bool) error {
+	var f File
+	var err error
+	if l := d.pendingLog(id); l != nil {
+		l.mu.Lock()
+		f, err = d.openRetrying(l.path, os.O_WRONLY|os.O_APPEND, 0)
+		if err == nil {
+			if err = l.writePendingLocked(f); err != nil {
+				f.Close()
+			}
+		}
+		l.mu.Unlock()
+	} else if sync {
+		f, err = d.openRetrying(d.LivePath(id), os.O_RDONLY, 0)
+	} else {
+		return nil
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("checkpoint of %s: %w", id, err)
 	}
-	err = f.Sync()
+	if sync {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -809,14 +788,33 @@ func (d *Dir) syncLive(id string) error {
 	return nil
 }
 
-func (l *Log) syncFile(f File) error {
+func (l *Log) syncFile(f File, kind SyncKind) error {
 	if l.dir.opt.NoSync {
 		return nil
 	}
 	start := time.Now()
 	err := f.Sync()
-	if l.dir.opt.OnSync != nil {
-		l.dir.opt.OnSync(time.Since(start))
-	}
+	l.dir.opt.onSync(kind, start)
 	return err
+}
+
+// SyncKind says which sync Options.OnSync is told of.
+type SyncKind string
+
+const (
+	// SyncJournal is a journal batch's fsync: inputs wait for it.
+	SyncJournal SyncKind = "journal"
+	// SyncCreate is the fsync of a new log's header (Create waits).
+	SyncCreate SyncKind = "create"
+	// SyncFinish is the fsync of an ending log before its rename.
+	SyncFinish SyncKind = "finish"
+	// SyncCheckpoint is a checkpoint's sync of session files (nobody
+	// waits for it).
+	SyncCheckpoint SyncKind = "checkpoint"
+)
+
+func (o Options) onSync(kind SyncKind, start time.Time) {
+	if o.OnSync != nil {
+		o.OnSync(kind, time.Since(start))
+	}
 }

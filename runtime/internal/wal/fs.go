@@ -28,6 +28,11 @@ type FS interface {
 	// SyncDir makes the directory's entries (created, renamed, removed
 	// files) durable.
 	SyncDir(dir string) error
+	// SyncFS makes the data written so far to every file on the file
+	// system holding dir durable, with one call (Linux's syncfs), where
+	// a file-by-file sync would cost one commit of the file system's
+	// journal each. errors.ErrUnsupported where there is no such call.
+	SyncFS(dir string) error
 	// Lock takes an exclusive lock on the directory for this process.
 	Lock(dir string) (io.Closer, error)
 }
@@ -65,6 +70,7 @@ func (osFS) Chmod(name string, mode fs.FileMode) error { return os.Chmod(name, m
 func (osFS) Lock(dir string) (io.Closer, error)        { return lockDir(dir) }
 
 func (osFS) SyncDir(dir string) error { return syncDir(dir) }
+func (osFS) SyncFS(dir string) error  { return syncFS(dir) }
 
 type osFile struct{ *os.File }
 

@@ -81,7 +81,7 @@ func TestGroupCommit(t *testing.T) {
 				return nil
 			}
 			var syncs atomic.Int32
-			d, err := OpenDir("/data", Options{FS: h, OnSync: func(time.Duration) { syncs.Add(1) }})
+			d, err := OpenDir("/data", Options{FS: h, OnSync: func(SyncKind, time.Duration) { syncs.Add(1) }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -201,7 +201,7 @@ func TestDescriptorExhaustion(t *testing.T) {
 				}
 				return nil
 			}
-			d, err := OpenDir("/data", Options{FS: h, MaxOpen: 4, SegmentSize: 4 << 10})
+			d, err := OpenDir("/data", Options{FS: h, SegmentSize: 4 << 10})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -236,19 +236,30 @@ func TestDescriptorExhaustion(t *testing.T) {
 			if err, _ := failed.Load().(error); err != nil {
 				t.Fatal(err)
 			}
-			if refused.Load() < 50 {
-				t.Fatalf("only %d opens refused; the test does not reach the lag", refused.Load())
+			// Appends open nothing: the shortage meets the checkpointer,
+			// which must keep its segments until it can write them out.
+			for deadline := time.Now().Add(10 * time.Second); refused.Load() < 3 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+			if refused.Load() < 3 {
+				t.Fatalf("only %d opens refused; the test does not reach the shortage", refused.Load())
+			}
+			d.j.mu.Lock()
+			waiting := len(d.j.retired)
+			d.j.mu.Unlock()
+			if waiting == 0 {
+				t.Fatal("no segment waits for its checkpoint during the shortage")
 			}
 			lagged := 0
 			for _, l := range logs {
 				l.mu.Lock()
-				if len(l.lag) > 0 {
+				if len(l.pending) > 0 {
 					lagged++
 				}
 				l.mu.Unlock()
 			}
 			if lagged == 0 {
-				t.Fatal("no log holds lagging bytes; the test does not reach the lag")
+				t.Fatal("no log holds pending bytes; the test does not reach the shortage")
 			}
 			short.Store(false)
 			var after FS
@@ -265,7 +276,7 @@ func TestDescriptorExhaustion(t *testing.T) {
 				after = h.StrictMem.Recover(nil)
 			case "directory closed first":
 				// As a server's shutdown does when sessions are slow to
-				// stop: the checkpoint must write the lag itself.
+				// stop: the checkpoint must write the pending bytes itself.
 				if err := d.Close(); err != nil {
 					t.Fatal(err)
 				}
@@ -355,18 +366,21 @@ func memRewrite(t *testing.T, m *StrictMem, path string, data []byte) {
 
 // TestJournalTornTail leaves the journal's last segment ending the ways
 // a power cut can: redo must cut the tail, report it, and lose nothing
-// before it.
+// before it. Zeros after the last entry are no tail: they are the unused
+// end of a preallocated segment (or a size that got ahead of the data).
 func TestJournalTornTail(t *testing.T) {
 	entry := appendEntry(nil, "a", 5000, []byte("never acknowledged"))
 	cases := []struct {
 		name string
 		tail []byte
 		torn bool
+		none bool // not a tail at all
 	}{
-		{"frame cut short", entry[:5], true},
-		{"payload cut short", entry[:len(entry)-3], true},
-		{"zeros where the size got ahead of the data", make([]byte, 300), false},
-		{"last entry fails its checksum", append(append([]byte{}, entry[:len(entry)-1]...), entry[len(entry)-1]^1), false},
+		{"frame cut short", entry[:5], true, false},
+		{"payload cut short", entry[:len(entry)-3], true, false},
+		{"zeros: a preallocated segment's unused end", make([]byte, 300), false, true},
+		{"a write cut short into the zeros", append(entry[:len(entry)-4:len(entry)-4], make([]byte, 300)...), true, false},
+		{"last entry fails its checksum", append(append([]byte{}, entry[:len(entry)-1]...), entry[len(entry)-1]^1), false, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -380,6 +394,15 @@ func TestJournalTornTail(t *testing.T) {
 			}
 			rep := d.Redo()
 			d.Close()
+			if c.none {
+				if rep.Tail != nil {
+					t.Fatalf("tail %+v, want none", rep.Tail)
+				}
+				if err := checkRecovered(m, ss); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
 			if rep.Tail == nil || rep.Tail.Offset != int64(len(good)) || rep.Tail.Bytes != int64(len(c.tail)) {
 				t.Fatalf("tail %+v, want %d bytes at %d", rep.Tail, len(c.tail), len(good))
 			}
@@ -588,7 +611,9 @@ func TestSegmentPrefixes(t *testing.T) {
 			if len(ents) != whole {
 				t.Fatalf("last segment cut at %d (zeros %v): %d entries, want %d", cut, zeros, len(ents), whole)
 			}
-			if (tail == nil) != (onBound && (!zeros || cut == len(seg))) {
+			// Zeros after an entry boundary are a preallocated
+			// segment's unused end, not a tail.
+			if (tail == nil) != onBound {
 				t.Fatalf("last segment cut at %d (zeros %v): tail %v", cut, zeros, tail)
 			}
 			if _, _, err := parseSegment(data, "journal/x.jnl", false); (err == nil) != (tail == nil) {
@@ -620,5 +645,79 @@ func TestCloseAfterDataDirRemoved(t *testing.T) {
 	}
 	if err := d.Close(); err != nil {
 		t.Fatalf("Close of a removed data directory: %v", err)
+	}
+}
+
+// TestPreparedSegment: once a segment is half full, the next one is
+// written as zeros ahead of need, and the committer moves to it. It is
+// as long as a segment before anything is written to it, and a process
+// crash that leaves it with its zeros redoes to every acknowledged input.
+func TestPreparedSegment(t *testing.T) {
+	const size = 16 << 10
+	m := NewStrictMem()
+	d, err := OpenDir("/data", Options{FS: m, SegmentSize: size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := d.Create(testHeader("p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &plSession{id: "p", created: true}
+	appendOne := func(k int) {
+		in := engine.Input{T: int64(k), Type: engine.InputLLMResult, LLM: &engine.LLMResult{ID: "r", Text: strings.Repeat("y", 200)}}
+		s.written = append(s.written, in)
+		seq, err := l.Append(in, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.acked = int(seq)
+	}
+	k := 0
+	for ; k < size/2/200+5; k++ {
+		appendOne(k)
+	}
+	spare := filepath.Join("/data", JournalDir, spareName)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if fi, err := m.Stat(spare); err == nil && fi.Size() == size {
+			d.j.mu.Lock()
+			ready := d.j.spareReady
+			d.j.mu.Unlock()
+			if ready {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no segment prepared once the first was half full")
+		}
+	}
+	for d.j.nextNo < 3 { // into the second segment
+		appendOne(k)
+		k++
+	}
+	appendOne(k)
+	second := filepath.Join("/data", JournalDir, segName(2))
+	fi, err := m.Stat(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() < size {
+		t.Fatalf("second segment is %d bytes, want the prepared %d", fi.Size(), size)
+	}
+	if _, err := m.Stat(spare); err == nil {
+		t.Fatal("the prepared segment is still there after the committer took it")
+	}
+	after := m.Restart()
+	d.Close()
+	d2, err := OpenDir("/data", Options{FS: after})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := d2.Redo(); rep.Tail != nil {
+		t.Fatalf("redo of a prepared segment reported a tail: %+v", rep.Tail)
+	}
+	d2.Close()
+	if err := checkRecovered(after, []*plSession{s}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -25,7 +25,7 @@ type plSession struct {
 // closed and reopened by a pool of two, one session finished and one
 // closed and reopened. It stops at the first error (the power cut).
 func powerLossWorkload(fsys FS) (ss []*plSession, err error) {
-	d, err := OpenDir("/data", Options{FS: fsys, MaxOpen: 2})
+	d, err := OpenDir("/data", Options{FS: fsys})
 	if err != nil {
 		return nil, err
 	}

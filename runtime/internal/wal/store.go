@@ -67,8 +67,9 @@ type SessionLog interface {
 	// and written with the next write; losing it in a crash only leaves
 	// that input unverified. ErrClosed after Close or Finish.
 	AppendStep(seq uint64, st Step) error
-	// Flush makes a held step record durable, as Append with sync does.
-	// ErrClosed after Close or Finish.
+	// Flush makes a held step record durable, as Append with sync does,
+	// and brings whatever copy of the log outside tools read (a session
+	// file) up to date. ErrClosed after Close or Finish.
 	Flush() error
 	// Finish writes the end record, makes the log durable and finished
 	// (Read then holds it to the finished-log rule) and closes it.

@@ -2,6 +2,11 @@
 
 package wal
 
-import "os"
+import (
+	"errors"
+	"os"
+)
 
 func datasync(f *os.File) error { return f.Sync() }
+
+func syncFS(string) error { return errors.ErrUnsupported }

@@ -49,7 +49,7 @@ func sampleInputs() []engine.Input {
 func TestRoundTrip(t *testing.T) {
 	d := openDir(t, Options{})
 	var syncs int
-	d.opt.OnSync = func(time.Duration) { syncs++ }
+	d.opt.OnSync = func(SyncKind, time.Duration) { syncs++ }
 	l, err := d.Create(testHeader("sess_001"))
 	if err != nil {
 		t.Fatal(err)
@@ -314,61 +314,6 @@ func TestDirLock(t *testing.T) {
 		t.Fatalf("OpenDir after release: %v", err)
 	}
 	d2.Close()
-}
-
-func TestDescriptorPool(t *testing.T) {
-	d := openDir(t, Options{MaxOpen: 2})
-	var logs []*Log
-	for _, id := range []string{"a", "b", "c", "d", "e"} {
-		l, err := d.Create(testHeader(id))
-		if err != nil {
-			t.Fatal(err)
-		}
-		logs = append(logs, l)
-	}
-	open := func() int {
-		n := 0
-		for _, l := range logs {
-			l.mu.Lock()
-			if l.f != nil {
-				n++
-			}
-			l.mu.Unlock()
-		}
-		return n
-	}
-	if n := open(); n > 2 {
-		t.Fatalf("%d files open, want at most 2", n)
-	}
-	for round := range 3 {
-		for i, l := range logs {
-			if _, err := l.AppendInput(engine.Input{T: int64(round), Type: engine.InputAdvance}); err != nil {
-				t.Fatalf("log %d round %d: %v", i, round, err)
-			}
-			if n := open(); n > 2 {
-				t.Fatalf("%d files open, want at most 2", n)
-			}
-		}
-	}
-	// Out of descriptors: shed closes idle logs beyond the limit's say.
-	d.pool.shed(logs[0], 1)
-	if n := open(); n > 1 {
-		t.Fatalf("%d files open after shedding, want at most 1", n)
-	}
-	if _, err := logs[3].AppendInput(engine.Input{T: 9, Type: engine.InputAdvance}); err != nil {
-		t.Fatalf("append after shedding: %v", err)
-	}
-	for _, l := range logs {
-		l.Close()
-		rec, err := ReadFile(l.Path())
-		want := 3
-		if l == logs[3] {
-			want = 4
-		}
-		if err != nil || len(rec.Inputs) != want {
-			t.Fatalf("%s: %d inputs, err %v", l.ID(), len(rec.Inputs), err)
-		}
-	}
 }
 
 // TestReplayEquality logs a whole dry run the way the service does and
