@@ -38,10 +38,22 @@
 //	go run ./examples/loadgen -sessions 1000 -duration 30s -rate 0.5
 //	go run ./examples/loadgen -arrival poisson -arrival-rate 100 -sessions 1000 -events model -duration 60s -json > run.json
 //
+// A cluster (baton serve --nats) is driven through several nodes at
+// once: -url takes a comma-separated list and session i dials the
+// (i mod n)th, so each node gets its share of the starts. A node that
+// does not run a session answers moved with the URL of the one that
+// does; the session resumes there from the last effect it saw, sends
+// again the events left unanswered, and the report counts the sessions
+// redirected and the hops. Redirects are bounded (maxMoves), so nodes
+// that send a session round in circles make a session error.
+//
+//	go run ./examples/loadgen -url ws://10.0.0.1:8080/ws,ws://10.0.0.2:8080/ws,ws://10.0.0.3:8080/ws -sessions 3000 -duration 60s
+//
 // When the run is over it ends the sessions it started (an end frame)
 // unless -leave-running is given, so a second run does not share the
-// server with the first one's sessions. It only talks to the address it
-// is given and stops by itself after -duration.
+// server with the first one's sessions. It only talks to the addresses
+// it is given and the nodes they send it to, and stops by itself after
+// -duration.
 package main
 
 import (
@@ -52,6 +64,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 )
 
@@ -64,7 +77,9 @@ const (
 )
 
 type config struct {
+	// url is -url as given; urls its nodes.
 	url         string
+	urls        []string
 	token       string
 	pack        string
 	prefix      string
@@ -91,7 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.url, "url", "ws://127.0.0.1:8080/ws", "server WebSocket URL (loopback)")
+	fs.StringVar(&c.url, "url", "ws://127.0.0.1:8080/ws", "server WebSocket URL, or a comma-separated list of a cluster's nodes (session i dials the (i mod n)th)")
 	fs.StringVar(&c.token, "token", os.Getenv("BATON_TOKEN"), "bearer token (default $BATON_TOKEN)")
 	fs.StringVar(&c.pack, "pack", "dayone", "pack to start: a bundled name or a folder (the server must accept it)")
 	fs.StringVar(&c.prefix, "prefix", fmt.Sprintf("load%d", time.Now().Unix()), "session id prefix")
@@ -123,6 +138,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 func (c *config) check(set map[string]bool) error {
 	only := func(flag, mode string) error {
 		return fmt.Errorf("-%s applies to %s only", flag, mode)
+	}
+	c.urls = nil
+	for u := range strings.SplitSeq(c.url, ",") {
+		u = strings.TrimSpace(u)
+		if u == "" {
+			return fmt.Errorf("-url %q: an empty entry in the list", c.url)
+		}
+		c.urls = append(c.urls, u)
 	}
 	switch c.arrival {
 	case arrivalPoisson:

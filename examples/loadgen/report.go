@@ -30,7 +30,13 @@ type summary struct {
 	DrainS float64 `json:"drain_s"`
 
 	Arrivals arrivals `json:"arrivals"`
-	Live     live     `json:"live_sessions"`
+	// Nodes counts, when there is more than one, the sessions each node
+	// took first (every node of -url, and any a node sent sessions to);
+	// urls is -url's list, the order they are shown in.
+	Nodes map[string]int64 `json:"nodes,omitempty"`
+	urls  []string
+	Moved moved `json:"moved"`
+	Live  live  `json:"live_sessions"`
 
 	EventsSent   int64                 `json:"events_sent"`
 	EventsPerS   float64               `json:"events_per_s"`
@@ -54,6 +60,13 @@ type arrivals struct {
 	// rate achieved over it.
 	SpanS    float64 `json:"span_s"`
 	RatePerS float64 `json:"rate_per_s"`
+}
+
+// moved counts the sessions a cluster node sent to another (a moved
+// error, on start or resume or mid-session) and the moves followed.
+type moved struct {
+	Sessions int64 `json:"sessions"`
+	Hops     int64 `json:"hops"`
 }
 
 type live struct {
@@ -124,6 +137,13 @@ func (r *runner) summarize(from, until time.Time, base, load serverStatsBody) *s
 		// n arrivals span n-1 gaps.
 		s.Arrivals.RatePerS = float64(n-1) / s.Arrivals.SpanS
 	}
+	if len(c.urls) > 1 || len(st.nodes) > 1 {
+		s.Nodes, s.urls = map[string]int64{}, c.urls
+		for _, u := range c.urls {
+			s.Nodes[u] = 0
+		}
+		maps.Copy(s.Nodes, st.nodes)
+	}
 	s.Ack, s.FirstEffect = latencyOf(st.ackLat), latencyOf(st.effectLat)
 	s.ByType = maps.Clone(st.types)
 	for _, tc := range st.types {
@@ -134,6 +154,7 @@ func (r *runner) summarize(from, until time.Time, base, load serverStatsBody) *s
 		s.ErrorsTotal += n
 	}
 	st.mu.Unlock()
+	s.Moved = moved{Sessions: st.movedSessions.Load(), Hops: st.hops.Load()}
 	s.Live.Peak, s.Live.Mean = r.live.stats()
 	s.Live.EndedByPack, s.Live.Lost = st.endedByPack.Load(), st.lost.Load()
 	s.SessionsLost = s.Arrivals.Failed + s.Live.Lost
@@ -163,6 +184,22 @@ func (r *runner) summarize(from, until time.Time, base, load serverStatsBody) *s
 	return s
 }
 
+// nodeList is "url: sessions" for each node, those of -url first in
+// its order, then any other a node sent sessions to.
+func (s *summary) nodeList() string {
+	order := slices.Clone(s.urls)
+	for _, u := range slices.Sorted(maps.Keys(s.Nodes)) {
+		if !slices.Contains(s.urls, u) {
+			order = append(order, u)
+		}
+	}
+	parts := make([]string, len(order))
+	for i, u := range order {
+		parts[i] = fmt.Sprintf("%s: %d", u, s.Nodes[u])
+	}
+	return strings.Join(parts, ", ")
+}
+
 func (s *summary) writeJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -189,6 +226,12 @@ func (s *summary) writeText(w io.Writer) error {
 	}
 	p("arrivals           %d%s (%d started, %d failed to start) over %.1f s: %.1f/s achieved\n",
 		a.Attempted, planned, a.Started, a.Failed, a.SpanS, a.RatePerS)
+	if len(s.Nodes) > 0 {
+		p("%-18s %s\n", "nodes", s.nodeList())
+	}
+	if s.Moved.Sessions > 0 {
+		p("%-18s %d sessions redirected (%d hops)\n", "moved", s.Moved.Sessions, s.Moved.Hops)
+	}
 	p("live sessions      peak %d, mean %.0f over %.1f s; %d ended by the pack, %d lost\n",
 		s.Live.Peak, s.Live.Mean, s.WindowS, s.Live.EndedByPack, s.Live.Lost)
 	p("events sent        %d in %.1f s (%.1f/s), %d unanswered %g s after the last\n",

@@ -32,6 +32,11 @@ type stats struct {
 	startFailures, lost    atomic.Int64
 	endedByPack            atomic.Int64
 	firstArrival, lastOnes time.Time // guarded by mu
+	// nodes counts the sessions each node took first (guarded by mu);
+	// movedSessions those a node sent elsewhere, and hops every move
+	// followed.
+	nodes               map[string]int64
+	movedSessions, hops atomic.Int64
 }
 
 // typeCount follows one event type from sending to its first effect.
@@ -47,7 +52,14 @@ type typeCount struct {
 }
 
 func newStats() *stats {
-	return &stats{types: map[string]*typeCount{}, errors: map[string]int{}}
+	return &stats{types: map[string]*typeCount{}, errors: map[string]int{}, nodes: map[string]int64{}}
+}
+
+// startedOn counts a session that the node at url took first.
+func (s *stats) startedOn(url string) {
+	s.mu.Lock()
+	s.nodes[url]++
+	s.mu.Unlock()
 }
 
 func (s *stats) typ(t string) *typeCount {
@@ -349,9 +361,31 @@ type serverStatsBody struct {
 	ok                bool
 }
 
+// serverStats sums /debug/stats over the nodes of -url: a cluster's
+// sessions and memory are all of its nodes'.
 func serverStats(ctx context.Context, c config) (serverStatsBody, error) {
+	var sum serverStatsBody
+	for _, u := range c.urls {
+		one, err := nodeStats(ctx, u, c.token)
+		if err != nil {
+			return sum, err
+		}
+		sum.Sessions += one.Sessions
+		sum.Connections += one.Connections
+		sum.ConnectedSessions += one.ConnectedSessions
+		sum.Goroutines += one.Goroutines
+		sum.HeapAlloc += one.HeapAlloc
+		sum.StackInuse += one.StackInuse
+		sum.Sys += one.Sys
+		sum.RSS += one.RSS
+	}
+	sum.ok = true
+	return sum, nil
+}
+
+func nodeStats(ctx context.Context, wsURL, token string) (serverStatsBody, error) {
 	var out serverStatsBody
-	u, err := url.Parse(c.url)
+	u, err := url.Parse(wsURL)
 	if err != nil {
 		return out, err
 	}
@@ -363,8 +397,8 @@ func serverStats(ctx context.Context, c config) (serverStatsBody, error) {
 	if err != nil {
 		return out, err
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -377,6 +411,5 @@ func serverStats(ctx context.Context, c config) (serverStatsBody, error) {
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return out, fmt.Errorf("%s: %w", u, err)
 	}
-	out.ok = true
 	return out, nil
 }

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,11 +25,24 @@ import (
 
 // frame is the part of a server frame the generator reads.
 type frame struct {
-	Type   string      `json:"type"`
-	ID     string      `json:"id"`
-	Code   string      `json:"code"`
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	Code string `json:"code"`
+	// URL, on a moved error, is the node that runs the session now.
+	URL    string      `json:"url"`
 	T      *int64      `json:"t_ms"`
+	Seq    uint64      `json:"seq"`
 	Effect *wireEffect `json:"effect"`
+	// State and Missed come with the ack of a resume (State with a
+	// start's too): Missed holds the effects after the last_seq sent.
+	State  *wireState `json:"state"`
+	Missed []frame    `json:"missed"`
+}
+
+// wireState is the part of a session's state the generator reads.
+type wireState struct {
+	T     int64 `json:"t_ms"`
+	Ended bool  `json:"ended"`
 }
 
 // wireEffect is an effect frame's effect: the engine's, plus how long the
@@ -43,6 +59,11 @@ type eventFrame struct {
 	Type  string      `json:"type"`
 	Event events.Wire `json:"event"`
 }
+
+// codeMoved is the error code of a cluster node that does not run the
+// session (runtime/service.CodeMoved): the frame's url names the node
+// that does, and an input answered with it was not applied.
+const codeMoved = "moved"
 
 var yes, no = true, false
 
@@ -74,6 +95,10 @@ func wire(ev engine.CandidateEvent) events.Wire {
 type sent struct {
 	at  time.Time
 	typ string
+	// n orders the events as they were sent, and data is the frame, so
+	// the ones a moved session left unanswered go again in their order.
+	n    int
+	data []byte
 }
 
 // awaiting is an acked event whose first effect has not come yet.
@@ -85,77 +110,113 @@ type awaiting struct {
 	t int64
 }
 
+// link is one connection of a session. A session that a node sends
+// elsewhere (moved) gets a new link on the node named.
+type link struct {
+	ws     *websocket.Conn
+	answer chan error    // the answer to the start or resume: nil, a refusal or a move
+	gone   chan struct{} // the reader stopped: the connection is over
+	// closing: we close the connection, so read errors are ours.
+	closing atomic.Bool
+	// moved holds the url of a moved error ("" when it named none): the
+	// session runs on another node now.
+	moved atomic.Pointer[string]
+}
+
+// refusal is a start or resume a node refused with code.
+type refusal struct{ code string }
+
+func (e *refusal) Error() string { return e.code }
+
+// movedError is a start or resume answered moved: the session runs on
+// the node at url ("" when the answer named none).
+type movedError struct{ url string }
+
+func (e *movedError) Error() string { return codeMoved }
+
+// Redirects are bounded: a session told moved maxMoves times in a row
+// before a node takes it, or maxMoves times within moveWindow, gives up
+// with a session error, so nodes that send it round in circles cannot
+// hold it for ever.
+const (
+	maxMoves   = 5
+	moveWindow = time.Second
+)
+
+// moveGrace is how long, after a moved error mid-session, the generator
+// waits for the node to close the connection: the node sends what it had
+// queued first, so every ack on its way is counted before the events left
+// unanswered go to the next node.
+const moveGrace = 2 * time.Second
+
 // client is one session's connection.
 type client struct {
 	r    *runner
 	i    int
 	seed uint64
-	ws   *websocket.Conn
+	// link is the connection in use; only the session's goroutine
+	// changes it. node is where in -url's list the session dialed last.
+	link *link
+	node int
 
 	mu      sync.Mutex
 	pending map[string]sent
 	await   awaiting
 	cand    *dryrun.Candidate // -events model
 	t0      time.Time         // wall time of the session's t_ms 0
+	lastSeq uint64            // the last effect seq seen: where a resume picks up
 	n       int               // events sent, to name them
+
+	// begun: a node took the session (its start or a resume was acked),
+	// so every later connection resumes it.
+	begun bool
+	// hops counts the moves followed; unbound those since a node last
+	// took the session, and moves the recent ones' times, for the bound.
+	hops, unbound int
+	moves         []time.Time
+	// fixed is the next event of the fixed cycle and rng its pacing,
+	// kept across moves so the cycle goes on where it was.
+	fixed int
+	rng   *rand.Rand
 
 	wake     chan struct{} // the candidate saw something: look again
 	answered chan struct{} // an event was acked or refused
-	started  chan error
 	endSeen  chan struct{} // a session_end effect arrived
-	gone     chan struct{} // the reader stopped: the connection is over
 	ended    atomic.Bool   // the session ended (endSeen closed)
-	closing  atomic.Bool   // we close the connection: read errors are ours
 	lost     atomic.Bool   // the connection failed under us
 }
 
-// session runs session i from its arrival: it connects, starts, sends
-// events until the session ends or the run stops, and ends it then. It
-// counts whether the pack ended the session or its connection failed.
+// session runs session i from its arrival: it connects to its node of
+// -url (round-robin), starts, sends events until the session ends or the
+// run stops, and ends it then, following the session to whichever node
+// says it runs it. It counts whether the pack ended the session or its
+// connection failed.
 func (r *runner) session(ctx context.Context, i int) {
-	c := &client{r: r, i: i, seed: sweep.SessionSeed(r.c.seed, i), pending: map[string]sent{},
-		wake: make(chan struct{}, 1), answered: make(chan struct{}, 1), started: make(chan error, 1), endSeen: make(chan struct{}), gone: make(chan struct{})}
-	hdr := http.Header{}
-	if r.c.token != "" {
-		hdr.Set("Authorization", "Bearer "+r.c.token)
-	}
-	d := websocket.Dialer{HandshakeTimeout: 30 * time.Second, ReadBufferSize: 1024, WriteBufferSize: 1024}
-	ws, _, err := d.DialContext(ctx, r.c.url, hdr)
-	if err != nil {
-		r.st.startFailed("dial: " + short(err))
-		return
-	}
-	c.ws = ws
-	defer func() {
-		c.closing.Store(true)
-		ws.Close()
-	}()
+	c := &client{r: r, i: i, seed: sweep.SessionSeed(r.c.seed, i), pending: map[string]sent{}, node: i % len(r.c.urls),
+		wake: make(chan struct{}, 1), answered: make(chan struct{}, 1), endSeen: make(chan struct{})}
 	if r.model != nil {
 		c.cand = r.model.NewCandidate(c.seed)
 	}
-	go c.read()
-	start := map[string]any{"id": "start", "type": "start", "pack": r.c.pack, "session_id": fmt.Sprintf("%s_%d", r.c.prefix, i),
-		"candidate_id": "load", "seed": int64(c.seed)}
-	if err := c.write(start); err != nil {
-		r.st.startFailed("start: " + short(err))
-		return
-	}
-	select {
-	case err := <-c.started:
-		if err != nil {
-			r.st.startFailed("start: " + short(err))
-			return
+	defer c.hangUp()
+	if err := c.join(ctx, r.c.urls[c.node]); err != nil {
+		if ctx.Err() == nil {
+			r.st.startFailed(err.Error())
 		}
-	case <-ctx.Done():
 		return
 	}
 	r.st.started.Add(1)
 	r.live.add(1, time.Now())
 	defer func() { r.live.add(-1, time.Now()) }()
-	if c.cand != nil {
-		c.playModel(ctx)
-	} else {
-		c.playFixed(ctx)
+	for {
+		if c.cand != nil {
+			c.playModel(ctx)
+		} else {
+			c.playFixed(ctx)
+		}
+		c.hold(ctx)
+		if !c.follow(ctx) {
+			break
+		}
 	}
 	byPack := c.ended.Load()
 	if byPack {
@@ -163,20 +224,213 @@ func (r *runner) session(ctx context.Context, i int) {
 		// (acked, or refused as after the end).
 		c.waitAnswers(ctx)
 	}
+	// What is unanswered now is counted as such: the end does not wait
+	// for it, and a move while ending does not send it again.
 	c.mu.Lock()
 	r.st.unanswered.Add(int64(len(c.pending)))
+	clear(c.pending)
 	c.mu.Unlock()
 	if !byPack && !c.lost.Load() && ctx.Err() == nil && !r.c.leave {
 		c.end(ctx)
 	}
-	c.closing.Store(true)
-	ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "done"), time.Now().Add(time.Second))
+	c.settle()
+	c.link.closing.Store(true)
+	c.link.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "done"), time.Now().Add(time.Second))
 	if c.lost.Load() {
 		r.st.lost.Add(1)
 	}
 	if byPack {
 		r.st.endedByPack.Add(1)
 	}
+}
+
+// join puts the session on a node: it connects to url and starts the
+// session there (or resumes it), following every moved answer within the
+// bound. Its error's text is the kind the run counts it under.
+func (c *client) join(ctx context.Context, url string) error {
+	for {
+		err := c.attach(ctx, url)
+		var mv *movedError
+		if !errors.As(err, &mv) {
+			return err
+		}
+		if url, err = c.hop(mv.url, time.Now()); err != nil {
+			return err
+		}
+	}
+}
+
+// attach connects to url and asks for the session there: a start, or a
+// resume from the last effect seen once a node has taken it or a start
+// was sent elsewhere (the protocol's answer to moved). A resume the node
+// cannot find, of a session no node has acked, is a start that was never
+// applied, so the session is started there instead.
+func (c *client) attach(ctx context.Context, url string) error {
+	c.hangUp()
+	hdr := http.Header{}
+	if c.r.c.token != "" {
+		hdr.Set("Authorization", "Bearer "+c.r.c.token)
+	}
+	d := websocket.Dialer{HandshakeTimeout: 30 * time.Second, ReadBufferSize: 1024, WriteBufferSize: 1024}
+	ws, _, err := d.DialContext(ctx, url, hdr)
+	if err != nil {
+		return errors.New("dial: " + short(err))
+	}
+	l := &link{ws: ws, answer: make(chan error, 1), gone: make(chan struct{})}
+	c.link = l
+	go c.read(l)
+	start := map[string]any{"id": "start", "type": "start", "pack": c.r.c.pack, "session_id": c.id(),
+		"candidate_id": "load", "seed": int64(c.seed)}
+	if c.begun || c.hops > 0 {
+		c.mu.Lock()
+		last := c.lastSeq
+		c.mu.Unlock()
+		err = c.ask(ctx, "resume", map[string]any{"id": "resume", "type": "resume", "session_id": c.id(), "last_seq": last})
+		var rf *refusal
+		if errors.As(err, &rf) && rf.code == "session_not_found" && !c.begun {
+			err = c.ask(ctx, "start", start)
+		}
+	} else {
+		err = c.ask(ctx, "start", start)
+	}
+	if err != nil {
+		return err
+	}
+	c.unbound = 0
+	if !c.begun {
+		c.begun = true
+		c.r.st.startedOn(url)
+	}
+	return nil
+}
+
+func (c *client) id() string { return fmt.Sprintf("%s_%d", c.r.c.prefix, c.i) }
+
+// ask sends a start or resume and waits for its answer. A move comes
+// back as it is; anything else is an error of the kind what.
+func (c *client) ask(ctx context.Context, what string, v any) error {
+	if err := c.write(v); err != nil {
+		return fmt.Errorf("%s: %s", what, short(err))
+	}
+	select {
+	case err := <-c.link.answer:
+		var mv *movedError
+		if err == nil || errors.As(err, &mv) {
+			return err
+		}
+		var rf *refusal
+		if errors.As(err, &rf) {
+			return fmt.Errorf("%s: %w", what, rf)
+		}
+		return fmt.Errorf("%s: %s", what, short(err))
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// hop counts one move to url ("" for none named: the next node of
+// -url's list) and returns where to go, or the error that the session
+// has been sent round too often.
+func (c *client) hop(url string, now time.Time) (string, error) {
+	c.unbound++
+	c.moves = slices.DeleteFunc(append(c.moves, now), func(t time.Time) bool { return now.Sub(t) >= moveWindow })
+	switch {
+	case c.unbound >= maxMoves:
+		return "", fmt.Errorf("moved: %d redirects in a row, no node took the session", maxMoves)
+	case len(c.moves) >= maxMoves:
+		return "", fmt.Errorf("moved: %d redirects within %s", maxMoves, moveWindow)
+	}
+	if c.hops == 0 {
+		c.r.st.movedSessions.Add(1)
+	}
+	c.hops++
+	c.r.st.hops.Add(1)
+	if url == "" {
+		c.node = (c.node + 1) % len(c.r.c.urls)
+		url = c.r.c.urls[c.node]
+	}
+	return url, nil
+}
+
+// follow takes a session whose node moved it to the node named, once the
+// old connection is over, and sends again the events that connection
+// left unanswered. It reports whether the session goes on there.
+func (c *client) follow(ctx context.Context) bool {
+	l := c.link
+	to := l.moved.Load()
+	if to == nil || c.ended.Load() || ctx.Err() != nil {
+		return false
+	}
+	select {
+	case <-l.gone:
+	case <-ctx.Done():
+		return false
+	}
+	url, err := c.hop(*to, time.Now())
+	if err == nil {
+		err = c.join(ctx, url)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			c.lost.Store(true)
+			c.r.st.err(err.Error())
+		}
+		return false
+	}
+	c.resend()
+	return true
+}
+
+// resend sends the unanswered events again on the new connection, in
+// the order they were first sent. The server does not deduplicate event
+// ids, so only events no node applied may go again: a node letting a
+// session go answers what it applied before it closes the connection
+// (follow waits for that, up to moveGrace), and an input it answers
+// moved it did not apply. Their ack latency counts from the resend: the
+// figures are a node's answer to a frame, and the move's own cost is in
+// the moved counts.
+func (c *client) resend() {
+	c.mu.Lock()
+	again := slices.SortedFunc(maps.Values(c.pending), func(a, b sent) int { return a.n - b.n })
+	now := time.Now()
+	for id, p := range c.pending {
+		p.at = now
+		c.pending[id] = p
+	}
+	c.mu.Unlock()
+	for _, p := range again {
+		if c.writeData(p.data) != nil {
+			// The new connection failed too: its reader says whether
+			// it was moved again, and the session's loop follows.
+			return
+		}
+	}
+}
+
+// hangUp closes the connection in use, if any, and waits for its reader
+// to stop, so nothing it read is still being counted.
+func (c *client) hangUp() {
+	l := c.link
+	if l == nil {
+		return
+	}
+	l.closing.Store(true)
+	l.ws.Close()
+	<-l.gone
+}
+
+// movedAway reports, after a write failed, whether the node had moved
+// the session: the write failed because the node closed the connection
+// after saying so. The reader reads the moved frame before it sees the
+// connection end, so its end is waited for, within moveGrace.
+func (c *client) movedAway() bool {
+	t := time.NewTimer(moveGrace)
+	defer t.Stop()
+	select {
+	case <-c.link.gone:
+	case <-t.C:
+	}
+	return c.link.moved.Load() != nil
 }
 
 // waitAnswers waits, for up to -drain, until every event sent has been
@@ -193,7 +447,7 @@ func (c *client) waitAnswers(ctx context.Context) {
 		}
 		select {
 		case <-c.answered:
-		case <-c.gone:
+		case <-c.link.gone:
 			return
 		case <-t.C:
 			return
@@ -204,18 +458,27 @@ func (c *client) waitAnswers(ctx context.Context) {
 }
 
 // end ends the session with an end frame and waits for it to be applied,
-// so the server does not keep running what the run started.
+// so the server does not keep running what the run started. A session
+// moved meanwhile is followed and ended on its new node.
 func (c *client) end(ctx context.Context) {
-	if c.write(map[string]any{"id": "end", "type": "end", "reason": "load_done"}) != nil {
-		return
-	}
 	t := time.NewTimer(10 * time.Second)
 	defer t.Stop()
-	select {
-	case <-c.endSeen:
-	case <-c.gone:
-	case <-t.C:
-	case <-ctx.Done():
+	for {
+		if c.write(map[string]any{"id": "end", "type": "end", "reason": "load_done"}) != nil && !c.movedAway() {
+			return
+		}
+		select {
+		case <-c.endSeen:
+			return
+		case <-c.link.gone:
+			if !c.follow(ctx) {
+				return
+			}
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -227,18 +490,32 @@ func (c *client) write(v any) error {
 	if err != nil {
 		return err
 	}
-	c.ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
-	return c.ws.WriteMessage(websocket.TextMessage, data)
+	return c.writeData(data)
 }
 
-// send sends one candidate event and keeps its send time for its ack.
+func (c *client) writeData(data []byte) error {
+	c.link.ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	return c.link.ws.WriteMessage(websocket.TextMessage, data)
+}
+
+// send sends one candidate event and keeps its send time for its ack,
+// and the frame itself in case a move leaves it unanswered.
 func (c *client) send(ev engine.CandidateEvent) error {
 	c.n++
 	id := "e" + strconv.Itoa(c.n)
+	data, err := json.Marshal(eventFrame{ID: id, Type: "event", Event: wire(ev)})
+	if err != nil {
+		return err
+	}
 	c.mu.Lock()
-	c.pending[id] = sent{at: time.Now(), typ: ev.Type}
+	c.pending[id] = sent{at: time.Now(), typ: ev.Type, n: c.n, data: data}
 	c.mu.Unlock()
-	if err := c.write(eventFrame{ID: id, Type: "event", Event: wire(ev)}); err != nil {
+	if err := c.writeData(data); err != nil {
+		if c.movedAway() {
+			// It goes to the next node with the others unanswered.
+			c.r.st.sentEvent(ev.Type)
+			return nil
+		}
 		c.mu.Lock()
 		delete(c.pending, id)
 		c.mu.Unlock()
@@ -252,13 +529,14 @@ func (c *client) send(ev engine.CandidateEvent) error {
 	return nil
 }
 
-// over reports, without waiting, whether sending is over for good.
+// over reports, without waiting, whether sending is over on this
+// connection: for good, or until the session is followed to its node.
 func (c *client) over(ctx context.Context) bool {
 	select {
 	case <-ctx.Done():
 	case <-c.r.stopped:
 	case <-c.endSeen:
-	case <-c.gone:
+	case <-c.link.gone:
 	default:
 		return false
 	}
@@ -272,28 +550,29 @@ func (c *client) hold(ctx context.Context) {
 	case <-ctx.Done():
 	case <-c.r.finish:
 	case <-c.endSeen:
-	case <-c.gone:
+	case <-c.link.gone:
 	}
 }
 
 // playFixed sends the canned cycle at -rate, starting at a random point
 // of the first interval so sessions do not send in waves.
 func (c *client) playFixed(ctx context.Context) {
-	defer c.hold(ctx)
 	if c.r.ready != nil {
 		select {
 		case <-c.r.ready:
 		case <-ctx.Done():
 			return
-		case <-c.gone:
+		case <-c.link.gone:
 			return
 		}
 	}
-	rng := rand.New(rand.NewPCG(c.seed, 0x6669786564)) // "fixed"
+	if c.rng == nil {
+		c.rng = rand.New(rand.NewPCG(c.seed, 0x6669786564)) // "fixed"
+	}
 	interval := time.Duration(float64(time.Second) / c.r.c.rate)
-	timer := time.NewTimer(time.Duration(rng.Int64N(int64(interval))))
+	timer := time.NewTimer(time.Duration(c.rng.Int64N(int64(interval))))
 	defer timer.Stop()
-	for n := 0; ; n++ {
+	for {
 		select {
 		case <-timer.C:
 		case <-ctx.Done():
@@ -302,12 +581,17 @@ func (c *client) playFixed(ctx context.Context) {
 			return
 		case <-c.endSeen:
 			return
-		case <-c.gone:
+		case <-c.link.gone:
 			return
 		}
-		if c.send(fixedScript[n%len(fixedScript)]) != nil {
+		// The timer and a stop can be ready at once.
+		if c.over(ctx) {
 			return
 		}
+		if c.send(fixedScript[c.fixed%len(fixedScript)]) != nil {
+			return
+		}
+		c.fixed++
 		timer.Reset(interval)
 	}
 }
@@ -316,7 +600,6 @@ func (c *client) playFixed(ctx context.Context) {
 // time, looking again whenever the candidate has seen a new effect (an
 // answer planned, or dropped for a newer question).
 func (c *client) playModel(ctx context.Context) {
-	defer c.hold(ctx)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -350,29 +633,32 @@ func (c *client) playModel(ctx context.Context) {
 		case <-ctx.Done():
 		case <-c.r.stopped:
 		case <-c.endSeen:
-		case <-c.gone:
+		case <-c.link.gone:
 		}
 	}
 }
 
-// read takes every frame the server sends: acks and refusals of the
-// events, effects (timed against the event that caused them, and shown
-// to the candidate), the session's end.
-func (c *client) read() {
-	defer close(c.gone)
-	defer c.settle()
+// read takes every frame the server sends on l: the answer to the start
+// or resume, acks and refusals of the events, effects (timed against the
+// event that caused them, and shown to the candidate), the session's end,
+// and a move to another node.
+func (c *client) read(l *link) {
+	defer close(l.gone)
 	st := c.r.st
+	answer := func(err error) {
+		select {
+		case l.answer <- err:
+		default:
+		}
+	}
 	for {
-		_, data, err := c.ws.ReadMessage()
+		_, data, err := l.ws.ReadMessage()
 		if err != nil {
-			if !c.closing.Load() && !c.ended.Load() {
+			if !l.closing.Load() && !c.ended.Load() && l.moved.Load() == nil {
 				c.lost.Store(true)
 				st.err("read: " + short(err))
 			}
-			select {
-			case c.started <- err:
-			default:
-			}
+			answer(err)
 			return
 		}
 		var f frame
@@ -384,34 +670,82 @@ func (c *client) read() {
 		switch f.Type {
 		case "ack":
 			switch f.ID {
-			case "start":
-				var t int64
-				if f.T != nil {
-					t = *f.T
-				}
-				c.mu.Lock()
-				c.t0 = now.Add(-time.Duration(t) * time.Millisecond)
-				c.mu.Unlock()
-				c.started <- nil
+			case "start", "resume":
+				c.bound(&f, now)
+				answer(nil)
 				continue
 			case "end":
 				continue
 			}
 			c.acked(f, now)
-		case "effect":
-			if f.Effect == nil {
-				st.err("effect frame without an effect")
-				continue
-			}
-			c.effect(f.Effect, now)
+		case "effect", "client_tool_call":
+			c.effectFrame(&f, now)
 		case "error":
-			if f.ID == "start" {
-				st.err("error frame: " + f.Code)
-				c.started <- fmt.Errorf("%s", f.Code)
+			switch {
+			case f.Code == codeMoved:
+				l.moved.Store(&f.URL)
+				if f.ID == "start" || f.ID == "resume" {
+					answer(&movedError{url: f.URL})
+					continue
+				}
+				// Mid-session (an input answered moved stays
+				// pending: it was not applied): the node closes
+				// the connection once it has sent what it had
+				// queued; one that does not is not waited for.
+				l.ws.SetReadDeadline(now.Add(moveGrace))
+				continue
+			case f.ID == "start" || f.ID == "resume":
+				// A resume the node cannot find is answered by
+				// starting there, not an error (attach).
+				if f.ID == "start" || f.Code != "session_not_found" {
+					st.err("error frame: " + f.Code)
+				}
+				answer(&refusal{code: f.Code})
 				continue
 			}
 			c.refused(f)
 		}
+	}
+}
+
+// bound takes the ack of a start or resume: the session's clock, the
+// effects missed while it moved, and whether it ended meanwhile.
+func (c *client) bound(f *frame, now time.Time) {
+	t := int64(0)
+	switch {
+	case f.T != nil:
+		t = *f.T
+	case f.State != nil:
+		t = f.State.T
+	}
+	c.mu.Lock()
+	if c.t0.IsZero() {
+		c.t0 = now.Add(-time.Duration(t) * time.Millisecond)
+	}
+	c.mu.Unlock()
+	for i := range f.Missed {
+		c.effectFrame(&f.Missed[i], now)
+	}
+	if f.State != nil && f.State.Ended && !c.ended.Swap(true) {
+		close(c.endSeen)
+	}
+}
+
+// effectFrame takes an effect frame once: a resume's missed effects
+// and the live ones after them never overlap, but seq says so for sure.
+func (c *client) effectFrame(f *frame, now time.Time) {
+	c.mu.Lock()
+	dup := f.Seq != 0 && f.Seq <= c.lastSeq
+	if f.Seq > c.lastSeq {
+		c.lastSeq = f.Seq
+	}
+	c.mu.Unlock()
+	switch {
+	case dup || f.Type != "effect":
+	case f.Effect == nil:
+		c.r.st.err("effect frame without an effect")
+	default:
+		c.effect(f.Effect, now)
 	}
 }
 
