@@ -142,6 +142,7 @@ func (srv *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /debug/stats", srv.RequireToken(srv.handleStats))
 	mux.HandleFunc("GET /debug/pprof/", srv.RequireToken(pprof.Index))
 	mux.HandleFunc("GET /debug/pprof/profile", srv.RequireToken(pprof.Profile))
+	mux.HandleFunc("GET /debug/pprof/trace", srv.RequireToken(pprof.Trace))
 	return mux
 }
 
