@@ -37,6 +37,9 @@ type stats struct {
 	// followed.
 	nodes               map[string]int64
 	movedSessions, hops atomic.Int64
+	// since is when measuring began (guarded by mu): what happens to an
+	// event sent before it (during a ramp) is not counted.
+	since time.Time
 }
 
 // typeCount follows one event type from sending to its first effect.
@@ -99,42 +102,56 @@ func (s *stats) sentEvent(t string) {
 	s.mu.Unlock()
 }
 
-func (s *stats) ack(d time.Duration, t string) {
+func (s *stats) ack(sent, now time.Time, t string) {
 	s.mu.Lock()
-	s.ackLat = append(s.ackLat, d)
+	defer s.mu.Unlock()
+	if sent.Before(s.since) {
+		return
+	}
+	s.ackLat = append(s.ackLat, now.Sub(sent))
 	s.typ(t).Acked++
-	s.mu.Unlock()
 }
 
-func (s *stats) firstEffect(d time.Duration, t string) {
+func (s *stats) firstEffect(sent, now time.Time, t string) {
 	s.mu.Lock()
-	s.effectLat = append(s.effectLat, d)
+	defer s.mu.Unlock()
+	if sent.Before(s.since) {
+		return
+	}
+	s.effectLat = append(s.effectLat, now.Sub(sent))
 	s.typ(t).WithEffect++
-	s.mu.Unlock()
 }
 
-func (s *stats) noEffect(t string) {
+func (s *stats) noEffect(sent time.Time, t string) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sent.Before(s.since) {
+		return
+	}
 	s.typ(t).NoEffect++
-	s.mu.Unlock()
 }
 
 // refused counts an event the server refused; atEnd, one it refused
 // because the session had ended meanwhile.
-func (s *stats) refused(t string, atEnd bool) {
+func (s *stats) refused(sent time.Time, t string, atEnd bool) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sent.Before(s.since) {
+		return
+	}
 	if atEnd {
 		s.typ(t).AfterEnd++
 	} else {
 		s.typ(t).Refused++
 	}
-	s.mu.Unlock()
 }
 
-// reset forgets the events measured so far: a ramp measures only once
-// every session is up.
-func (s *stats) reset() {
+// reset forgets the events measured so far, and the answers still to
+// come to events sent before now: a ramp measures only once every
+// session is up.
+func (s *stats) reset(now time.Time) {
 	s.mu.Lock()
+	s.since = now
 	s.ackLat, s.effectLat = s.ackLat[:0], s.effectLat[:0]
 	s.types = map[string]*typeCount{}
 	s.mu.Unlock()
@@ -209,7 +226,7 @@ func run(ctx context.Context, c config, progress io.Writer) (*summary, error) {
 		}
 		close(arriving)
 		from = time.Now()
-		r.st.reset()
+		r.st.reset(from)
 		r.live.open(from)
 		if r.ready != nil {
 			close(r.ready)

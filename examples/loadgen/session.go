@@ -761,10 +761,10 @@ func (c *client) refused(f frame) {
 	case !ok:
 		c.r.st.err("error frame: " + f.Code)
 	case f.Code == "session_ended":
-		c.r.st.refused(p.typ, true)
+		c.r.st.refused(p.at, p.typ, true)
 	default:
 		c.r.st.err("error frame: " + f.Code)
-		c.r.st.refused(p.typ, false)
+		c.r.st.refused(p.at, p.typ, false)
 	}
 	c.poke(c.answered)
 }
@@ -797,7 +797,7 @@ func (c *client) acked(f frame, now time.Time) {
 		t = *f.T
 	}
 	c.await = awaiting{sent: p, active: true, t: t / c.r.tickMS * c.r.tickMS}
-	c.r.st.ack(now.Sub(p.at), p.typ)
+	c.r.st.ack(p.at, now, p.typ)
 	c.poke(c.answered)
 }
 
@@ -807,9 +807,9 @@ func (c *client) effect(e *wireEffect, now time.Time) {
 	c.mu.Lock()
 	if a := c.await; a.active {
 		if e.T == a.t {
-			c.r.st.firstEffect(now.Sub(a.at), a.typ)
+			c.r.st.firstEffect(a.at, now, a.typ)
 		} else {
-			c.r.st.noEffect(a.typ)
+			c.r.st.noEffect(a.at, a.typ)
 		}
 		c.await.active = false
 	}
@@ -835,7 +835,7 @@ func (c *client) settle() {
 
 func (c *client) settleLocked() {
 	if c.await.active {
-		c.r.st.noEffect(c.await.typ)
+		c.r.st.noEffect(c.await.at, c.await.typ)
 		c.await.active = false
 	}
 }
