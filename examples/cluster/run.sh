@@ -35,17 +35,16 @@ for _ in $(seq 100); do [[ -s $tmp/nats.out ]] && break; sleep 0.1; done
 natsurls=$(head -1 "$tmp/nats.out")
 [[ -n $natsurls ]] || { cat "$tmp/nats.err" >&2; exit 1; }
 
+# One at a time: the first creates the stream and buckets, which a
+# JetStream cluster that has just formed may take a while to place.
 urls=()
 for i in $(seq "$nodes"); do
 	port=$((base + i - 1))
 	"$tmp/baton" serve --dev --data "$tmp/d$i" --addr "127.0.0.1:$port" --rate 1000 --burst 1000 \
-		--nats "$natsurls" --nats-replicas "$replicas" --node "n$i" 2>"$tmp/node$i.err" &
+		--nats "$natsurls" --nats-replicas "$replicas" --node "n$i" >"$tmp/node$i.out" 2>"$tmp/node$i.err" &
 	pids+=($!)
 	urls+=("ws://127.0.0.1:$port/ws")
-done
-for i in $(seq "$nodes"); do
-	port=$((base + i - 1))
-	for _ in $(seq 300); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
+	for _ in $(seq 900); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
 	curl -sf "http://127.0.0.1:$port/readyz" >/dev/null || { echo "node $i did not get ready:" >&2; tail "$tmp/node$i.err" >&2; exit 1; }
 done
 echo "# NATS $natsurls (R$replicas); nodes ${urls[*]}"

@@ -42,6 +42,9 @@ const (
 	DefaultSubjectPrefix = "baton.log"
 	DefaultLeaseTTL      = 2 * time.Second
 	DefaultOpTimeout     = 15 * time.Second
+	// setupPatience is how long Open keeps asking a JetStream cluster that
+	// cannot place the session stream yet.
+	setupPatience = time.Minute
 )
 
 // ErrOwned is wrapped by *OwnedError.
@@ -284,13 +287,12 @@ func Open(ctx context.Context, cfg Config) (*Cluster, error) {
 	return c, nil
 }
 
-func (c *Cluster) setup(ctx context.Context) error {
-	js, err := jetstream.New(c.nc)
-	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
-	}
-	c.js = js
-	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+// createAssets creates (or checks and updates) the session stream and the
+// two buckets, each within OpTimeout.
+func (c *Cluster) createAssets(ctx context.Context, js jetstream.JetStream) error {
+	op, cancel := context.WithTimeout(ctx, c.cfg.OpTimeout)
+	defer cancel()
+	_, err := js.CreateOrUpdateStream(op, jetstream.StreamConfig{
 		Name:        c.cfg.Stream,
 		Description: "baton session logs, one subject per session",
 		Subjects:    []string{c.cfg.SubjectPrefix + ".*"},
@@ -310,7 +312,9 @@ func (c *Cluster) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster: stream %s: %w", c.cfg.Stream, err)
 	}
-	c.leases, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	op, cancel = context.WithTimeout(ctx, c.cfg.OpTimeout)
+	defer cancel()
+	c.leases, err = js.CreateOrUpdateKeyValue(op, jetstream.KeyValueConfig{
 		Bucket:      c.cfg.Stream + "_NODES",
 		Description: "baton node leases",
 		TTL:         c.cfg.LeaseTTL,
@@ -323,7 +327,9 @@ func (c *Cluster) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster: lease bucket: %w", err)
 	}
-	c.owners, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	op, cancel = context.WithTimeout(ctx, c.cfg.OpTimeout)
+	defer cancel()
+	c.owners, err = js.CreateOrUpdateKeyValue(op, jetstream.KeyValueConfig{
 		Bucket:      c.cfg.Stream + "_OWNERS",
 		Description: "baton live sessions and their owners",
 		Storage:     jetstream.FileStorage,
@@ -331,6 +337,34 @@ func (c *Cluster) setup(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("cluster: owner bucket: %w", err)
+	}
+	return nil
+}
+
+func (c *Cluster) setup(ctx context.Context) error {
+	js, err := jetstream.New(c.nc)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	c.js = js
+	// A JetStream cluster that has just elected its meta leader may not
+	// yet place replicated streams (its peers have not all reported), and
+	// nodes started with it ask at once: keep asking for a while rather
+	// than fail the node's start.
+	deadline := time.Now().Add(setupPatience)
+	for attempt := 1; ; attempt++ {
+		err = c.createAssets(ctx, js)
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			break
+		}
+		c.log.Warn("JetStream cannot take the session stream and buckets yet; retrying", "stream", c.cfg.Stream, "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if err != nil {
+		return err
 	}
 	for _, w := range []struct {
 		kv    jetstream.KeyValue

@@ -15,8 +15,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/batonhq/baton/runtime/cluster/natstest"
 	"github.com/nats-io/nats-server/v2/server"
@@ -69,6 +71,18 @@ func run(n, port int, dir string) error {
 		}
 		servers = append(servers, s)
 		urls = append(urls, s.ClientURL())
+	}
+	// Print the URLs only once the servers can take JetStream requests: a
+	// node that asks for its stream before a meta leader is elected
+	// fails to start.
+	if n > 1 {
+		deadline := time.Now().Add(30 * time.Second)
+		for !slices.ContainsFunc(servers, (*server.Server).JetStreamIsLeader) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the %d servers elected no JetStream meta leader within 30s", n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 	fmt.Println(strings.Join(urls, ","))
 	stop := make(chan os.Signal, 1)
