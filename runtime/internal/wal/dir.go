@@ -60,7 +60,7 @@ type Options struct {
 	// kinds).
 	OnSync func(SyncKind, time.Duration)
 	// OnCheckpoint, if set, is told of each journal segment checkpointed:
-	// how many session files it synced and how long it took.
+	// how many session files had entries in it and how long it took.
 	OnCheckpoint func(files int, took time.Duration)
 	// NoSync skips fsync. Only for benchmarks that measure everything else.
 	// The journal is still written, so a process crash loses nothing.
@@ -103,6 +103,9 @@ type Dir struct {
 
 	j    *journal
 	redo RedoReport
+	// syncer syncs the whole file system at checkpoints; nil where there
+	// is no syncfs, and each file is fsynced instead.
+	syncer FSSyncer
 }
 
 // claim marks id busy; false if it already was.
@@ -140,9 +143,17 @@ func OpenDir(path string, opt Options) (*Dir, error) {
 		return nil, err
 	}
 	d := &Dir{path: path, opt: opt, fs: fsys, lock: lock}
+	// Opened before anything is written that its syncs must cover.
+	if d.syncer, err = fsys.SyncFS(path); err != nil {
+		d.syncer = nil
+		opt.logger().Info("checkpoints fsync session files one by one", "data", path, "reason", err)
+	}
 	// Before anything reads a session file: acknowledged bytes may be in
 	// the journal only.
 	if d.redo, err = d.redoJournal(); err != nil {
+		if d.syncer != nil {
+			d.syncer.Close()
+		}
 		lock.Close()
 		return nil, fmt.Errorf("data dir %s: redoing the journal: %w", path, err)
 	}
@@ -165,6 +176,9 @@ func (d *Dir) Close() error {
 		return nil
 	}
 	err := d.j.close()
+	if d.syncer != nil {
+		err = errors.Join(err, d.syncer.Close())
+	}
 	err = errors.Join(err, d.lock.Close())
 	d.lock = nil
 	return err
@@ -461,9 +475,9 @@ func (l *Log) AppendInput(in engine.Input) (uint64, error) { return l.Append(in,
 // becomes durable with the next synced record; callers use that for
 // inputs they can re-derive after a crash.
 //
-// The bytes go to the session file (no fsync) and to the journal; a
-// synced Append waits, without holding the log's lock, for the journal
-// batch that carries them.
+// The bytes go to the journal, and to the session file later (they are
+// pending until then); a synced Append waits, without holding the log's
+// lock, for the journal batch that carries them.
 func (l *Log) Append(in engine.Input, sync bool) (uint64, error) {
 	l.mu.Lock()
 	seq := l.seq + 1
@@ -618,9 +632,9 @@ func (l *Log) Close() error {
 // closeLocked marks the log closed; the caller lets go of the id.
 func (l *Log) closeLocked() { l.closed = true }
 
-// writeLocked writes any held step record and then r (nil: only the held
-// record) to the file in one write call and adds them to the journal as
-// one entry. It returns the batch to wait on when sync is asked.
+// writeLocked adds any held step record and then r (nil: only the held
+// record) to the journal as one entry, and to the bytes pending for the
+// file. It returns the batch to wait on when sync is asked.
 func (l *Log) writeLocked(r *Record, sync bool) (*batch, error) {
 	if l.closed {
 		return nil, ErrClosed
@@ -642,19 +656,27 @@ func (l *Log) writeLocked(r *Record, sync bool) (*batch, error) {
 			return nil, fmt.Errorf("log %s: %w", l.id, err)
 		}
 	}
-	if len(l.pending) == 0 {
+	// Listed as pending before the journal can carry the bytes: a
+	// checkpoint of the segment that holds them finds the log here, and
+	// waits for its lock, before it deletes the segment. The bytes join
+	// pending only once the journal holds them: nothing may reach the
+	// file that it does not.
+	listed := len(l.pending) == 0
+	if listed {
 		l.dir.setPending(l, true)
 	}
+	b, err := l.dir.j.add(l.id, l.size, l.buf, sync)
+	if err != nil {
+		if listed {
+			l.dir.setPending(l, false)
+		}
+		return nil, fmt.Errorf("log %s: %w", l.id, err)
+	}
 	l.pending = append(l.pending, l.buf...)
-	off := l.size
 	l.size += int64(len(l.buf))
 	l.held = l.held[:0]
-	b, err := l.dir.j.add(l.id, off, l.buf, sync)
 	if cap(l.buf) > 64<<10 {
 		l.buf = nil // do not pin a huge buffer in an idle session
-	}
-	if err != nil {
-		return nil, fmt.Errorf("log %s: %w", l.id, err)
 	}
 	return b, nil
 }
@@ -777,7 +799,9 @@ func (d *Dir) checkpointFile(id string, sync bool) error {
 		return fmt.Errorf("checkpoint of %s: %w", id, err)
 	}
 	if sync {
-		err = f.Sync()
+		if err = f.Sync(); err != nil {
+			err = &syncError{err}
+		}
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -787,6 +811,12 @@ func (d *Dir) checkpointFile(id string, sync bool) error {
 	}
 	return nil
 }
+
+// syncError is a failed sync, as opposed to a file that could not be
+// opened or written: after it nothing written before may be trusted.
+type syncError struct{ error }
+
+func (e *syncError) Unwrap() error { return e.error }
 
 func (l *Log) syncFile(f File, kind SyncKind) error {
 	if l.dir.opt.NoSync {

@@ -28,13 +28,23 @@ type FS interface {
 	// SyncDir makes the directory's entries (created, renamed, removed
 	// files) durable.
 	SyncDir(dir string) error
-	// SyncFS makes the data written so far to every file on the file
-	// system holding dir durable, with one call (Linux's syncfs), where
-	// a file-by-file sync would cost one commit of the file system's
-	// journal each. errors.ErrUnsupported where there is no such call.
-	SyncFS(dir string) error
+	// SyncFS opens a syncer for the file system holding dir: one call
+	// (Linux's syncfs) makes the data written to all its files durable,
+	// where a file-by-file fsync costs a commit of the file system's own
+	// journal each. errors.ErrUnsupported where there is no such call, or
+	// where it does not report writeback errors.
+	SyncFS(dir string) (FSSyncer, error)
 	// Lock takes an exclusive lock on the directory for this process.
 	Lock(dir string) (io.Closer, error)
+}
+
+// FSSyncer makes the data written to every file of one file system
+// durable. Sync reports a writeback error that happened on the file
+// system since the syncer was opened, so it is opened before anything it
+// must cover is written, and kept.
+type FSSyncer interface {
+	Sync() error
+	Close() error
 }
 
 // File is an open log file. Writes only ever append.
@@ -70,7 +80,7 @@ func (osFS) Chmod(name string, mode fs.FileMode) error { return os.Chmod(name, m
 func (osFS) Lock(dir string) (io.Closer, error)        { return lockDir(dir) }
 
 func (osFS) SyncDir(dir string) error { return syncDir(dir) }
-func (osFS) SyncFS(dir string) error  { return syncFS(dir) }
+func (osFS) SyncFS(dir string) (FSSyncer, error) { return openSyncFS(dir) }
 
 type osFile struct{ *os.File }
 

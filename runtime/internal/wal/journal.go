@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -18,13 +17,13 @@ import (
 )
 
 // The journal makes session logs durable with one fsync for many inputs.
-// Every byte a Log writes to its session file after the header is also
-// added to the journal as an entry (session id, file offset, bytes). The
-// session files are written but not synced; a committer goroutine writes
-// everything queued while its previous fsync ran with one write call and
-// syncs once, then wakes every Append that waited for that batch. After a
-// crash OpenDir redoes the journal into the session files before anything
-// reads them. docs/journal.md tells the whole story.
+// Every byte a Log adds to its session after the header is an entry in the
+// journal (session id, file offset, bytes), and is written to the session
+// file later, behind it, at the segment's checkpoint. A committer
+// goroutine writes everything queued while its previous fsync ran with one
+// write call and syncs once, then wakes every Append that waited for that
+// batch. After a crash OpenDir redoes the journal into the session files
+// before anything reads them. docs/journal.md tells the whole story.
 //
 // Segment format: the magic "BTNJNL1\n", then entries framed as log
 // records are (length uint32 LE, CRC-32C uint32 LE, payload), with payload
@@ -46,14 +45,6 @@ const JournalDir = "journal"
 const DefaultSegmentSize = 16 << 20
 
 const segExt = ".jnl"
-
-// spareName is the next segment while it is prepared: zeros as long as a
-// segment, written and synced ahead of need. A segment whose blocks are
-// already allocated and written is synced by fdatasync without a commit
-// of the file system's own journal (its size and extents do not change),
-// so the journal's fsync does not queue behind the metadata of every
-// session file and checkpoint, as an appended file's does.
-const spareName = "next.spare"
 
 // maxEntry bounds an entry's payload: the longest id, its offset and the
 // longest write a log makes (a held step record and one more record).
@@ -118,17 +109,9 @@ func decodeEntry(p []byte) (jentry, error) {
 // parseSegment reads a segment's entries. Only the last segment may end in
 // a torn tail: a segment is retired only after its last batch was synced.
 // The rule that tells a tail from damage is the session log's (parse).
-//
-// A segment may be preallocated (zeros written and synced before its
-// first entry): an entry boundary followed by nothing but zeros is its
-// clean end. Zeros are never an entry, whose length is not zero.
 func parseSegment(data []byte, name string, last bool) ([]jentry, *TailError, error) {
 	verifies := func(p []byte) bool { _, err := decodeEntry(p); return err == nil }
 	total := int64(len(data))
-	zeros := int64(len(bytes.TrimRight(data, "\x00"))) // the zero run at the end starts here
-	// An entry that verifies starts before the zeros and is at most
-	// frame+maxEntry long: no search need look past that.
-	scan := data[:min(total, zeros+frame+maxEntry)]
 	dmg := func(off int64, entry int, next int64, reason string) error {
 		return &DamageError{Segment: name, Offset: off, Record: entry, NextValid: next, Reason: reason}
 	}
@@ -136,7 +119,7 @@ func parseSegment(data []byte, name string, last bool) ([]jentry, *TailError, er
 		// The magic is written with the segment's first batch and synced
 		// with it, so a segment without it never held an acknowledged
 		// entry, unless something in it verifies.
-		next := nextVerifying(scan, 0, maxEntry, verifies)
+		next := nextVerifying(data, 0, maxEntry, verifies)
 		if !last || next != -1 {
 			return nil, nil, dmg(0, 0, max(next, -1), "not a journal segment (bad magic)")
 		}
@@ -144,20 +127,20 @@ func parseSegment(data []byte, name string, last bool) ([]jentry, *TailError, er
 	}
 	var out []jentry
 	off := int64(len(JournalMagic))
-	for off < total && off < zeros {
+	for off < total {
 		n, payload, frameErr := frameWithin(data, off, maxEntry)
 		if frameErr == "" {
 			e, err := decodeEntry(payload)
 			if err != nil {
 				// The checksum holds, so the disk returned what was written.
-				return nil, nil, dmg(off, len(out), nextVerifying(scan, off+1, maxEntry, verifies), "entry content: "+err.Error())
+				return nil, nil, dmg(off, len(out), nextVerifying(data, off+1, maxEntry, verifies), "entry content: "+err.Error())
 			}
 			e.seg, e.at = name, off
 			out = append(out, e)
 			off += frame + n
 			continue
 		}
-		next := nextVerifying(scan, off+1, maxEntry, verifies)
+		next := nextVerifying(data, off+1, maxEntry, verifies)
 		switch {
 		case next >= 0:
 			return nil, nil, dmg(off, len(out), next, frameErr)
@@ -166,11 +149,7 @@ func parseSegment(data []byte, name string, last bool) ([]jentry, *TailError, er
 		case !last:
 			return nil, nil, dmg(off, len(out), -1, frameErr+" in a segment that is not the journal's last (it was synced whole before the next began)")
 		}
-		end := total
-		if zeros < total {
-			end = zeros // a write cut short in a preallocated segment
-		}
-		torn := end-off < frame || frame+n > end-off
+		torn := total-off < frame || frame+n > total-off
 		return out, &TailError{Offset: off, Bytes: total - off, Reason: frameErr, Torn: torn}, nil
 	}
 	return out, nil, nil
@@ -213,9 +192,6 @@ type journal struct {
 	err     error    // set once: every later write fails with it
 	closing bool
 	retired []*segment // oldest first; deleted only in this order
-	// spareWanted asks the checkpointer to prepare the next segment;
-	// spareReady says it has.
-	spareWanted, spareReady bool
 
 	kick    chan struct{} // a batch wants writing
 	ckKick  chan struct{} // a segment was retired
@@ -388,14 +364,6 @@ func (j *journal) commit(b *batch) error {
 	}
 	if j.segSize >= j.maxSize {
 		j.retire()
-	} else if j.segSize >= j.maxSize/2 {
-		j.mu.Lock()
-		want := !j.spareWanted
-		j.spareWanted = true
-		j.mu.Unlock()
-		if want {
-			signal(j.ckKick)
-		}
 	}
 	return nil
 }
@@ -420,24 +388,10 @@ func (j *journal) startSegment() error {
 		j.made = true
 	}
 	s := &segment{no: j.nextNo, path: filepath.Join(j.dir, segName(j.nextNo)), ids: map[string]struct{}{}}
-	j.mu.Lock()
-	spare := j.spareReady
-	j.spareReady, j.spareWanted = false, false
-	j.mu.Unlock()
-	flag := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-	if spare {
-		// Written from offset 0 over the zeros; the first batch's sync
-		// and the folder's sync below make the new name durable before
-		// anything in it is acknowledged.
-		if err := j.d.fs.Rename(filepath.Join(j.dir, spareName), s.path); err != nil {
-			return fmt.Errorf("renaming the prepared segment to %s: %w", j.rel(s.path), err)
-		}
-		flag = os.O_WRONLY
-	}
 	var f File
 	var err error
 	for attempt := 1; ; attempt++ {
-		f, err = j.d.fs.OpenFile(s.path, flag, 0o600)
+		f, err = j.d.fs.OpenFile(s.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 		if !tooManyFiles(err) || (attempt >= openAttempts && j.isClosing()) {
 			break
 		}
@@ -482,45 +436,7 @@ func (j *journal) checkpointLoop() {
 		if err := j.checkpointRetired(); err != nil {
 			retry = time.After(checkpointRetry)
 		}
-		j.mu.Lock()
-		prepare := j.spareWanted && !j.spareReady && j.err == nil
-		j.mu.Unlock()
-		if prepare {
-			if err := j.prepareSpare(); err != nil {
-				// Not fatal: the next segment is then created as it comes,
-				// and only its fsyncs are slower.
-				j.d.opt.logger().Warn("preparing the next journal segment", "err", err)
-			} else {
-				j.mu.Lock()
-				j.spareReady = true
-				j.mu.Unlock()
-			}
-		}
 	}
-}
-
-// prepareSpare writes the next segment ahead of need: a segment's worth
-// of zeros, synced (spareName says why).
-func (j *journal) prepareSpare() error {
-	path := filepath.Join(j.dir, spareName)
-	if err := j.d.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	f, err := j.d.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	zeros := make([]byte, min(j.maxSize, 1<<20))
-	for left := j.maxSize; left > 0 && err == nil; left -= int64(len(zeros)) {
-		_, err = f.Write(zeros[:min(left, int64(len(zeros)))])
-	}
-	if err == nil && !j.d.opt.NoSync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // checkpointRetired checkpoints retired segments, oldest first, until
@@ -551,30 +467,35 @@ func (j *journal) checkpointRetired() error {
 // The files are written first and then made durable with one syncfs:
 // fsyncing thousands of session files one by one costs a commit of the
 // file system's journal each, and those commits queue ahead of the
-// journal's own fsyncs. Where there is no syncfs, each file is fsynced.
+// journal's own fsyncs. Without syncfs (Dir.syncer), each file is fsynced.
+//
+// A failed sync poisons the journal, as a failed journal fsync does: it
+// may have dropped pages and cleared the error, so no later success could
+// be trusted to cover this segment. A poisoned journal deletes nothing;
+// the next start's redo uses what it kept.
 func (j *journal) checkpoint(s *segment) error {
+	j.mu.Lock()
+	poisoned := j.err
+	j.mu.Unlock()
+	if poisoned != nil {
+		return poisoned
+	}
 	start := time.Now()
+	perFile := j.d.syncer == nil && !j.d.opt.NoSync
 	for id := range s.ids {
-		if err := j.d.checkpointFile(id, false); err != nil {
-			return err
-		}
-	}
-	syncStart := time.Now()
-	err := j.d.fs.SyncFS(j.d.path)
-	if err == nil {
-		j.d.opt.onSync(SyncCheckpoint, syncStart)
-	}
-	if errors.Is(err, errors.ErrUnsupported) {
-		for id := range s.ids {
-			if err := j.d.checkpointFile(id, true); err != nil {
-				return err
+		if err := j.d.checkpointFile(id, perFile); err != nil {
+			if se := (*syncError)(nil); errors.As(err, &se) {
+				return j.poison(fmt.Errorf("checkpoint of journal %s: %w", j.rel(s.path), err))
 			}
+			return err // no descriptor, say: kept, and tried again
 		}
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) { // a removed folder: see below
-		// As with the journal's own fsync, a failure may have dropped
-		// pages and cleared the error: no later success could be trusted
-		// to cover this segment, so it is kept for the next start's redo.
-		return j.poison(fmt.Errorf("checkpoint of journal %s: %w", j.rel(s.path), err))
+	}
+	if j.d.syncer != nil && !j.d.opt.NoSync {
+		syncStart := time.Now()
+		if err := j.d.syncer.Sync(); err != nil {
+			return j.poison(fmt.Errorf("checkpoint of journal %s: %w", j.rel(s.path), err))
+		}
+		j.d.opt.onSync(SyncCheckpoint, syncStart)
 	}
 	if err := j.d.fs.Remove(s.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing journal %s: %w", j.rel(s.path), err)
@@ -617,9 +538,6 @@ func (j *journal) close() error {
 	}
 	if !j.made {
 		return nil
-	}
-	if err := j.d.fs.Remove(filepath.Join(j.dir, spareName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("removing the prepared journal segment: %w", err)
 	}
 	if err := j.d.fs.Remove(j.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil // not empty: something else lives there; leave it

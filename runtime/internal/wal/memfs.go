@@ -398,13 +398,24 @@ func (m *StrictMem) SyncDir(dir string) error {
 	return nil
 }
 
-// SyncFS makes every file's data durable, but no directory entry: the
-// real call commits those too on ext4, but the log does not count on it.
-func (m *StrictMem) SyncFS(dir string) error {
+// SyncFS returns a syncer whose Sync makes every file's data durable, but
+// no directory entry: the real call commits those too on ext4, but the
+// log does not count on it.
+func (m *StrictMem) SyncFS(dir string) (FSSyncer, error) { return memSyncer{m, dir}, nil }
+
+type memSyncer struct {
+	m   *StrictMem
+	dir string
+}
+
+func (memSyncer) Close() error { return nil }
+
+func (s memSyncer) Sync() error {
+	m := s.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.step(nil); err != nil {
-		return pathErr("syncfs", dir, err)
+		return pathErr("syncfs", s.dir, err)
 	}
 	for _, d := range m.dirs {
 		for _, n := range d.live {

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -19,20 +20,36 @@ func datasync(f *os.File) error {
 	}
 }
 
-// syncFS runs syncfs(2) on the file system holding dir. Since Linux 5.8 it
-// reports a writeback error that happened on that file system since the
-// descriptor was opened, as fsync does for one file.
-func syncFS(dir string) error {
+// openSyncFS opens dir for syncfs(2). Before Linux 5.8 syncfs did not
+// report writeback errors, so there it is ErrUnsupported and checkpoints
+// fsync file by file; from 5.8 it reports an error that happened on the
+// file system since the descriptor was opened.
+func openSyncFS(dir string) (FSSyncer, error) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return nil, fmt.Errorf("uname: %w", err)
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor); err != nil || major < 5 || major == 5 && minor < 8 {
+		return nil, fmt.Errorf("syncfs on Linux %s does not report writeback errors: %w", unix.ByteSliceToString(u.Release[:]), errors.ErrUnsupported)
+	}
 	f, err := os.Open(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer f.Close()
+	return fsSyncer{f}, nil
+}
+
+type fsSyncer struct{ f *os.File }
+
+func (s fsSyncer) Close() error { return s.f.Close() }
+
+func (s fsSyncer) Sync() error {
 	for {
-		err := unix.Syncfs(int(f.Fd()))
+		err := unix.Syncfs(int(s.f.Fd()))
 		if err != unix.EINTR {
 			if err != nil {
-				return fmt.Errorf("syncfs %s: %w", dir, err)
+				return fmt.Errorf("syncfs %s: %w", s.f.Name(), err)
 			}
 			return nil
 		}

@@ -9,4 +9,4 @@ import (
 
 func datasync(f *os.File) error { return f.Sync() }
 
-func syncFS(string) error { return errors.ErrUnsupported }
+func openSyncFS(string) (FSSyncer, error) { return nil, errors.ErrUnsupported }
