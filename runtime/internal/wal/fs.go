@@ -79,7 +79,7 @@ func (osFS) Remove(name string) error                  { return os.Remove(name) 
 func (osFS) Chmod(name string, mode fs.FileMode) error { return os.Chmod(name, mode) }
 func (osFS) Lock(dir string) (io.Closer, error)        { return lockDir(dir) }
 
-func (osFS) SyncDir(dir string) error { return syncDir(dir) }
+func (osFS) SyncDir(dir string) error            { return syncDir(dir) }
 func (osFS) SyncFS(dir string) (FSSyncer, error) { return openSyncFS(dir) }
 
 type osFile struct{ *os.File }
