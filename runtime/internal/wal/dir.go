@@ -778,8 +778,17 @@ func (d *Dir) drainPending(id string) error {
 func (d *Dir) checkpointFile(id string, sync bool) error {
 	var f File
 	var err error
-	if l := d.pendingLog(id); l != nil {
+	l := d.pendingLog(id)
+	if l != nil {
 		l.mu.Lock()
+		if len(l.pending) == 0 {
+			// Written meanwhile (a Finish, say, which also renamed the
+			// file and made it read-only).
+			l.mu.Unlock()
+			l = nil
+		}
+	}
+	if l != nil {
 		f, err = d.openRetrying(l.path, os.O_WRONLY|os.O_APPEND, 0)
 		if err == nil {
 			if err = l.writePendingLocked(f); err != nil {
