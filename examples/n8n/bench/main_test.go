@@ -29,19 +29,31 @@ type counting struct {
 
 type statusWriter struct {
 	http.ResponseWriter
-	code int
+	code  int
+	wrote bool
 }
 
 func (w *statusWriter) WriteHeader(code int) {
-	w.code = code
+	w.code, w.wrote = code, true
 	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(p)
 }
 
 func (c *counting) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 	c.h.ServeHTTP(sw, r)
+	key := r.URL.Path + " " + strconv.Itoa(sw.code)
+	if !sw.wrote {
+		// The client left before the answer (a run's deadline): the
+		// event may be applied a moment later, but it was not answered.
+		key = r.URL.Path + " unanswered"
+	}
 	c.mu.Lock()
-	c.n[r.URL.Path+" "+strconv.Itoa(sw.code)]++
+	c.n[key]++
 	c.mu.Unlock()
 }
 
