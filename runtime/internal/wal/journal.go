@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -25,16 +26,34 @@ import (
 // batch. After a crash OpenDir redoes the journal into the session files
 // before anything reads them. docs/journal.md tells the whole story.
 //
-// Segment format: the magic "BTNJNL1\n", then entries framed as log
-// records are (length uint32 LE, CRC-32C uint32 LE, payload), with payload
+// Segment format: the magic "BTNJNL2\n", then batches, each as written
+// by one write call:
+//
+//	header  a frame as log records have (length uint32 LE = 9, CRC-32C
+//	        uint32 LE, payload): 'B', body length uint32 LE, body CRC-32C
+//	        uint32 LE
+//	body    entries, framed the same way (length, CRC-32C, payload), with
+//	        payload
 //
 //	id length  uint8
 //	id         bytes
 //	offset     uint64 LE, where the bytes start in the session file
 //	bytes      the rest
+//
+// A batch is whole or it is not there: writes over a prepared segment's
+// blocks reach the disk in no set order, so after a power cut the last
+// batch may hold a later sector without an earlier one, and only its own
+// checksum tells that from damage. Segments of the first format
+// ("BTNJNL1\n", entries without batches, never prepared) are still read.
 
 // JournalMagic starts every journal segment.
-const JournalMagic = "BTNJNL1\n"
+const JournalMagic = "BTNJNL2\n"
+
+// journalMagicV1 starts segments written before batches were framed.
+const journalMagicV1 = "BTNJNL1\n"
+
+// batchHeader is the length of a batch's header: a frame and its payload.
+const batchHeader = frame + 9
 
 // JournalDir is the folder, inside the data directory, holding the
 // journal's segments (NNNNNNNN.jnl) while any are live.
@@ -45,6 +64,16 @@ const JournalDir = "journal"
 const DefaultSegmentSize = 16 << 20
 
 const segExt = ".jnl"
+
+// spareName is the next segment while it is prepared: zeros as long as a
+// segment, written and synced ahead of need. A segment whose blocks are
+// already allocated and written is synced by fdatasync without a commit
+// of the file system's own journal (its size and extents do not change),
+// so the journal's fsync does not queue behind the metadata of every
+// session file and checkpoint, as an appended file's does. Writes over
+// those blocks reach the disk in no set order, which is why batches are
+// framed (JournalMagic).
+const spareName = "next.spare"
 
 // maxEntry bounds an entry's payload: the longest id, its offset and the
 // longest write a log makes (a held step record and one more record).
@@ -110,12 +139,118 @@ func decodeEntry(p []byte) (jentry, error) {
 // a torn tail: a segment is retired only after its last batch was synced.
 // The rule that tells a tail from damage is the session log's (parse).
 func parseSegment(data []byte, name string, last bool) ([]jentry, *TailError, error) {
+	if len(data) >= len(journalMagicV1) && string(data[:len(journalMagicV1)]) == journalMagicV1 {
+		return parseSegmentV1(data, name, last)
+	}
+	return parseBatched(data, name, last)
+}
+
+// putBatchHeader fills in the header room at the start of buf, a batch.
+func putBatchHeader(buf []byte) {
+	body := buf[batchHeader:]
+	binary.LittleEndian.PutUint32(buf[0:], 9)
+	buf[frame] = 'B'
+	binary.LittleEndian.PutUint32(buf[frame+1:], uint32(len(body)))
+	binary.LittleEndian.PutUint32(buf[frame+5:], crc32.Checksum(body, castagnoli))
+	binary.LittleEndian.PutUint32(buf[4:], crc32.Checksum(buf[frame:batchHeader], castagnoli))
+}
+
+// batchAt checks the batch at off: its header's frame and checksum, and
+// its body's length and checksum. It returns the body and the batch's
+// length, or why it is not a batch.
+func batchAt(data []byte, off int64) ([]byte, int64, string) {
+	n, hdr, why := frameWithin(data, off, 9)
+	if why != "" {
+		return nil, n, why
+	}
+	if n != 9 || hdr[0] != 'B' {
+		return nil, n, "not a batch header"
+	}
+	size := int64(binary.LittleEndian.Uint32(hdr[1:]))
+	if size == 0 || size > int64(len(data))-off-batchHeader {
+		return nil, n, fmt.Sprintf("batch of %d bytes cut short at %d", size, int64(len(data))-off-batchHeader)
+	}
+	body := data[off+batchHeader : off+batchHeader+size]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(hdr[5:]) {
+		return nil, n, "batch checksum mismatch"
+	}
+	return body, batchHeader + size, ""
+}
+
+// parseBatched reads a segment of batches. Only the last batch of the
+// last segment may be torn; an invalid batch followed by a valid one is
+// damage, and so is an invalid entry inside a valid batch (its checksum
+// says the disk returned what was written). An invalid batch with only
+// zeros after it may be a batch whose earlier sectors never reached the
+// disk while later ones did. A batch boundary followed by nothing but
+// zeros is a prepared segment's unused end.
+func parseBatched(data []byte, name string, last bool) ([]jentry, *TailError, error) {
+	total := int64(len(data))
+	dmg := func(off int64, entry int, next int64, reason string) error {
+		return &DamageError{Segment: name, Offset: off, Record: entry, NextValid: next, Reason: reason}
+	}
+	nextBatch := func(from int64) int64 {
+		for p := from; p+batchHeader <= total; p++ {
+			if binary.LittleEndian.Uint32(data[p:]) != 9 {
+				continue
+			}
+			if _, _, why := batchAt(data, p); why == "" {
+				return p
+			}
+		}
+		return -1
+	}
+	if total < int64(len(JournalMagic)) || string(data[:len(JournalMagic)]) != JournalMagic {
+		// The magic is written with the segment's first batch and synced
+		// with it, so a segment without it never held an acknowledged
+		// entry, unless a batch in it verifies.
+		next := nextBatch(0)
+		if !last || next != -1 {
+			return nil, nil, dmg(0, 0, next, "not a journal segment (bad magic)")
+		}
+		return nil, &TailError{Offset: 0, Bytes: total, Reason: "segment without its magic", Torn: true}, nil
+	}
+	zeros := int64(len(bytes.TrimRight(data, "\x00")))
+	var out []jentry
+	off := int64(len(JournalMagic))
+	for off < zeros {
+		body, n, why := batchAt(data, off)
+		if why == "" {
+			for at := int64(0); at < int64(len(body)); {
+				m, payload, frameErr := frameWithin(body, at, maxEntry)
+				if frameErr != "" {
+					return nil, nil, dmg(off+batchHeader+at, len(out), -1, "entry in a whole batch: "+frameErr)
+				}
+				e, err := decodeEntry(payload)
+				if err != nil {
+					return nil, nil, dmg(off+batchHeader+at, len(out), -1, "entry content: "+err.Error())
+				}
+				e.seg, e.at = name, off+batchHeader+at
+				out = append(out, e)
+				at += frame + m
+			}
+			off += n
+			continue
+		}
+		if next := nextBatch(off + 1); next >= 0 {
+			return nil, nil, dmg(off, len(out), next, why)
+		}
+		if !last {
+			return nil, nil, dmg(off, len(out), -1, why+" in a segment that is not the journal's last (it was synced whole before the next began)")
+		}
+		return out, &TailError{Offset: off, Bytes: total - off, Reason: why, Torn: true}, nil
+	}
+	return out, nil, nil
+}
+
+// parseSegmentV1 reads a segment of the first format: entries, no batches.
+func parseSegmentV1(data []byte, name string, last bool) ([]jentry, *TailError, error) {
 	verifies := func(p []byte) bool { _, err := decodeEntry(p); return err == nil }
 	total := int64(len(data))
 	dmg := func(off int64, entry int, next int64, reason string) error {
 		return &DamageError{Segment: name, Offset: off, Record: entry, NextValid: next, Reason: reason}
 	}
-	if total < int64(len(JournalMagic)) || string(data[:len(JournalMagic)]) != JournalMagic {
+	if total < int64(len(journalMagicV1)) || string(data[:len(journalMagicV1)]) != journalMagicV1 {
 		// The magic is written with the segment's first batch and synced
 		// with it, so a segment without it never held an acknowledged
 		// entry, unless something in it verifies.
@@ -126,7 +261,7 @@ func parseSegment(data []byte, name string, last bool) ([]jentry, *TailError, er
 		return nil, &TailError{Offset: 0, Bytes: total, Reason: "segment without its magic", Torn: true}, nil
 	}
 	var out []jentry
-	off := int64(len(JournalMagic))
+	off := int64(len(journalMagicV1))
 	for off < total {
 		n, payload, frameErr := frameWithin(data, off, maxEntry)
 		if frameErr == "" {
@@ -192,6 +327,9 @@ type journal struct {
 	err     error    // set once: every later write fails with it
 	closing bool
 	retired []*segment // oldest first; deleted only in this order
+	// spareWanted asks the checkpointer to prepare the next segment;
+	// spareReady says it has.
+	spareWanted, spareReady bool
 
 	kick    chan struct{} // a batch wants writing
 	ckKick  chan struct{} // a segment was retired
@@ -217,7 +355,7 @@ func newJournal(d *Dir) *journal {
 		kick: make(chan struct{}, 1), ckKick: make(chan struct{}, 1),
 		stopCom: make(chan struct{}), stopCk: make(chan struct{}),
 		comDone: make(chan struct{}), ckDone: make(chan struct{})}
-	j.cur = &batch{done: make(chan struct{})}
+	j.cur = &batch{buf: make([]byte, batchHeader), done: make(chan struct{})}
 	go j.commitLoop()
 	go j.checkpointLoop()
 	return j
@@ -302,7 +440,7 @@ func (j *journal) commitLoop() {
 			j.mu.Unlock()
 			continue
 		}
-		j.cur = &batch{buf: j.spare[:0], ids: j.spareID[:0], done: make(chan struct{})}
+		j.cur = &batch{buf: append(j.spare[:0], make([]byte, batchHeader)...), ids: j.spareID[:0], done: make(chan struct{})}
 		j.spare, j.spareID = nil, nil
 		j.mu.Unlock()
 
@@ -327,9 +465,10 @@ func (j *journal) commitLoop() {
 
 // commit writes one batch with one write call and syncs it.
 func (j *journal) commit(b *batch) error {
-	if len(b.buf) == 0 {
+	if len(b.buf) <= batchHeader {
 		return nil
 	}
+	putBatchHeader(b.buf)
 	if err := j.usable(); err != nil && !errors.Is(err, ErrClosed) {
 		return err
 	}
@@ -364,6 +503,14 @@ func (j *journal) commit(b *batch) error {
 	}
 	if j.segSize >= j.maxSize {
 		j.retire()
+	} else if j.segSize >= j.maxSize/2 {
+		j.mu.Lock()
+		want := !j.spareWanted
+		j.spareWanted = true
+		j.mu.Unlock()
+		if want {
+			signal(j.ckKick)
+		}
 	}
 	return nil
 }
@@ -388,10 +535,24 @@ func (j *journal) startSegment() error {
 		j.made = true
 	}
 	s := &segment{no: j.nextNo, path: filepath.Join(j.dir, segName(j.nextNo)), ids: map[string]struct{}{}}
+	j.mu.Lock()
+	spare := j.spareReady
+	j.spareReady, j.spareWanted = false, false
+	j.mu.Unlock()
+	flag := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if spare {
+		// Written from offset 0 over the zeros; the first batch's sync
+		// and the folder's sync below make the new name durable before
+		// anything in it is acknowledged.
+		if err := j.d.fs.Rename(filepath.Join(j.dir, spareName), s.path); err == nil {
+			flag = os.O_WRONLY
+		}
+		// else: created afresh, as without a prepared one.
+	}
 	var f File
 	var err error
 	for attempt := 1; ; attempt++ {
-		f, err = j.d.fs.OpenFile(s.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+		f, err = j.d.fs.OpenFile(s.path, flag, 0o600)
 		if !tooManyFiles(err) || (attempt >= openAttempts && j.isClosing()) {
 			break
 		}
@@ -436,7 +597,45 @@ func (j *journal) checkpointLoop() {
 		if err := j.checkpointRetired(); err != nil {
 			retry = time.After(checkpointRetry)
 		}
+		j.mu.Lock()
+		prepare := j.spareWanted && !j.spareReady && j.err == nil
+		j.mu.Unlock()
+		if prepare {
+			if err := j.prepareSpare(); err != nil {
+				// Not fatal: the next segment is then created as it comes,
+				// and only its fsyncs are slower.
+				j.d.opt.logger().Warn("preparing the next journal segment", "err", err)
+			} else {
+				j.mu.Lock()
+				j.spareReady = true
+				j.mu.Unlock()
+			}
+		}
 	}
+}
+
+// prepareSpare writes the next segment ahead of need: a segment's worth
+// of zeros, synced (spareName says why).
+func (j *journal) prepareSpare() error {
+	path := filepath.Join(j.dir, spareName)
+	if err := j.d.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f, err := j.d.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	zeros := make([]byte, min(j.maxSize, 1<<20))
+	for left := j.maxSize; left > 0 && err == nil; left -= int64(len(zeros)) {
+		_, err = f.Write(zeros[:min(left, int64(len(zeros)))])
+	}
+	if err == nil && !j.d.opt.NoSync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // checkpointRetired checkpoints retired segments, oldest first, until
@@ -538,6 +737,9 @@ func (j *journal) close() error {
 	}
 	if !j.made {
 		return nil
+	}
+	if err := j.d.fs.Remove(filepath.Join(j.dir, spareName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing the prepared journal segment: %w", err)
 	}
 	if err := j.d.fs.Remove(j.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil // not empty: something else lives there; leave it

@@ -114,14 +114,28 @@ func (m *StrictMem) Recover(rng *rand.Rand) *StrictMem {
 					common++
 				}
 				if rng != nil && common < len(old.data) {
-					extra := old.data[common:]
-					k := rng.IntN(len(extra) + 1)
-					kept := slices.Clone(extra[:k])
-					if rng.IntN(4) == 0 {
-						clear(kept)
+					// Bytes written over synced ones reach the disk a
+					// sector at a time in no set order: each 512-byte
+					// sector is the new one or the old. Bytes past the
+					// synced length survive as a prefix (a file grows
+					// only once its data is written), zeroed a quarter
+					// of the time.
+					over := min(len(old.data), len(old.synced))
+					for sec := common - common%512; sec < over; sec += 512 {
+						lo, hi := max(sec, common), min(sec+512, over)
+						if rng.IntN(2) == 0 {
+							copy(n.data[lo:hi], old.data[lo:hi])
+						}
 					}
-					rest := n.data[min(common+k, len(n.data)):]
-					n.data = append(append(slices.Clone(n.data[:common]), kept...), rest...)
+					if len(old.data) > len(old.synced) {
+						extra := old.data[max(common, len(old.synced)):]
+						k := rng.IntN(len(extra) + 1)
+						kept := slices.Clone(extra[:k])
+						if rng.IntN(4) == 0 {
+							clear(kept)
+						}
+						n.data = append(n.data, kept...)
+					}
 				}
 				n.synced = slices.Clone(n.data)
 				seen[old] = n

@@ -128,6 +128,10 @@ func (d *Dir) redoJournal() (RedoReport, error) {
 // does: the journal makes it again with its first write, and a directory
 // not written before its next clean close should not keep an empty one.
 func (d *Dir) removeJournalDir() error {
+	// A segment prepared ahead of need holds nothing but zeros.
+	if err := d.fs.Remove(filepath.Join(d.path, JournalDir, spareName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing the prepared journal segment: %w", err)
+	}
 	if err := d.fs.Remove(filepath.Join(d.path, JournalDir)); err != nil {
 		return nil // absent, or not empty: something else lives there
 	}
