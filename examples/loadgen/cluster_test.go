@@ -566,26 +566,23 @@ func TestClusterReportLines(t *testing.T) {
 			if err := tc.s.writeJSON(&js); err != nil {
 				t.Fatal(err)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(text.String(), w) {
-					t.Errorf("no %q in\n%s", w, text.String())
-				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(text.String(), w) {
-					t.Errorf("%q in\n%s", w, text.String())
-				}
-			}
-			for _, w := range tc.json {
-				if !strings.Contains(js.String(), w) {
-					t.Errorf("no %q in\n%s", w, js.String())
-				}
-			}
-			for _, w := range tc.notJSON {
-				if strings.Contains(js.String(), w) {
-					t.Errorf("%q in\n%s", w, js.String())
-				}
-			}
+			holds(t, text.String(), tc.want, tc.notWant)
+			holds(t, js.String(), tc.json, tc.notJSON)
 		})
+	}
+}
+
+// holds checks that out has every string of want and none of notWant.
+func holds(t *testing.T, out string, want, notWant []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("no %q in\n%s", w, out)
+		}
+	}
+	for _, w := range notWant {
+		if strings.Contains(out, w) {
+			t.Errorf("%q in\n%s", w, out)
+		}
 	}
 }

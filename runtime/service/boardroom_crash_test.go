@@ -144,17 +144,7 @@ func TestBoardroomRecoveryRestoresContextFiles(t *testing.T) {
 	c2.expectAck("end")
 	awaitEffect(t, c2, "session_end", func(f *EffectFrame) bool { return f.Effect.Type == engine.EffectSessionEnd })
 
-	if err := p2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-p2.exited:
-		if err != nil {
-			t.Fatalf("graceful stop: %v\n%s", err, p2.stderr.String())
-		}
-	case <-time.After(waitLimit):
-		t.Fatal("server did not stop on SIGTERM")
-	}
+	p2.stopGracefully(t)
 
 	// The finished log, replayed offline on a fresh engine.
 	rec, err := wal.ReadFile(filepath.Join(data, id+".done"))

@@ -134,30 +134,30 @@ func (srv *Server) takeOver(ctx context.Context, id string) error {
 // stops the ones this node lost.
 func (srv *Server) runCluster() {
 	cl := srv.cfg.Cluster
-	srv.wg.Add(2)
-	go func() {
-		defer srv.wg.Done()
-		for {
-			select {
-			case <-srv.ctx.Done():
-				return
-			case id := <-cl.Orphans():
-				if err := srv.takeOver(srv.ctx, id); err != nil && srv.ctx.Err() == nil {
-					srv.log.Warn("could not take over an orphaned session", "session_id", id, "err", err)
-				}
-			}
+	srv.follow(cl.Orphans(), func(id string) {
+		if err := srv.takeOver(srv.ctx, id); err != nil && srv.ctx.Err() == nil {
+			srv.log.Warn("could not take over an orphaned session", "session_id", id, "err", err)
 		}
-	}()
+	})
+	srv.follow(cl.Lost(), func(id string) {
+		if s := srv.lookup(id); s != nil {
+			s.post(srv.ctx, movedMsg{})
+		}
+	})
+}
+
+// follow runs f on each session id from ids, one at a time, until the
+// server stops.
+func (srv *Server) follow(ids <-chan string, f func(id string)) {
+	srv.wg.Add(1)
 	go func() {
 		defer srv.wg.Done()
 		for {
 			select {
 			case <-srv.ctx.Done():
 				return
-			case id := <-cl.Lost():
-				if s := srv.lookup(id); s != nil {
-					s.post(srv.ctx, movedMsg{})
-				}
+			case id := <-ids:
+				f(id)
 			}
 		}
 	}()

@@ -617,6 +617,20 @@ func TestClusterProcesses(t *testing.T) {
 			return true
 		}
 	}
+	// allResumed: every session of set resumed after since and had n
+	// events acknowledged where it resumed.
+	allResumed := func(t *testing.T, set []*ccSession, since time.Time, n int) func() bool {
+		return func() bool {
+			checkDrivers(t)
+			for _, s := range set {
+				r, ok := s.resumedAfter(since)
+				if !ok || s.acksSince(r.at) < n {
+					return false
+				}
+			}
+			return true
+		}
+	}
 	ccWait(t, "every session acknowledging events", allAcked(t, ss, time.Time{}, 3))
 
 	if !t.Run("a node killed mid-session", func(t *testing.T) {
@@ -633,16 +647,7 @@ func TestClusterProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-procs[0].exited
-		ccWait(t, "every session of the killed node resumed and acknowledging events again", func() bool {
-			checkDrivers(t)
-			for _, s := range victims {
-				r, ok := s.resumedAfter(killed)
-				if !ok || s.acksSince(r.at) < 3 {
-					return false
-				}
-			}
-			return true
-		})
+		ccWait(t, "every session of the killed node resumed and acknowledging events again", allResumed(t, victims, killed, 3))
 		ccWait(t, "the other sessions acknowledging events", allAcked(t, others, killed, 3))
 		var lat []time.Duration
 		for _, s := range victims {
@@ -781,16 +786,7 @@ func TestClusterProcesses(t *testing.T) {
 		for _, s := range zombies {
 			s.gate.release()
 		}
-		ccWait(t, "the paused node's sessions acknowledging events at their new owners", func() bool {
-			checkDrivers(t)
-			for _, s := range zombies {
-				r, ok := s.resumedAfter(resumed)
-				if !ok || s.acksSince(r.at) < 3 {
-					return false
-				}
-			}
-			return true
-		})
+		ccWait(t, "the paused node's sessions acknowledging events at their new owners", allResumed(t, zombies, resumed, 3))
 		ccWait(t, "every session acknowledging events", allAcked(t, ss, resumed, 3))
 		t.Logf("%s paused with %d sessions: registry moved them after %s, all served by others after %s; its answers to an event sent meanwhile: %v",
 			names[z], len(zombies), took.Round(time.Millisecond), served.Round(time.Millisecond), outcomes)

@@ -57,6 +57,22 @@ func (s *syncBuffer) String() string {
 
 // startBaton runs `baton serve` (with any extra flags) and waits until it
 // is listening and has finished recovery.
+// stopGracefully sends SIGTERM and waits for a clean exit.
+func (p *proc) stopGracefully(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.exited:
+		if err != nil {
+			t.Fatalf("graceful stop: %v\n%s", err, p.stderr.String())
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("server did not stop on SIGTERM")
+	}
+}
+
 func startBaton(t *testing.T, bin, data string, extra ...string) *proc {
 	t.Helper()
 	p := &proc{stderr: &syncBuffer{}, lines: make(chan string, 16), exited: make(chan error, 1)}
@@ -175,17 +191,7 @@ func TestCrashRecoveryRealProcess(t *testing.T) {
 	say(c2, 4)
 	c2.waitFor("end", func(f *ServerFrame) bool { return f.Type == FrameEffect && f.Effect.Type == engine.EffectSessionEnd })
 
-	if err := p2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-p2.exited:
-		if err != nil {
-			t.Fatalf("graceful stop: %v\n%s", err, p2.stderr.String())
-		}
-	case <-time.After(waitLimit):
-		t.Fatal("server did not stop on SIGTERM")
-	}
+	p2.stopGracefully(t)
 
 	// Every acknowledged event is in the finished log, where it was acked.
 	done := filepath.Join(data, "crash1.done")

@@ -143,17 +143,7 @@ func TestGroupCommitCrash(t *testing.T) {
 	if want := fmt.Sprintf("ready: %d sessions resumed, 0 closed, 0 failed", n); !strings.HasPrefix(p2.lastLine, want) {
 		t.Fatalf("restart: %q, want %q", p2.lastLine, want)
 	}
-	if err := p2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-p2.exited:
-		if err != nil {
-			t.Fatalf("graceful stop: %v\n%s", err, p2.stderr.String())
-		}
-	case <-time.After(waitLimit):
-		t.Fatal("server did not stop on SIGTERM")
-	}
+	p2.stopGracefully(t)
 	if _, err := os.Stat(filepath.Join(data, wal.JournalDir)); !os.IsNotExist(err) {
 		t.Errorf("journal after a graceful stop: %v", err)
 	}
