@@ -77,6 +77,13 @@ func (g *gauge) close(now time.Time) {
 }
 
 // stats are the peak and the mean over the closed window.
+// now is the number of sessions live at this moment.
+func (g *gauge) now() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cur
+}
+
 func (g *gauge) stats() (peak int, mean float64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -257,6 +258,8 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-sessions", "0"}, "-sessions must be above 0"},
 		{[]string{"-duration", "0s"}, "-duration must be above 0"},
 		{[]string{"stray"}, `unexpected argument "stray"`},
+		{[]string{"-every", "5s"}, ""},
+		{[]string{"-every", "-1s"}, "-every must not be negative"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			_, err := parseFlags(tc.args, io.Discard)
@@ -351,7 +354,7 @@ func TestRunAgainstServer(t *testing.T) {
 		},
 		{
 			name: "the ramp of fixed events, as before",
-			args: []string{"-pack", "dayone", "-sessions", "10", "-rate", "4", "-duration", "2s"},
+			args: []string{"-pack", "dayone", "-sessions", "10", "-rate", "4", "-duration", "2s", "-every", "500ms"},
 			check: func(t *testing.T, s *summary) {
 				if s.Arrivals.Started != 10 || s.EventsSent == 0 {
 					t.Errorf("%d of 10 sessions started, %d events sent", s.Arrivals.Started, s.EventsSent)
@@ -407,6 +410,24 @@ func TestRunAgainstServer(t *testing.T) {
 				}
 				if with != s.FirstEffect.N {
 					t.Errorf("%d events with an effect, %d first-effect latencies", with, s.FirstEffect.N)
+				}
+			}
+			if c.every > 0 {
+				// One line an interval, each with its answers: the run's
+				// events arrive in them, not all in the last.
+				lines, answered := 0, 0
+				for l := range strings.Lines(progress.String()) {
+					var at float64
+					var live, acks int
+					if _, err := fmt.Sscanf(l, "# %fs live %d acks %d", &at, &live, &acks); err == nil {
+						lines++
+						if acks > 0 {
+							answered++
+						}
+					}
+				}
+				if lines < 3 || answered < 2 {
+					t.Errorf("%d interval lines, %d with answers, for %s every %s", lines, answered, c.duration, c.every)
 				}
 			}
 			tc.check(t, s)

@@ -94,6 +94,7 @@ type config struct {
 	seed        uint64
 	json        bool
 	leave       bool
+	every       time.Duration
 	// drain is how long after the last event the generator waits for
 	// answers before it counts what is missing.
 	drain time.Duration
@@ -120,6 +121,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Float64Var(&c.ramp, "ramp", 1000, "ramp: new connections a second while ramping up")
 	fs.Uint64Var(&c.seed, "seed", 1, "seeds the arrivals and each session's candidate (session i: sweep.SessionSeed(seed, i))")
 	fs.BoolVar(&c.json, "json", false, "write the summary as JSON on stdout (progress goes to stderr)")
+	fs.DurationVar(&c.every, "every", 0, "also write a line every this often (e.g. 5s) with the live sessions and the answers of that interval, to place a tail in time (0: only the summary)")
 	fs.BoolVar(&c.leave, "leave-running", false, "leave the sessions running on the server when the run ends instead of ending them")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -187,6 +189,9 @@ func (c *config) check(set map[string]bool) error {
 	}
 	if c.concurrent == 0 && c.sessions <= 0 {
 		return fmt.Errorf("-sessions must be above 0, not %d", c.sessions)
+	}
+	if c.every < 0 {
+		return fmt.Errorf("-every must not be negative, not %s", c.every)
 	}
 	if c.duration <= 0 {
 		return fmt.Errorf("-duration must be above 0, not %s", c.duration)

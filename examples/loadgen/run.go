@@ -40,6 +40,9 @@ type stats struct {
 	// since is when measuring began (guarded by mu): what happens to an
 	// event sent before it (during a ramp) is not counted.
 	since time.Time
+	// takenAcks and takenEffects are how many latencies -every has
+	// reported (guarded by mu).
+	takenAcks, takenEffects int
 }
 
 // typeCount follows one event type from sending to its first effect.
@@ -153,6 +156,7 @@ func (s *stats) reset(now time.Time) {
 	s.mu.Lock()
 	s.since = now
 	s.ackLat, s.effectLat = s.ackLat[:0], s.effectLat[:0]
+	s.takenAcks, s.takenEffects = 0, 0
 	s.types = map[string]*typeCount{}
 	s.mu.Unlock()
 	s.sent.Store(0)
@@ -239,10 +243,20 @@ func run(ctx context.Context, c config, progress io.Writer) (*summary, error) {
 			r.arrive(launch)
 		}()
 	}
+	reportCtx, stopReport := context.WithCancel(ctx)
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		if c.every > 0 {
+			r.report(reportCtx, c.every, from, progress)
+		}
+	}()
 	select {
 	case <-time.After(c.duration):
 	case <-ctx.Done():
 	}
+	stopReport()
+	<-reported
 	until := time.Now()
 	close(r.stopped)
 	r.live.close(until)

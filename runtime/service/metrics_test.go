@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 )
 
@@ -73,5 +76,36 @@ func TestMetricsLint(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(string(body), `"sessions":1`) || !strings.Contains(string(body), "heap_per_session_bytes") {
 		t.Errorf("/debug/stats: %s", body)
+	}
+}
+
+// TestAdapterInFlightGauge ends a session while its model call is out:
+// the gauge counts the call until the adapter returns, once, whichever of
+// the session and the call finishes first.
+func TestAdapterInFlightGauge(t *testing.T) {
+	// The fake clock never reaches the model's latency: the opener's
+	// preparation stays out until the session ends.
+	h := newHarness(t, func(c *Config) { c.Model = SimModel(5*time.Second, nil) })
+	inFlight := func() float64 { return testutil.ToFloat64(h.srv.m.adapterInflight) }
+	c := h.dial(nil)
+	c.send(startFrame("s", "m1"))
+	c.expectAck("s")
+	deadline := time.Now().Add(5 * time.Second)
+	for inFlight() < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("no model call in flight while the opener is prepared")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.send(map[string]any{"id": "end", "type": "end", "reason": "candidate_left"})
+	c.expectAck("end")
+	for inFlight() != 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	// A second decrement (the session's and the call's) would come
+	// after the first.
+	time.Sleep(50 * time.Millisecond)
+	if n := inFlight(); n != 0 {
+		t.Fatalf("in flight after the session ended: %v, want 0", n)
 	}
 }

@@ -68,7 +68,6 @@ func (s *session) prepare() (waiting bool, until time.Time, err error) {
 		if cancel, ok := s.inflight[id]; ok {
 			cancel()
 			delete(s.inflight, id)
-			s.srv.m.adapterInflight.Dec()
 		}
 		res := engine.NotReady(id)
 		if err := s.apply(engine.Input{T: 0, Type: engine.InputLLMResult, LLM: &res}, false, nil); err != nil {

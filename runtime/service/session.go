@@ -238,8 +238,6 @@ func (s *session) reject(m any) {
 		}
 	case *subMsg:
 		m.reply <- pe
-	case llmMsg:
-		s.srv.m.adapterInflight.Dec()
 	}
 }
 
@@ -534,14 +532,14 @@ func (s *session) callLLM(id string, req *engine.LLMRequest) {
 		defer cancel()
 		start := clk.Now()
 		res := s.answer(ctx, model, id, req, start)
+		s.srv.m.adapterInflight.Dec()
 		res.ID = id
 		s.srv.m.adapterSeconds.WithLabelValues("llm").Observe(clk.Now().Sub(start).Seconds())
 		if res.Err != nil {
 			s.srv.m.adapterErrors.WithLabelValues("llm", errKind(res.Err.Kind)).Inc()
 		}
-		if s.post(context.Background(), llmMsg{res: res}) != nil {
-			s.srv.m.adapterInflight.Dec()
-		}
+		// A session that stopped meanwhile has nothing to apply it to.
+		_ = s.post(context.Background(), llmMsg{res: res})
 	}()
 }
 
@@ -599,7 +597,6 @@ func (s *session) handle(m any) {
 		}
 		cancel()
 		delete(s.inflight, m.res.ID)
-		s.srv.m.adapterInflight.Dec()
 		if s.ended {
 			return
 		}
@@ -925,7 +922,6 @@ func (s *session) finish() {
 	for id, cancel := range s.inflight {
 		cancel()
 		delete(s.inflight, id)
-		s.srv.m.adapterInflight.Dec()
 	}
 	s.pending = nil
 	// Archived before the log is finished: a crash in between leaves a
@@ -996,7 +992,6 @@ func (s *session) exit() {
 	for id, cancel := range s.inflight {
 		cancel()
 		delete(s.inflight, id)
-		s.srv.m.adapterInflight.Dec()
 	}
 	if s.exitCode != CodeSessionEnded && s.wl != nil {
 		if err := s.wl.Close(); err != nil {
@@ -1012,7 +1007,6 @@ func (s *session) rebuild() {
 	for id, cancel := range s.inflight {
 		cancel()
 		delete(s.inflight, id)
-		s.srv.m.adapterInflight.Dec()
 	}
 	if s.wl != nil {
 		s.wl.Close()
