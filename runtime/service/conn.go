@@ -47,6 +47,9 @@ type conn struct {
 	srv *Server
 	ws  *websocket.Conn
 	log *slog.Logger
+	// batch is ws's socket when it can gather a burst into one write
+	// (conn_batch.go); nil otherwise.
+	batch *batchConn
 
 	closing chan struct{}
 	// ctx ends at the decision to close, so that a frame still waiting
@@ -124,6 +127,9 @@ func (srv *Server) newConn(ws *websocket.Conn, log *slog.Logger) *conn {
 		limiter:  newBucket(srv.cfg.EventRate, srv.cfg.EventBurst, srv.clock.Now()),
 	}
 	c.ctx = connCtx{c}
+	if ws != nil { // the frame fuzzer's connections have no socket
+		c.batch, _ = ws.NetConn().(*batchConn)
+	}
 	return c
 }
 

@@ -166,12 +166,42 @@ func (c *conn) writeLoop(b []byte) {
 			c.wmu.Unlock()
 			return
 		}
-		if err := c.write(b, time.Now().Add(c.srv.cfg.WriteTimeout)); err != nil {
+		if err := c.writeBurst(b); err != nil {
 			c.writeFailed("write", err)
 			return
 		}
 		b = nil
 	}
+}
+
+// writeBurst writes b and, on a socket that can gather them, the frames
+// already queued behind it, in as few writes as maxBatch allows.
+func (c *conn) writeBurst(b []byte) error {
+	deadline := time.Now().Add(c.srv.cfg.WriteTimeout)
+	if c.batch == nil {
+		return c.write(b, deadline)
+	}
+	c.wmu.Lock()
+	q := c.sendq // made by enqueue once a frame waits behind b
+	c.wmu.Unlock()
+	c.batch.hold()
+	err := c.write(b, deadline)
+	for err == nil && c.batch.gathered() < maxBatch {
+		select {
+		case b = <-q: // never ready while q is nil
+			err = c.write(b, deadline)
+			continue
+		default:
+		}
+		break
+	}
+	// The socket write is where a slow client makes the writer wait.
+	c.inWrite.Store(true)
+	defer c.inWrite.Store(false)
+	if rerr := c.batch.release(); err == nil {
+		err = rerr
+	}
+	return err
 }
 
 // writerFinished records that no writer will run again, and gives up the

@@ -11,6 +11,7 @@ import (
 	goruntime "runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -196,6 +197,8 @@ type stallConn struct {
 	deadline time.Time
 	// waiting is closed when a write starts waiting.
 	waiting chan struct{}
+	// writes counts the writes made.
+	writes atomic.Int64
 }
 
 // stall makes the next writes wait; the returned channel is closed once
@@ -222,6 +225,7 @@ func (c *stallConn) SetWriteDeadline(t time.Time) error {
 }
 
 func (c *stallConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
 	c.mu.Lock()
 	stalled, release, waiting, deadline := c.stalled, c.release, c.waiting, c.deadline
 	if stalled {

@@ -238,7 +238,7 @@ func (srv *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusServiceUnavailable, CodeShuttingDown, "server is not ready (recovering or shutting down)")
 		return
 	}
-	ws, err := srv.upgrader.Upgrade(w, r, nil)
+	ws, err := srv.upgrader.Upgrade(&batchWriter{ResponseWriter: w}, r, nil)
 	if err != nil {
 		// Upgrade has answered (403 for a refused origin, 400 otherwise).
 		srv.log.Info("websocket upgrade refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "err", err)
