@@ -62,6 +62,7 @@ func serveFlags(fl *flag.FlagSet) runFunc {
 	readTimeout := fl.Duration("read-timeout", 30*time.Second, "time to read one HTTP request, headers and body (0: none; WebSockets are kept by ping/pong instead)")
 	writeTimeout := fl.Duration("write-timeout", 30*time.Second, "time to write one HTTP answer (0: none; not WebSockets)")
 	idleTimeout := fl.Duration("idle-timeout", 60*time.Second, "time an idle keep-alive HTTP connection is kept open (0: none)")
+	admitLatency := fl.Duration("admit-latency", 2*time.Second, "refuse new sessions (overloaded, HTTP 503) while more than 1% of the client events of the last 2 s took longer than this to be acknowledged; running sessions are never refused (0: never refuse)")
 	llmLatency := fl.String("llm-latency", "pack", "simulated model latency: a duration such as 300ms, or \"pack\" for the pack's dry-run latency")
 	llmScript := fl.String("llm", "", llmHelp)
 	baseURL := fl.String("base-url", "", "with --llm VENDOR: the API base URL")
@@ -84,7 +85,7 @@ func serveFlags(fl *flag.FlagSet) runFunc {
 		return serve(ctx, c.stdout, c.stderr, serveOptions{
 			addr: *addr, data: *data, dev: *dev, token: *token, origins: origins, packRoots: packRoots, hookHosts: hookHosts,
 			maxMsg: *maxMsg, rate: *rate, burst: *burst, sendQueue: *sendQueue, maxConns: *maxConns, maxConnsPerIP: *maxConnsPerIP,
-			readTimeout: *readTimeout, writeTimeout: *writeTimeout, idleTimeout: *idleTimeout, llmLatency: *llmLatency,
+			readTimeout: *readTimeout, writeTimeout: *writeTimeout, idleTimeout: *idleTimeout, admitLatency: *admitLatency, llmLatency: *llmLatency,
 			llmScript: *llmScript, baseURL: *baseURL, model: *model, noSync: *noSync, syncMode: *syncMode,
 			logFormat: *logFormat, verbose: *verbose, voice: *voiceName,
 			nats: *natsURLs, replicas: *replicas, leaseTTL: *leaseTTL, node: *node, advertise: *advertise,
@@ -99,7 +100,7 @@ type serveOptions struct {
 	maxMsg                                                                               int64
 	rate                                                                                 float64
 	burst, sendQueue, maxConns, maxConnsPerIP                                            int
-	readTimeout, writeTimeout, idleTimeout                                               time.Duration
+	readTimeout, writeTimeout, idleTimeout, admitLatency                                 time.Duration
 	nats, node, advertise                                                                string
 	replicas                                                                             int
 	leaseTTL                                                                             time.Duration
@@ -158,8 +159,8 @@ func serve(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error 
 			return err
 		}
 	}
-	if min(o.readTimeout, o.writeTimeout, o.idleTimeout) < 0 {
-		return usageError("--read-timeout, --write-timeout and --idle-timeout must not be negative (0 turns a timeout off)")
+	if min(o.readTimeout, o.writeTimeout, o.idleTimeout, o.admitLatency) < 0 {
+		return usageError("--read-timeout, --write-timeout, --idle-timeout and --admit-latency must not be negative (0 turns each off)")
 	}
 	if o.maxConns < 0 || o.maxConnsPerIP < 0 {
 		return usageError("--max-conns and --max-conns-per-ip must not be negative (0 turns the cap off)")
@@ -171,6 +172,7 @@ func serve(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error 
 		// The Config takes zero for its default and a negative value for off.
 		MaxConns: offIfZero(o.maxConns), MaxConnsPerIP: offIfZero(o.maxConnsPerIP),
 		HTTPReadTimeout: offIfZero(o.readTimeout), HTTPWriteTimeout: offIfZero(o.writeTimeout), HTTPIdleTimeout: offIfZero(o.idleTimeout),
+		AdmitLatency: offIfZero(o.admitLatency),
 	}
 	cfg.Contracts = []service.Contract{dayone.New(dayone.Config{WebhookHosts: o.hookHosts, AllowPrivateWebhooks: o.dev})}
 	cfg.Model = service.SimModel(latency, replies)

@@ -94,6 +94,12 @@ type Config struct {
 	// InboxTimeout is how long a client waits for a busy session before
 	// getting a busy error (default 5 s).
 	InboxTimeout time.Duration
+	// AdmitLatency is the answer time past which the node takes no new
+	// sessions: while more than 1% of the client events of the last two
+	// seconds were acknowledged later than this after being read, a start
+	// is refused with overloaded (admission.go). Default 2 s; negative
+	// turns it off.
+	AdmitLatency time.Duration
 
 	// The rest apply to Serve; a caller serving Handler itself sets its
 	// own. Negative values turn a limit off.
@@ -146,6 +152,7 @@ func (c *Config) setDefaults() error {
 	setDefault(&c.ResumeRing, 16)
 	setDefault(&c.LLMGrace, 2*time.Second)
 	setDefault(&c.InboxTimeout, 5*time.Second)
+	setDefault(&c.AdmitLatency, 2*time.Second)
 	setDefault(&c.HTTPReadTimeout, 30*time.Second)
 	setDefault(&c.HTTPWriteTimeout, 30*time.Second)
 	setDefault(&c.HTTPIdleTimeout, 60*time.Second)

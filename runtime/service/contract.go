@@ -249,7 +249,7 @@ func status(code string) int {
 		return http.StatusRequestEntityTooLarge
 	case CodeRateLimited:
 		return http.StatusTooManyRequests
-	case CodeBusy, CodeShuttingDown:
+	case CodeBusy, CodeShuttingDown, CodeOverloaded:
 		return http.StatusServiceUnavailable
 	case CodeStorage, CodeInternal, CodeSessionFailed:
 		return http.StatusInternalServerError

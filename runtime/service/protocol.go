@@ -69,9 +69,10 @@ const (
 	CodeBadPack          = "bad_pack"           // pack or scenario cannot be opened
 	CodeUnknownMessage   = "unknown_message"    // speech_done for a message not playing
 	CodeNotClientPlayed  = "not_client_playback"
-	CodeBusy             = "busy"     // session did not answer in time
-	CodeStorage          = "storage"  // the write-ahead log failed; input not applied
-	CodeInternal         = "internal" // a bug; reported and recovered
+	CodeBusy             = "busy"       // session did not answer in time
+	CodeOverloaded       = "overloaded" // start refused: running sessions are answered late
+	CodeStorage          = "storage"    // the write-ahead log failed; input not applied
+	CodeInternal         = "internal"   // a bug; reported and recovered
 	CodeShuttingDown     = "shutting_down"
 	CodeUnauthorized     = "unauthorized"
 	CodeBadWebhook       = "bad_webhook"

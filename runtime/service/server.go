@@ -65,6 +65,8 @@ type Server struct {
 	upgrader websocket.Upgrader
 	mux      *http.ServeMux
 	limits   *connLimiter
+	// admission refuses new sessions while running ones are answered late.
+	admission *admission
 	// private are directories whose paths errors sent to clients must
 	// not show (clientText).
 	private []string
@@ -97,6 +99,7 @@ func New(cfg Config) (*Server, error) {
 	srv.cl = newClusterHost(srv.m.reg)
 	logRedo(srv.log, srv.dir.Redo())
 	srv.limits = newConnLimiter(&srv.cfg, srv.m.reg)
+	srv.admission = newAdmission(&srv.cfg, srv.m.reg)
 	srv.private = privateDirs(cfg.DataDir)
 	srv.ctx, srv.cancel = context.WithCancel(context.Background())
 	srv.upgrader = websocket.Upgrader{
@@ -342,6 +345,9 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	}
 	if !srv.ready.Load() {
 		return nil, perr(CodeShuttingDown, "server is not accepting sessions")
+	}
+	if pe := srv.admission.admit(srv.clock.Now()); pe != nil {
+		return nil, pe
 	}
 	if pe := srv.elsewhere(sp.sessionID); pe != nil {
 		return nil, pe

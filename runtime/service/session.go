@@ -731,6 +731,10 @@ func (s *session) onClientInput(m *evMsg) {
 	}
 	s.eventRead = m.read
 	err := s.apply(in, false, func(seq uint64, t int64) {
+		if !m.read.IsZero() {
+			now := s.srv.clock.Now()
+			s.srv.admission.answered(now, now.Sub(m.read))
+		}
 		ack := AckFrame{Type: FrameAck, ID: m.frameID, SessionID: s.id, T: &t, InputSeq: seq, Clamped: clamped}
 		if m.c != nil {
 			m.c.enqueue(mustJSON(ack))
