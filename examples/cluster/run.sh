@@ -10,8 +10,9 @@
 # NODES (3) baton nodes listen on 127.0.0.1:BASE_PORT (18281) and up.
 # REPLICAS (1) is both the JetStream servers started and the copies kept
 # of each session log (--nats-replicas): 1 or 3. NATS_PORT (14222) is the
-# first server's client port. Set ulimit -n high enough for the sessions
-# (each node holds one descriptor per connection).
+# first server's client port. KEEP, when set, is a folder the nodes' and
+# the NATS servers' logs are copied to at the end. Set ulimit -n high
+# enough for the sessions (each node holds one descriptor per connection).
 set -euo pipefail
 nodes=${NODES:-3}
 replicas=${REPLICAS:-1}
@@ -23,6 +24,9 @@ pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	if [[ -n ${KEEP:-} ]]; then
+		mkdir -p "$KEEP" && cp "$tmp"/*.out "$tmp"/*.err "$KEEP"/ 2>/dev/null || true
+	fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
