@@ -76,6 +76,7 @@ func serveFlags(fl *flag.FlagSet) runFunc {
 		" (keys from $GEMINI_API_KEY or $GOOGLE_API_KEY, base URL $GOOGLE_GEMINI_BASE_URL; $ELEVENLABS_API_KEY and $ELEVENLABS_AGENT_ID, base URL $ELEVENLABS_BASE_URL); default: clients host it")
 	natsURLs := fl.String("nats", "", "run as one node of a cluster: keep session logs in NATS JetStream at `URL[,URL…]` instead of --data (which still holds archives and evidence), and run only the sessions this node owns (docs/cluster.md)")
 	replicas := fl.Int("nats-replicas", 1, "with --nats: copies JetStream keeps of each session log (3 in production; 1 needs a single NATS server)")
+	natsStreams := fl.Int("nats-streams", 1, "with --nats: how many JetStream streams hold the session logs, spread by session id so that each stream's leader takes a share of the writes; the same on every node (docs/scaling.md)")
 	leaseTTL := fl.Duration("lease-ttl", 2*time.Second, "with --nats: how long a silent node keeps its sessions before other nodes take them over")
 	node := fl.String("node", "", "with --nats: this node's name, unique in the cluster (default: the host name)")
 	advertise := fl.String("advertise", "", "with --nats: the WebSocket URL other nodes send this node's clients to (default: ws://ADDR/ws from the listening address)")
@@ -88,7 +89,7 @@ func serveFlags(fl *flag.FlagSet) runFunc {
 			readTimeout: *readTimeout, writeTimeout: *writeTimeout, idleTimeout: *idleTimeout, admitLatency: *admitLatency, llmLatency: *llmLatency,
 			llmScript: *llmScript, baseURL: *baseURL, model: *model, noSync: *noSync, syncMode: *syncMode,
 			logFormat: *logFormat, verbose: *verbose, voice: *voiceName,
-			nats: *natsURLs, replicas: *replicas, leaseTTL: *leaseTTL, node: *node, advertise: *advertise,
+			nats: *natsURLs, replicas: *replicas, streams: *natsStreams, leaseTTL: *leaseTTL, node: *node, advertise: *advertise,
 		})
 	}
 }
@@ -102,7 +103,7 @@ type serveOptions struct {
 	burst, sendQueue, maxConns, maxConnsPerIP                                            int
 	readTimeout, writeTimeout, idleTimeout, admitLatency                                 time.Duration
 	nats, node, advertise                                                                string
-	replicas                                                                             int
+	replicas, streams                                                                    int
 	leaseTTL                                                                             time.Duration
 }
 
@@ -248,6 +249,9 @@ func openCluster(ctx context.Context, o serveOptions, addr string, logger *slog.
 	if o.replicas < 1 || o.replicas > 5 {
 		return nil, usageError("--nats-replicas must be 1 to 5, not %d", o.replicas)
 	}
+	if o.streams < 1 || o.streams > 256 {
+		return nil, usageError("--nats-streams must be 1 to 256, not %d", o.streams)
+	}
 	if o.leaseTTL < 500*time.Millisecond {
 		return nil, usageError("--lease-ttl must be at least 500ms, not %s", o.leaseTTL)
 	}
@@ -267,12 +271,12 @@ func openCluster(ctx context.Context, o serveOptions, addr string, logger *slog.
 	if o.replicas == 1 {
 		logger.Warn("one copy of each session log (--nats-replicas 1): losing that NATS server's disk loses sessions; use 3 in production")
 	}
-	cl, err := cluster.Open(ctx, cluster.Config{URLs: urls, Replicas: o.replicas, LeaseTTL: o.leaseTTL, Node: o.node, Advertise: adv,
+	cl, err := cluster.Open(ctx, cluster.Config{URLs: urls, Replicas: o.replicas, Streams: o.streams, LeaseTTL: o.leaseTTL, Node: o.node, Advertise: adv,
 		EvidenceDir: filepath.Join(o.data, service.EvidenceDir), Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("joining the cluster at %s: %w", o.nats, err)
 	}
-	logger.Info("joined the cluster", "node", cl.Node(), "advertise", adv, "replicas", o.replicas, "lease_ttl", o.leaseTTL)
+	logger.Info("joined the cluster", "node", cl.Node(), "advertise", adv, "replicas", o.replicas, "streams", o.streams, "lease_ttl", o.leaseTTL)
 	return cl, nil
 }
 

@@ -9,13 +9,15 @@
 #
 # NODES (3) baton nodes listen on 127.0.0.1:BASE_PORT (18281) and up.
 # REPLICAS (1) is both the JetStream servers started and the copies kept
-# of each session log (--nats-replicas): 1 or 3. NATS_PORT (14222) is the
+# of each session log (--nats-replicas): 1 or 3. STREAMS (1) is
+# --nats-streams, the streams the logs are spread over. NATS_PORT (14222) is the
 # first server's client port. KEEP, when set, is a folder the nodes' and
 # the NATS servers' logs are copied to at the end. Set ulimit -n high
 # enough for the sessions (each node holds one descriptor per connection).
 set -euo pipefail
 nodes=${NODES:-3}
 replicas=${REPLICAS:-1}
+streams=${STREAMS:-1}
 base=${BASE_PORT:-18281}
 natsport=${NATS_PORT:-14222}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -45,11 +47,11 @@ urls=()
 for i in $(seq "$nodes"); do
 	port=$((base + i - 1))
 	"$tmp/baton" serve --dev --data "$tmp/d$i" --addr "127.0.0.1:$port" --rate 1000 --burst 1000 \
-		--nats "$natsurls" --nats-replicas "$replicas" --node "n$i" >"$tmp/node$i.out" 2>"$tmp/node$i.err" &
+		--nats "$natsurls" --nats-replicas "$replicas" --nats-streams "$streams" --node "n$i" >"$tmp/node$i.out" 2>"$tmp/node$i.err" &
 	pids+=($!)
 	urls+=("ws://127.0.0.1:$port/ws")
 	for _ in $(seq 900); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
 	curl -sf "http://127.0.0.1:$port/readyz" >/dev/null || { echo "node $i did not get ready:" >&2; tail "$tmp/node$i.err" >&2; exit 1; }
 done
-echo "# NATS $natsurls (R$replicas); nodes ${urls[*]}"
+echo "# NATS $natsurls (R$replicas, $streams stream(s)); nodes ${urls[*]}"
 "$tmp/loadgen" -url "$(IFS=,; echo "${urls[*]}")" "$@"

@@ -96,6 +96,10 @@ type Config struct {
 	// named after it (STREAM_NODES, STREAM_OWNERS). Default
 	// BATON_SESSIONS.
 	Stream string
+	// Streams is how many streams hold the session logs, spread by a hash
+	// of the session id (streams.go): 1 (the default) or more, the same
+	// on every node. Each stream's leader takes its share of the writes.
+	Streams int
 	// SubjectPrefix starts every log's subject. Default baton.log.
 	SubjectPrefix string
 	// EvidenceDir is the local folder where Preserve copies damaged logs.
@@ -153,6 +157,15 @@ func (cfg *Config) fill() error {
 	}
 	if !nameRE.MatchString(cfg.Stream) {
 		return fmt.Errorf("cluster: stream name %q: want 1-64 of A-Z a-z 0-9 _ -", cfg.Stream)
+	}
+	if cfg.Streams == 0 {
+		cfg.Streams = 1
+	}
+	if cfg.Streams < 1 || cfg.Streams > maxStreams {
+		return fmt.Errorf("cluster: streams %d: want 1 to %d", cfg.Streams, maxStreams)
+	}
+	if last := fmt.Sprintf("%s_%d", cfg.Stream, cfg.Streams-1); cfg.Streams > 1 && !nameRE.MatchString(last) {
+		return fmt.Errorf("cluster: stream name %q is too long for %d streams (%s)", cfg.Stream, cfg.Streams, last)
 	}
 	if cfg.SubjectPrefix == "" {
 		cfg.SubjectPrefix = DefaultSubjectPrefix
@@ -287,33 +300,15 @@ func Open(ctx context.Context, cfg Config) (*Cluster, error) {
 	return c, nil
 }
 
-// createAssets creates (or checks and updates) the session stream and the
-// two buckets, each within OpTimeout.
+// createAssets creates (or checks and updates) the session streams and
+// the two buckets, each within OpTimeout.
 func (c *Cluster) createAssets(ctx context.Context, js jetstream.JetStream) error {
+	if err := c.createStreams(ctx, js); err != nil {
+		return err
+	}
 	op, cancel := context.WithTimeout(ctx, c.cfg.OpTimeout)
 	defer cancel()
-	_, err := js.CreateOrUpdateStream(op, jetstream.StreamConfig{
-		Name:        c.cfg.Stream,
-		Description: "baton session logs, one subject per session",
-		Subjects:    []string{c.cfg.SubjectPrefix + ".*"},
-		Storage:     jetstream.FileStorage,
-		Replicas:    c.cfg.Replicas,
-		Retention:   jetstream.LimitsPolicy,
-		// A log is never trimmed: finished sessions are removed by an
-		// operator's purge of their subject, never by a limit.
-		MaxMsgs:  -1,
-		MaxBytes: -1,
-		// Retries of an unacknowledged write carry the same message id
-		// and must fall inside this window: OpTimeout is far below it.
-		Duplicates:  2 * time.Minute,
-		AllowDirect: true,
-		DenyDelete:  true,
-	})
-	if err != nil {
-		return fmt.Errorf("cluster: stream %s: %w", c.cfg.Stream, err)
-	}
-	op, cancel = context.WithTimeout(ctx, c.cfg.OpTimeout)
-	defer cancel()
+	var err error
 	c.leases, err = js.CreateOrUpdateKeyValue(op, jetstream.KeyValueConfig{
 		Bucket:      c.cfg.Stream + "_NODES",
 		Description: "baton node leases",
@@ -354,7 +349,7 @@ func (c *Cluster) setup(ctx context.Context) error {
 	deadline := time.Now().Add(setupPatience)
 	for attempt := 1; ; attempt++ {
 		err = c.createAssets(ctx, js)
-		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+		if err == nil || errors.Is(err, ErrLayout) || ctx.Err() != nil || time.Now().After(deadline) {
 			break
 		}
 		c.log.Warn("JetStream cannot take the session stream and buckets yet; retrying", "stream", c.cfg.Stream, "attempt", attempt, "err", err)
@@ -1144,4 +1139,3 @@ func (c *Cluster) opContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(c.ctx, c.cfg.OpTimeout)
 }
 
-func (c *Cluster) subject(id string) string { return c.cfg.SubjectPrefix + "." + id }

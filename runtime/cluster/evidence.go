@@ -65,7 +65,7 @@ func (c *Cluster) preserve(id string, why error, now time.Time) (string, error) 
 		return dst, nil
 	}
 	report := fmt.Sprintf("session: %s\nlog: subject %s of stream %s\nmessages: %d\nbytes: %d\nsha256: %x\nfound: %s\nwhy: %v\n\n%s",
-		id, c.subject(id), c.cfg.Stream, len(msgs), len(data), sum, now.UTC().Format(time.RFC3339), why, list.String())
+		id, c.subject(id), c.streamOf(id), len(msgs), len(data), sum, now.UTC().Format(time.RFC3339), why, list.String())
 	// The report first: a copy without its report would hide why it is
 	// there, while a report without its copy is simply written again.
 	for _, f := range []struct {

@@ -25,8 +25,8 @@ type rawMsg struct {
 // lastMsg asks the log stream's leader for a subject's last message (nil
 // if it has none). The leader, not any replica: a replica may lag, and
 // what is read here is what a reader waits to see.
-func (c *Cluster) lastMsg(ctx context.Context, subj string) (*rawMsg, error) {
-	return c.lastMsgOf(ctx, c.cfg.Stream, subj)
+func (c *Cluster) lastMsg(ctx context.Context, id string) (*rawMsg, error) {
+	return c.lastMsgOf(ctx, c.streamOf(id), c.subject(id))
 }
 
 // lastMsgOf is lastMsg for any stream.
@@ -98,7 +98,7 @@ const batchSize = 1024
 // last message's sequence is known.
 func (c *Cluster) readMsgs(ctx context.Context, id string, withHeaders bool) ([]rawMsg, error) {
 	subj := c.subject(id)
-	last, err := c.lastMsg(ctx, subj)
+	last, err := c.lastMsg(ctx, id)
 	if err != nil || last == nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (c *Cluster) readMsgs(ctx context.Context, id string, withHeaders bool) ([]
 	from := uint64(1)
 	wait := 10 * time.Millisecond
 	for from <= last.Seq {
-		batch, end, err := c.directBatch(ctx, subj, from, withHeaders)
+		batch, end, err := c.directBatch(ctx, c.streamOf(id), subj, from, withHeaders)
 		if err != nil {
 			return nil, err
 		}
@@ -132,7 +132,7 @@ func (c *Cluster) readMsgs(ctx context.Context, id string, withHeaders bool) ([]
 // from on and reads them until the end-of-batch status, which names the
 // last one's sequence (end). A batch cut short is returned whole when
 // each message names its own sequence, and dropped otherwise.
-func (c *Cluster) directBatch(ctx context.Context, subj string, from uint64, withHeaders bool) (msgs []rawMsg, end uint64, err error) {
+func (c *Cluster) directBatch(ctx context.Context, stream, subj string, from uint64, withHeaders bool) (msgs []rawMsg, end uint64, err error) {
 	req, _ := json.Marshal(struct {
 		Seq       uint64 `json:"seq"`
 		NextFor   string `json:"next_by_subj"`
@@ -148,7 +148,7 @@ func (c *Cluster) directBatch(ctx context.Context, subj string, from uint64, wit
 		return nil, 0, fmt.Errorf("reading %s: %w", subj, err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if err := c.nc.PublishRequest("$JS.API.DIRECT.GET."+c.cfg.Stream, inbox, req); err != nil {
+	if err := c.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
 		return nil, 0, fmt.Errorf("reading %s: %w", subj, err)
 	}
 	cut := func() ([]rawMsg, uint64, error) {
@@ -239,9 +239,9 @@ func (c *Cluster) parse(id string, msgs []rawMsg) (*wal.Recovered, error) {
 			i--
 		}
 		if msgs[i].Seq == 0 {
-			return fmt.Sprintf("log %s (stream %s, its message %d, byte %d of the log)", c.subject(id), c.cfg.Stream, i+1, off)
+			return fmt.Sprintf("log %s (stream %s, its message %d, byte %d of the log)", c.subject(id), c.streamOf(id), i+1, off)
 		}
-		return fmt.Sprintf("log %s (stream %s, message %d, byte %d of the log)", c.subject(id), c.cfg.Stream, msgs[i].Seq, off)
+		return fmt.Sprintf("log %s (stream %s, message %d, byte %d of the log)", c.subject(id), c.streamOf(id), msgs[i].Seq, off)
 	}
 	rec, err := wal.Parse(data)
 	if errors.Is(err, wal.ErrUnborn) {

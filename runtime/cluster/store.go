@@ -190,7 +190,7 @@ func (s store) State(id string) (wal.State, error) {
 	}
 	ctx, cancel := c.opContext()
 	defer cancel()
-	m, err := c.lastMsg(ctx, c.subject(id))
+	m, err := c.lastMsg(ctx, id)
 	switch {
 	case err != nil:
 		return wal.StateNone, err
@@ -463,7 +463,7 @@ func (l *sessionLog) publish(ctx context.Context, data []byte, end bool) (uint64
 			return ack.Sequence, nil
 		}
 		if wrongLastSeq(err) {
-			m, lerr := l.c.lastMsg(ctx, l.subj)
+			m, lerr := l.c.lastMsg(ctx, l.id)
 			if lerr != nil {
 				return 0, fmt.Errorf("log %s: refused for the wrong last sequence, and the last message could not be read: %w", l.id, lerr)
 			}

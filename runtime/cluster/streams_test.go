@@ -1,0 +1,120 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStreamsSpreadLogs: with several streams, sessions' logs land in
+// different ones by the hash of their ids, each stream holds only its
+// own, and every log reads back whole through another node.
+func TestStreamsSpreadLogs(t *testing.T) {
+	cfg := soloConfig(t)
+	cfg.Streams = 4
+	a := node(t, cfg, "a")
+	const sessions = 32
+	for i := range sessions {
+		id := fmt.Sprintf("spread_%d", i)
+		l, err := a.Store().Create(testHeader(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range sampleInputs() {
+			if _, err := l.Append(in, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var total uint64
+	for k := range cfg.Streams {
+		s, err := a.js.Stream(ctx, fmt.Sprintf("%s_%d", cfg.Stream, k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs == 0 {
+			t.Errorf("stream %d holds no log of %d sessions", k, sessions)
+		}
+		if want := fmt.Sprintf("%s.%d.*", cfg.SubjectPrefix, k); len(info.Config.Subjects) != 1 || info.Config.Subjects[0] != want {
+			t.Errorf("stream %d captures %v, want %s", k, info.Config.Subjects, want)
+		}
+		total += info.State.Msgs
+	}
+	if total == 0 {
+		t.Fatal("no messages")
+	}
+	if _, err := a.js.Stream(ctx, cfg.Stream); err == nil {
+		t.Errorf("stream %s of the single layout was made beside %d streams", cfg.Stream, cfg.Streams)
+	}
+	a.Close()
+	b := node(t, cfg, "b")
+	for i := range sessions {
+		id := fmt.Sprintf("spread_%d", i)
+		rec, err := b.Store().Read(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rec.Inputs) != len(sampleInputs()) {
+			t.Fatalf("%s: %d inputs read back, want %d", id, len(rec.Inputs), len(sampleInputs()))
+		}
+	}
+}
+
+// TestStreamsLayoutMismatch: a node started for another number of streams
+// than the cluster keeps its logs in is refused at once, saying which.
+func TestStreamsLayoutMismatch(t *testing.T) {
+	for _, tc := range []struct{ first, second int }{{1, 4}, {4, 1}, {4, 2}} {
+		t.Run(fmt.Sprintf("%d then %d", tc.first, tc.second), func(t *testing.T) {
+			cfg := soloConfig(t)
+			cfg.Streams = tc.first
+			node(t, cfg, "a")
+			cfg.Streams = tc.second
+			cfg.Node, cfg.Logger = "b", quiet
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			start := time.Now()
+			c, err := Open(ctx, cfg)
+			if err == nil {
+				c.Close()
+				t.Fatal("a node on another stream layout was let in")
+			}
+			if !errors.Is(err, ErrLayout) || !strings.Contains(err.Error(), fmt.Sprintf("--nats-streams %d", tc.first)) {
+				t.Fatalf("error %v, want one naming --nats-streams %d", err, tc.first)
+			}
+			// Refused at the first try, not after setup's patience: a
+			// deadline of failure, not a timing assertion.
+			if time.Since(start) > setupPatience/2 {
+				t.Fatalf("refused after %s", time.Since(start))
+			}
+		})
+	}
+}
+
+func TestStreamsConfig(t *testing.T) {
+	for _, tc := range []struct {
+		streams int
+		stream  string
+		want    string
+	}{
+		{-1, "", "streams -1"},
+		{maxStreams + 1, "", "streams 257"},
+		{10, strings.Repeat("S", 63), "too long for 10 streams"},
+	} {
+		cfg := Config{URLs: []string{"nats://127.0.0.1:1"}, Node: "n", Streams: tc.streams, Stream: tc.stream}
+		if err := cfg.fill(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("streams %d stream %q: %v, want %q", tc.streams, tc.stream, err, tc.want)
+		}
+	}
+}
