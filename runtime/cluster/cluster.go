@@ -1138,4 +1138,3 @@ func (q *queue) run() {
 func (c *Cluster) opContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(c.ctx, c.cfg.OpTimeout)
 }
-
