@@ -76,7 +76,6 @@ func (g *gauge) close(now time.Time) {
 	g.until = now
 }
 
-// stats are the peak and the mean over the closed window.
 // now is the number of sessions live at this moment.
 func (g *gauge) now() int {
 	g.mu.Lock()
@@ -84,6 +83,7 @@ func (g *gauge) now() int {
 	return g.cur
 }
 
+// stats are the peak and the mean over the closed window.
 func (g *gauge) stats() (peak int, mean float64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -121,7 +121,10 @@ func recordedStreams(md map[string]string, def int) int {
 }
 
 // createStreams creates (or checks and updates) every log stream, each
-// within OpTimeout.
+// within OpTimeout. A stream that exists is updated only when it records
+// this node's layout, and the layout is checked again once every stream
+// is there: two nodes started at the same moment for different layouts
+// then refuse each other rather than split the logs.
 func (c *Cluster) createStreams(ctx context.Context, js jetstream.JetStream) error {
 	op, cancel := context.WithTimeout(ctx, c.cfg.OpTimeout)
 	defer cancel()
@@ -129,30 +132,55 @@ func (c *Cluster) createStreams(ctx context.Context, js jetstream.JetStream) err
 		return err
 	}
 	for k := range c.cfg.Streams {
-		op, cancel := context.WithTimeout(ctx, c.cfg.OpTimeout)
-		_, err := js.CreateOrUpdateStream(op, jetstream.StreamConfig{
-			Name:        c.streamName(k),
-			Description: "baton session logs, one subject per session",
-			Subjects:    c.streamSubjects(k),
-			Storage:     jetstream.FileStorage,
-			Replicas:    c.cfg.Replicas,
-			Retention:   jetstream.LimitsPolicy,
-			// A log is never trimmed: finished sessions are removed by an
-			// operator's purge of their subject, never by a limit.
-			MaxMsgs:  -1,
-			MaxBytes: -1,
-			// Retries of an unacknowledged write carry the same message
-			// id and must fall inside this window: OpTimeout is far
-			// below it.
-			Duplicates:  2 * time.Minute,
-			AllowDirect: true,
-			DenyDelete:  true,
-			Metadata:    map[string]string{streamsKey: strconv.Itoa(c.cfg.Streams)},
-		})
-		cancel()
-		if err != nil {
-			return fmt.Errorf("cluster: stream %s: %w", c.streamName(k), err)
+		if err := c.createStream(ctx, js, k); err != nil {
+			return err
 		}
+	}
+	op, cancel = context.WithTimeout(ctx, c.cfg.OpTimeout)
+	defer cancel()
+	return c.checkLayout(op, js)
+}
+
+func (c *Cluster) createStream(ctx context.Context, js jetstream.JetStream, k int) error {
+	op, cancel := context.WithTimeout(ctx, c.cfg.OpTimeout)
+	defer cancel()
+	name := c.streamName(k)
+	cfg := jetstream.StreamConfig{
+		Name:        name,
+		Description: "baton session logs, one subject per session",
+		Subjects:    c.streamSubjects(k),
+		Storage:     jetstream.FileStorage,
+		Replicas:    c.cfg.Replicas,
+		Retention:   jetstream.LimitsPolicy,
+		// A log is never trimmed: finished sessions are removed by an
+		// operator's purge of their subject, never by a limit.
+		MaxMsgs:  -1,
+		MaxBytes: -1,
+		// Retries of an unacknowledged write carry the same message id
+		// and must fall inside this window: OpTimeout is far below it.
+		Duplicates:  2 * time.Minute,
+		AllowDirect: true,
+		DenyDelete:  true,
+		Metadata:    map[string]string{streamsKey: strconv.Itoa(c.cfg.Streams)},
+	}
+	_, err := js.CreateStream(op, cfg)
+	if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		if err != nil {
+			return fmt.Errorf("cluster: stream %s: %w", name, err)
+		}
+		return nil
+	}
+	s, err := js.Stream(op, name)
+	if err != nil {
+		return fmt.Errorf("cluster: stream %s: %w", name, err)
+	}
+	// A stream made before layouts were recorded is the single layout.
+	if n := recordedStreams(s.CachedInfo().Config.Metadata, 1); n != c.cfg.Streams {
+		return fmt.Errorf("cluster: %w: stream %s records %d stream(s), this node was started for %d; start every node with --nats-streams %d",
+			ErrLayout, name, n, c.cfg.Streams, n)
+	}
+	if _, err := js.UpdateStream(op, cfg); err != nil {
+		return fmt.Errorf("cluster: stream %s: %w", name, err)
 	}
 	return nil
 }

@@ -118,3 +118,36 @@ func TestStreamsConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamsLayoutRace: two nodes started at the same moment for
+// different layouts never both get in.
+func TestStreamsLayoutRace(t *testing.T) {
+	for _, tc := range []struct{ a, b int }{{2, 4}, {1, 3}} {
+		t.Run(fmt.Sprintf("%d and %d", tc.a, tc.b), func(t *testing.T) {
+			base := soloConfig(t)
+			errs := make(chan error, 2)
+			for i, n := range []int{tc.a, tc.b} {
+				cfg := base
+				cfg.Streams, cfg.Node, cfg.Logger = n, fmt.Sprintf("n%d", i), quiet
+				go func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					defer cancel()
+					c, err := Open(ctx, cfg)
+					if err == nil {
+						t.Cleanup(func() { c.Close() })
+					}
+					errs <- err
+				}()
+			}
+			e1, e2 := <-errs, <-errs
+			if e1 == nil && e2 == nil {
+				t.Fatalf("nodes for %d and %d streams both started", tc.a, tc.b)
+			}
+			for _, err := range []error{e1, e2} {
+				if err != nil && !errors.Is(err, ErrLayout) {
+					t.Fatalf("refused for another reason: %v", err)
+				}
+			}
+		})
+	}
+}

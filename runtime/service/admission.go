@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonhq/baton/runtime/clock"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -18,11 +20,13 @@ import (
 // another node. The sessions already running, and their resumes, are
 // never refused: they are what the refusal protects.
 //
-// The judgement needs evidence both ways. Refusing needs admitMinEvents
-// answers in the window, so a handful of slow ones on an idle node do not
-// close it; reopening needs a window with no late answer, and either
-// enough answers or none at all (every session gone quiet or gone: if the
-// node is instead stuck, its next late answer closes it again).
+// Refusing needs admitMinEvents answers in the window, so a handful of
+// slow ones on a quiet node do not close it. Reopening needs the late
+// share well below the bar (admitReopenShare), or no late answer at all,
+// however few the answers: a quiet node, or one whose sessions have gone,
+// reopens once its late answers have left the window. Only answered
+// events count: a node stuck so hard that nothing is answered reopens
+// after the window, and its next late answers close it again.
 
 const (
 	admitSlot      = 250 * time.Millisecond
@@ -30,10 +34,15 @@ const (
 	admitWindow    = admitSlot * admitSlots
 	admitMinEvents = 50
 	admitLateShare = 0.01
+	// admitReopenShare is the late share below which a refusing node
+	// reopens: lower than admitLateShare, so that a node at the bar does
+	// not open and close with every answer.
+	admitReopenShare = 0.001
 )
 
 type admission struct {
 	limit time.Duration // 0: never refuses
+	clock clock.Clock
 	log   *slog.Logger
 
 	mu       sync.Mutex
@@ -52,6 +61,7 @@ type admitCount struct {
 func newAdmission(cfg *Config, reg prometheus.Registerer) *admission {
 	a := &admission{
 		limit: cfg.AdmitLatency,
+		clock: cfg.Clock,
 		log:   cfg.Logger,
 		refused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "baton_sessions_refused_total",
@@ -62,14 +72,20 @@ func newAdmission(cfg *Config, reg prometheus.Registerer) *admission {
 		Name: "baton_admission_refusing",
 		Help: "1 while new sessions are refused because the running ones are answered late, else 0.",
 	}, func() float64 {
+		if a.limit <= 0 {
+			return 0
+		}
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		if a.refusing {
+		if refusing, _, _ := a.judgeLocked(a.clock.Now()); refusing {
 			return 1
 		}
 		return 0
 	})
 	reg.MustRegister(a.refused, refusing)
+	if a.clock == nil {
+		a.clock = clock.Real()
+	}
 	return a
 }
 
@@ -96,30 +112,30 @@ func (a *admission) admit(now time.Time) *ProtoError {
 	if a.limit <= 0 {
 		return nil
 	}
-	slot := now.UnixNano() / int64(admitSlot)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	n, late := a.windowLocked(slot)
-	was := a.refusing
-	switch {
-	case !a.refusing && n >= admitMinEvents && float64(late) > admitLateShare*float64(n):
-		a.refusing = true
-	case a.refusing && late == 0 && (n >= admitMinEvents || n == 0):
-		a.refusing = false
-	}
-	if a.refusing != was {
-		if a.refusing {
-			a.log.Warn("refusing new sessions: the running ones are answered late", "late", late, "answered", n, "window", admitWindow, "admit_latency", a.limit)
-		} else {
-			a.log.Info("taking new sessions again", "answered", n, "window", admitWindow)
-		}
-	}
-	if !a.refusing {
+	refusing, n, late := a.judgeLocked(now)
+	if !refusing {
 		return nil
 	}
 	a.refused.Inc()
 	return perr(CodeOverloaded, "server overloaded: %d of the %d events answered in the last %s took over %s; try again shortly or another node",
 		late, n, admitWindow, a.limit)
+}
+
+// judgeLocked brings the refusing state up to now, from the window's
+// answers, and returns it with them.
+func (a *admission) judgeLocked(now time.Time) (refusing bool, n, late int) {
+	n, late = a.windowLocked(now.UnixNano() / int64(admitSlot))
+	switch {
+	case !a.refusing && n >= admitMinEvents && float64(late) > admitLateShare*float64(n):
+		a.refusing = true
+		a.log.Warn("refusing new sessions: the running ones are answered late", "late", late, "answered", n, "window", admitWindow, "admit_latency", a.limit)
+	case a.refusing && (late == 0 || n >= admitMinEvents && float64(late) <= admitReopenShare*float64(n)):
+		a.refusing = false
+		a.log.Info("taking new sessions again", "late", late, "answered", n, "window", admitWindow)
+	}
+	return a.refusing, n, late
 }
 
 // window returns the answers, and the late ones, of the window up to now.

@@ -34,8 +34,14 @@ func TestAdmission(t *testing.T) {
 			{0, 90, 10, true}, {admitWindow + admitSlot, 0, 0, false}}},
 		{"reopening needs a window with no late answer", time.Second, []step{
 			{0, 90, 10, true}, {time.Second, admitMinEvents, 0, true}, {admitWindow + admitSlot, admitMinEvents, 0, false}}},
-		{"reopening needs enough on-time answers, or none", time.Second, []step{
-			{0, 90, 10, true}, {admitWindow + admitSlot, admitMinEvents - 1, 0, true}}},
+		{"a trickle of on-time answers reopens", time.Second, []step{
+			{0, 90, 10, true}, {admitWindow + admitSlot, admitMinEvents - 1, 0, false}}},
+		{"a few late answers keep it closed until they leave the window", time.Second, []step{
+			{0, 90, 10, true}, {time.Second, 8, 2, true}, {time.Second + admitWindow, 0, 0, false}}},
+		{"one late answer in a thousand reopens", time.Second, []step{
+			{0, 90, 10, true}, {admitWindow + admitSlot, 1000, 1, false}}},
+		{"one late answer in two hundred keeps it closed", time.Second, []step{
+			{0, 90, 10, true}, {admitWindow + admitSlot, 200, 1, true}}},
 		{"off", -1, []step{{0, 0, 1000, false}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

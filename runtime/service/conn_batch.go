@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // Gathering a burst of frames into one write. A client event is answered
@@ -18,7 +19,10 @@ import (
 // Only the writer holds. The library also writes from the reader
 // goroutine (a pong, the echo of a client's close): such a write waits
 // for a release under way and goes out by itself, or joins the held bytes
-// in the order it came, whole frames either way.
+// in the order it came, whole frames either way. The library sets a
+// write deadline before each write, a pong's a second away; so the
+// deadline too waits for a release under way, and a release sets the
+// writer's own before it writes.
 
 // batchConn is a WebSocket's socket, able to gather writes.
 type batchConn struct {
@@ -47,6 +51,14 @@ func (b *batchConn) Write(p []byte) (int, error) {
 	return b.Conn.Write(p)
 }
 
+// SetWriteDeadline waits for a release under way, so that a pong's
+// deadline does not cut short the writer's write.
+func (b *batchConn) SetWriteDeadline(t time.Time) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.Conn.SetWriteDeadline(t)
+}
+
 // hold starts gathering writes.
 func (b *batchConn) hold() {
 	b.mu.Lock()
@@ -67,9 +79,9 @@ func (b *batchConn) gathered() int {
 	return len(*b.buf)
 }
 
-// release writes what was gathered, under the write deadline last set,
-// and stops gathering. Its error is the error of every write it gathered.
-func (b *batchConn) release() error {
+// release writes what was gathered, by deadline, and stops gathering.
+// Its error is the error of every write it gathered.
+func (b *batchConn) release(deadline time.Time) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.held = false
@@ -78,7 +90,12 @@ func (b *batchConn) release() error {
 	}
 	buf := b.buf
 	b.buf = nil
-	_, err := b.Conn.Write(*buf)
+	var err error
+	if len(*buf) > 0 {
+		if err = b.Conn.SetWriteDeadline(deadline); err == nil {
+			_, err = b.Conn.Write(*buf)
+		}
+	}
 	if cap(*buf) <= 2*maxBatch {
 		*buf = (*buf)[:0]
 		batchBufs.Put(buf)

@@ -3,6 +3,7 @@ package service
 import (
 	"net"
 	goruntime "runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -88,5 +89,39 @@ func TestWriterGathersBesidePongs(t *testing.T) {
 	}
 	if got := pongs.Load(); got != pings {
 		t.Fatalf("%d pongs for %d pings", got, pings)
+	}
+}
+
+// TestWriterDeadlineSurvivesAPong: a client that stops reading while a
+// gathered burst is being written, and pings meanwhile, is still given
+// the whole WriteTimeout: the pong's own one-second deadline does not cut
+// the writer's write short.
+func TestWriterDeadlineSurvivesAPong(t *testing.T) {
+	const frames, size = 600, 60 << 10
+	h := newHarness(t, func(c *Config) { c.SendQueue, c.WriteTimeout, c.MaxMessageBytes = 2*frames, 6*time.Second, 2*size })
+	ws := rawDial(t, h)
+	c := serverConn(t, h)
+	big := numbered(0, 0)
+	big = append(big[:len(big)-1], []byte(`,"pad":"`+strings.Repeat("x", size)+`"}`)...)
+	for n := range frames {
+		if !c.enqueue(big) {
+			t.Fatalf("frame %d refused", n)
+		}
+	}
+	// The client reads nothing: once the socket's buffers are full, the
+	// writer waits on its write.
+	for deadline := time.Now().Add(waitLimit); !c.inWrite.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the writer never waited on the socket")
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := ws.WriteControl(websocket.PingMessage, []byte("p"), time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// A pong's deadline would have closed it a second after the ping.
+	time.Sleep(2500 * time.Millisecond)
+	if c.stopped() {
+		t.Fatalf("closed within 2.7 s of a stalled write with a 6 s write timeout: %d %s", c.code, c.reason)
 	}
 }

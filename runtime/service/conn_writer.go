@@ -185,20 +185,21 @@ func (c *conn) writeBurst(b []byte) error {
 	q := c.sendq // made by enqueue once a frame waits behind b
 	c.wmu.Unlock()
 	c.batch.hold()
-	err := c.write(b, deadline)
-	for err == nil && c.batch.gathered() < maxBatch {
+	// Gathered frames go to memory: no client can hold them up, so they
+	// do not count as a write under way (inWrite) until the release.
+	err := c.writeFrame(b, deadline)
+	for err == nil && c.batch.gathered() < maxBatch && !c.stopped() {
 		select {
 		case b = <-q: // never ready while q is nil
-			err = c.write(b, deadline)
+			err = c.writeFrame(b, deadline)
 			continue
 		default:
 		}
 		break
 	}
-	// The socket write is where a slow client makes the writer wait.
 	c.inWrite.Store(true)
 	defer c.inWrite.Store(false)
-	if rerr := c.batch.release(); err == nil {
+	if rerr := c.batch.release(deadline); err == nil {
 		err = rerr
 	}
 	return err
@@ -226,6 +227,11 @@ func (c *conn) writerFinished() {
 func (c *conn) write(b []byte, deadline time.Time) error {
 	c.inWrite.Store(true)
 	defer c.inWrite.Store(false)
+	return c.writeFrame(b, deadline)
+}
+
+// writeFrame hands b to the WebSocket library as one text message.
+func (c *conn) writeFrame(b []byte, deadline time.Time) error {
 	c.ws.SetWriteDeadline(deadline)
 	return c.ws.WriteMessage(websocket.TextMessage, b)
 }

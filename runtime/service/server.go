@@ -346,9 +346,6 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	if !srv.ready.Load() {
 		return nil, perr(CodeShuttingDown, "server is not accepting sessions")
 	}
-	if pe := srv.admission.admit(srv.clock.Now()); pe != nil {
-		return nil, pe
-	}
 	if pe := srv.elsewhere(sp.sessionID); pe != nil {
 		return nil, pe
 	}
@@ -357,6 +354,12 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	}
 	if reason, failed := srv.failedReason(sp.sessionID); failed {
 		return nil, perr(CodeSessionExists, "session %s exists but could not be recovered: %s", sp.sessionID, reason)
+	}
+	// Asked after the checks that answer a start wherever it runs (moved,
+	// session_exists): overloaded says only that this node takes no new
+	// session now.
+	if pe := srv.admission.admit(srv.clock.Now()); pe != nil {
+		return nil, pe
 	}
 	sp.packRef = srv.packs.canonical(sp.packRef)
 	p, err := srv.packs.open(sp.packRef)
