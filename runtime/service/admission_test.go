@@ -3,6 +3,8 @@ package service
 import (
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -104,4 +106,15 @@ func TestAdmissionRefusesStartsOnly(t *testing.T) {
 	h.clk.Advance(admitWindow + admitSlot)
 	c2.send(startFrame("s3", "new1"))
 	c2.expectAck("s3")
+}
+
+// TestOverloadedOverHTTP: an HTTP start refused as overloaded is a 503
+// that says when to ask again.
+func TestOverloadedOverHTTP(t *testing.T) {
+	h := newHarness(t)
+	w := httptest.NewRecorder()
+	h.srv.WriteError(w, perr(CodeOverloaded, "server overloaded"))
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "1" || !strings.Contains(w.Body.String(), `"overloaded"`) {
+		t.Fatalf("status %d, Retry-After %q, body %s", w.Code, w.Header().Get("Retry-After"), w.Body)
+	}
 }

@@ -159,7 +159,12 @@ func Errorf(code, format string, args ...any) *ProtoError { return perr(code, fo
 // maps to, and counts it.
 func (srv *Server) WriteError(w http.ResponseWriter, pe *ProtoError) {
 	srv.m.clientErrors.WithLabelValues(pe.Code).Inc()
-	httpError(w, status(pe.Code), pe.Code, pe.Message)
+	st := status(pe.Code)
+	if st == http.StatusServiceUnavailable {
+		// busy, overloaded, shutting down: worth asking again shortly.
+		w.Header().Set("Retry-After", "1")
+	}
+	httpError(w, st, pe.Code, pe.Message)
 }
 
 // ReadBody reads a request body of at most Config.MaxMessageBytes.
