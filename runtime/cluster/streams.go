@@ -81,10 +81,6 @@ func (c *Cluster) streamSubjects(k int) []string {
 // checkLayout refuses a stream layout other than this node's: a stream of
 // the other layout that exists, or streams that record another count.
 func (c *Cluster) checkLayout(ctx context.Context, js jetstream.JetStream) error {
-	mismatch := func(name string, found int) error {
-		return fmt.Errorf("cluster: %w: the session logs are kept in %d stream(s) (found %s), this node was started for %d; start every node with --nats-streams %d",
-			ErrLayout, found, name, c.cfg.Streams, found)
-	}
 	// The first stream of the other layout.
 	other := c.cfg.Stream
 	if c.cfg.Streams == 1 {
@@ -96,7 +92,7 @@ func (c *Cluster) checkLayout(ctx context.Context, js jetstream.JetStream) error
 	case err != nil:
 		return fmt.Errorf("cluster: stream %s: %w", other, err)
 	default:
-		return mismatch(other, recordedStreams(s.CachedInfo().Config.Metadata, 0))
+		return c.layoutError(other, recordedStreams(s.CachedInfo().Config.Metadata, c.unrecorded(other)))
 	}
 	s, err = js.Stream(ctx, c.streamName(0))
 	switch {
@@ -105,11 +101,30 @@ func (c *Cluster) checkLayout(ctx context.Context, js jetstream.JetStream) error
 	case err != nil:
 		return fmt.Errorf("cluster: stream %s: %w", c.streamName(0), err)
 	}
-	// A stream made before layouts were recorded is the single layout.
-	if n := recordedStreams(s.CachedInfo().Config.Metadata, 1); n != c.cfg.Streams {
-		return mismatch(c.streamName(0), n)
+	if n := recordedStreams(s.CachedInfo().Config.Metadata, c.unrecorded(c.streamName(0))); n != c.cfg.Streams {
+		return c.layoutError(c.streamName(0), n)
 	}
 	return nil
+}
+
+// layoutError says that stream name holds logs of a layout of found
+// streams (0: none recorded) rather than this node's.
+func (c *Cluster) layoutError(name string, found int) error {
+	if found == 0 {
+		return fmt.Errorf("cluster: %w: stream %s records no layout (was it made by baton?); this node was started for %d stream(s)", ErrLayout, name, c.cfg.Streams)
+	}
+	return fmt.Errorf("cluster: %w: the session logs are kept in %d stream(s) (found %s), this node was started for %d; start every node with --nats-streams %d",
+		ErrLayout, found, name, c.cfg.Streams, found)
+}
+
+// unrecorded is the layout a stream named name is taken to have when its
+// metadata records none: the single layout's stream may predate recorded
+// layouts (1); a numbered stream always records its layout (0: unknown).
+func (c *Cluster) unrecorded(name string) int {
+	if name == c.cfg.Stream {
+		return 1
+	}
+	return 0
 }
 
 // recordedStreams is the layout a stream's metadata records, or def.
@@ -174,10 +189,8 @@ func (c *Cluster) createStream(ctx context.Context, js jetstream.JetStream, k in
 	if err != nil {
 		return fmt.Errorf("cluster: stream %s: %w", name, err)
 	}
-	// A stream made before layouts were recorded is the single layout.
-	if n := recordedStreams(s.CachedInfo().Config.Metadata, 1); n != c.cfg.Streams {
-		return fmt.Errorf("cluster: %w: stream %s records %d stream(s), this node was started for %d; start every node with --nats-streams %d",
-			ErrLayout, name, n, c.cfg.Streams, n)
+	if n := recordedStreams(s.CachedInfo().Config.Metadata, c.unrecorded(name)); n != c.cfg.Streams {
+		return c.layoutError(name, n)
 	}
 	if _, err := js.UpdateStream(op, cfg); err != nil {
 		return fmt.Errorf("cluster: stream %s: %w", name, err)

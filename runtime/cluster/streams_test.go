@@ -151,3 +151,40 @@ func TestStreamsLayoutRace(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamsUpgradeUnrecorded: a stream made before layouts were recorded
+// is the single layout's: a node for one stream takes it and records the
+// layout, and a node for more is told to use one.
+func TestStreamsUpgradeUnrecorded(t *testing.T) {
+	cfg := soloConfig(t)
+	a := node(t, cfg, "a")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// As an older version made it: no metadata.
+	s, err := a.js.Stream(ctx, cfg.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := s.CachedInfo().Config
+	old.Metadata = nil
+	if _, err := a.js.UpdateStream(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+
+	b := node(t, cfg, "b")
+	s, err = b.js.Stream(ctx, cfg.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.CachedInfo().Config.Metadata[streamsKey]; got != "1" {
+		t.Fatalf("layout recorded as %q after the upgrade, want 1", got)
+	}
+	cfg.Streams, cfg.Node, cfg.Logger = 4, "c", quiet
+	if c, err := Open(ctx, cfg); err == nil {
+		c.Close()
+		t.Fatal("a node for 4 streams was let in beside the single stream")
+	} else if !errors.Is(err, ErrLayout) || !strings.Contains(err.Error(), "--nats-streams 1") {
+		t.Fatalf("error %v, want one naming --nats-streams 1", err)
+	}
+}

@@ -59,9 +59,13 @@ type admitCount struct {
 }
 
 func newAdmission(cfg *Config, reg prometheus.Registerer) *admission {
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.Real()
+	}
 	a := &admission{
 		limit: cfg.AdmitLatency,
-		clock: cfg.Clock,
+		clock: clk,
 		log:   cfg.Logger,
 		refused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "baton_sessions_refused_total",
@@ -83,9 +87,6 @@ func newAdmission(cfg *Config, reg prometheus.Registerer) *admission {
 		return 0
 	})
 	reg.MustRegister(a.refused, refusing)
-	if a.clock == nil {
-		a.clock = clock.Real()
-	}
 	return a
 }
 

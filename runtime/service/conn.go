@@ -76,7 +76,11 @@ type conn struct {
 	inWrite atomic.Bool
 	// ping asks the writer to send a ping before its next frame;
 	// pinger sets it every PingInterval.
-	ping   atomic.Bool
+	ping atomic.Bool
+	// pong holds the payload of a client's ping for the writer to answer
+	// (nil when none waits): a pong written by the reader would wait for
+	// the writer's socket write and could then find its own deadline past.
+	pong   atomic.Pointer[[]byte]
 	pinger *time.Timer
 	// readerGone is set when the reader has ended. The reader's place in
 	// the server's wait group is given up by whichever of it and the last
@@ -387,8 +391,11 @@ func (c *conn) onPing(data string) error {
 	if c.stopped() || !c.admit(c.srv.clock.Now()) {
 		return nil
 	}
-	// As the library's own handler: a failed pong is the writer's to find.
-	c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+	// The writer answers, with its own write timeout, after what it is
+	// writing; only the latest ping needs an answer (RFC 6455, 5.5.3).
+	p := []byte(data)
+	c.pong.Store(&p)
+	c.wake()
 	return nil
 }
 

@@ -133,6 +133,16 @@ func (c *conn) writeLoop(b []byte) {
 			c.writerFinished()
 			return
 		}
+		if p := c.pong.Swap(nil); p != nil {
+			c.inWrite.Store(true)
+			err := c.ws.WriteControl(websocket.PongMessage, *p, time.Now().Add(c.srv.cfg.WriteTimeout))
+			c.inWrite.Store(false)
+			if err != nil {
+				c.writeFailed("pong", err)
+				return
+			}
+			continue
+		}
 		if c.ping.Swap(false) {
 			c.inWrite.Store(true)
 			err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.srv.cfg.WriteTimeout))
@@ -152,7 +162,7 @@ func (c *conn) writeLoop(b []byte) {
 		}
 		if b == nil {
 			c.wmu.Lock()
-			if q = c.sendq; len(q) > 0 || c.stopped() || c.ping.Load() {
+			if q = c.sendq; len(q) > 0 || c.stopped() || c.ping.Load() || c.pong.Load() != nil {
 				c.wmu.Unlock()
 				continue
 			}
@@ -196,6 +206,11 @@ func (c *conn) writeBurst(b []byte) error {
 		default:
 		}
 		break
+	}
+	if c.stopped() && !c.flush {
+		// Closing without a flush: the client is gone or too slow, and
+		// only a short wait is owed to it.
+		deadline = time.Now().Add(closeWrite)
 	}
 	c.inWrite.Store(true)
 	defer c.inWrite.Store(false)

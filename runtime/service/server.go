@@ -238,7 +238,7 @@ func (srv *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !srv.ready.Load() {
-		httpError(w, http.StatusServiceUnavailable, CodeShuttingDown, "server is not ready (recovering or shutting down)")
+		srv.WriteError(w, perr(CodeShuttingDown, "server is not ready (recovering or shutting down)"))
 		return
 	}
 	ws, err := srv.upgrader.Upgrade(&batchWriter{ResponseWriter: w}, r, nil)
