@@ -91,10 +91,12 @@ type conn struct {
 	bound atomic.Pointer[session]
 
 	// reader-goroutine state
-	sess    *session
-	endedID string // set when bound to a session that has ended
-	limiter *bucket
-	refused lazyRejectWindow
+	// readUntil is the read deadline set last (extendRead).
+	readUntil time.Time
+	sess      *session
+	endedID   string // set when bound to a session that has ended
+	limiter   *bucket
+	refused   lazyRejectWindow
 	// unanswered counts refused frames dropped without a reply since the
 	// last rate_limited error.
 	unanswered int
@@ -256,10 +258,10 @@ func (c *conn) readLoop() {
 // frame handlers.
 func (c *conn) readerStart() {
 	c.ws.SetReadLimit(4 * c.srv.cfg.MaxMessageBytes)
-	c.ws.SetReadDeadline(time.Now().Add(c.srv.cfg.PongWait))
+	c.extendRead()
 	c.ws.SetPongHandler(func(string) error {
 		if !c.stopped() {
-			c.ws.SetReadDeadline(time.Now().Add(c.srv.cfg.PongWait))
+			c.extendRead()
 		}
 		return nil
 	})
@@ -337,7 +339,7 @@ func (c *conn) readFrame(typ int, r io.Reader) error {
 	if c.stopped() {
 		return errStopped
 	}
-	c.ws.SetReadDeadline(time.Now().Add(c.srv.cfg.PongWait))
+	c.extendRead()
 	if err := c.frame(typ, r, c.srv.clock.Now()); err != nil {
 		return err
 	}
@@ -345,6 +347,20 @@ func (c *conn) readFrame(typ int, r io.Reader) error {
 		return errStopped
 	}
 	return nil
+}
+
+// extendRead gives the client PongWait from now to send its next frame.
+// The deadline is moved only when it would fall short, and then a
+// sixteenth of PongWait past what is needed: resetting a socket's
+// deadline reschedules a runtime timer, and at thousands of frames a
+// second that was a cost of its own. A silent client is so closed
+// between PongWait and 17/16 of it after its last frame.
+func (c *conn) extendRead() {
+	now := time.Now()
+	if need := now.Add(c.srv.cfg.PongWait); need.After(c.readUntil) {
+		c.readUntil = need.Add(c.srv.cfg.PongWait / 16)
+		c.ws.SetReadDeadline(c.readUntil)
+	}
 }
 
 // drain reads and discards what the client sends after the decision to
@@ -447,7 +463,12 @@ func (c *conn) frame(typ int, r io.Reader, read time.Time) error {
 		return c.refuse(r)
 	}
 	soft := c.srv.cfg.MaxMessageBytes
-	data, err := io.ReadAll(io.LimitReader(r, soft+1))
+	bp := framePool.Get().(*[]byte)
+	defer framePool.Put(bp)
+	data, err := readAllInto((*bp)[:0], r, soft+1)
+	if *bp = data[:0]; cap(data) > 64<<10 {
+		*bp = nil // the pool keeps no frame-sized buffer
+	}
 	if err != nil {
 		return err
 	}
@@ -465,6 +486,29 @@ func (c *conn) frame(typ int, r io.Reader, read time.Time) error {
 	}
 	c.handle(data, read)
 	return nil
+}
+
+// framePool holds the buffers frames are read into: a frame is decoded
+// (its strings copied) before its buffer goes back, and a pool, unlike a
+// buffer per connection, costs an idle connection nothing.
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// readAllInto appends what r holds, up to limit bytes, to buf.
+func readAllInto(buf []byte, r io.Reader, limit int64) ([]byte, error) {
+	r = io.LimitReader(r, limit)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 // refuse drops a frame over the rate limit. It is answered with
@@ -682,5 +726,5 @@ func (c *conn) resumeFinished(frameID, id string, last uint64) {
 	}
 	c.srv.m.resumes.WithLabelValues("finished").Inc()
 	c.endedID = id
-	c.enqueue(mustJSON(AckFrame{Type: FrameAck, ID: frameID, SessionID: id, State: state, Missed: missed}))
+	c.enqueue(mustJSON(AckFrame{Type: FrameAck, ID: frameID, SessionID: id, State: state, Missed: encodeFrames(missed)}))
 }

@@ -406,8 +406,9 @@ type AckFrame struct {
 	Clamped string `json:"clamped,omitempty"`
 	// State is set on start and resume.
 	State *SessionState `json:"state,omitempty"`
-	// Missed holds, on resume, the effects after last_seq in order.
-	Missed []EffectFrame `json:"missed,omitempty"`
+	// Missed holds, on resume, the effect frames after last_seq in
+	// order, each as it was sent.
+	Missed []json.RawMessage `json:"missed,omitempty"`
 }
 
 // SessionState describes a session on start and resume.

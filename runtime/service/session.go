@@ -93,9 +93,15 @@ type loggedRequest struct {
 	req *engine.LLMRequest
 }
 
+// ringEntry is one recent effect frame, kept as the bytes sent: a resume
+// sends them again, and bytes hold no pointers for the collector to
+// trace through ten thousand sessions. A frame remembered while its log
+// is replayed is kept decoded until the replay is over (sealRing), so
+// only the frames that stay in the ring are encoded.
 type ringEntry struct {
-	seq   uint64
-	frame EffectFrame
+	seq      uint64
+	raw      []byte
+	replayed *EffectFrame
 }
 
 // Messages to the actor.
@@ -463,10 +469,12 @@ func (s *session) recordEffect(e *engine.Effect) EffectFrame {
 	}
 	// The prompt is the panel's business, not the candidate's.
 	fr.Effect.Request = nil
-	s.remember(fr)
 	if s.replaying {
+		s.remember(ringEntry{seq: fr.Seq, replayed: &fr})
 		return fr
 	}
+	raw := mustJSON(fr)
+	s.remember(ringEntry{seq: fr.Seq, raw: raw})
 	s.srv.m.effects.WithLabelValues(string(e.Type)).Inc()
 	switch {
 	case e.Type == engine.EffectNote && e.Kind == engine.NoteWarning:
@@ -483,7 +491,7 @@ func (s *session) recordEffect(e *engine.Effect) EffectFrame {
 		s.srv.m.eventToEffectSec.Observe(s.srv.clock.Now().Sub(s.eventRead).Seconds())
 		s.eventRead = time.Time{}
 	}
-	s.broadcast(mustJSON(fr))
+	s.broadcast(raw)
 	for _, w := range s.watchers {
 		w(&fr)
 	}
@@ -497,14 +505,23 @@ func (s *session) schedule(in engine.Input) {
 	s.pending = slices.Insert(s.pending, i, in)
 }
 
-func (s *session) remember(fr EffectFrame) {
+func (s *session) remember(e ringEntry) {
 	n := s.srv.cfg.ResumeRing
 	if len(s.ring) < n {
-		s.ring = append(s.ring, ringEntry{seq: fr.Seq, frame: fr})
+		s.ring = append(s.ring, e)
 		return
 	}
-	s.ring[s.ringNext] = ringEntry{seq: fr.Seq, frame: fr}
+	s.ring[s.ringNext] = e
 	s.ringNext = (s.ringNext + 1) % n
+}
+
+// sealRing encodes the frames remembered during a replay.
+func (s *session) sealRing() {
+	for i := range s.ring {
+		if e := &s.ring[i]; e.replayed != nil {
+			e.raw, e.replayed = mustJSON(e.replayed), nil
+		}
+	}
 }
 
 // broadcast sends a frame to every subscriber; a subscriber that cannot
@@ -861,7 +878,7 @@ func (s *session) state() SessionState {
 
 // missedSince returns the effect frames after seq, from the ring when it
 // reaches back far enough and otherwise re-derived by replaying the log.
-func (s *session) missedSince(last uint64) ([]EffectFrame, string, error) {
+func (s *session) missedSince(last uint64) ([]json.RawMessage, string, error) {
 	if last >= s.seq {
 		return nil, "none", nil
 	}
@@ -870,21 +887,37 @@ func (s *session) missedSince(last uint64) ([]EffectFrame, string, error) {
 		oldest = min(oldest, r.seq)
 	}
 	if oldest <= last+1 {
-		var out []EffectFrame
+		var out []ringEntry
 		for _, r := range s.ring {
 			if r.seq > last {
-				out = append(out, r.frame)
+				out = append(out, r)
 			}
 		}
-		slices.SortFunc(out, func(a, b EffectFrame) int { return cmp.Compare(a.Seq, b.Seq) })
-		return out, "ring", nil
+		slices.SortFunc(out, func(a, b ringEntry) int { return cmp.Compare(a.seq, b.seq) })
+		raw := make([]json.RawMessage, len(out))
+		for i := range out {
+			raw[i] = out[i].raw
+		}
+		return raw, "ring", nil
 	}
 	rec, err := s.srv.logs().Read(s.id)
 	if err != nil {
 		return nil, "log", err
 	}
 	out, err := rederive(s.srv, rec, s.pack, last)
-	return out, "log", err
+	return encodeFrames(out), "log", err
+}
+
+// encodeFrames encodes effect frames as they are sent.
+func encodeFrames(frs []EffectFrame) []json.RawMessage {
+	if len(frs) == 0 {
+		return nil
+	}
+	raw := make([]json.RawMessage, len(frs))
+	for i := range frs {
+		raw[i] = mustJSON(&frs[i])
+	}
+	return raw
 }
 
 // rederive replays a log and returns the effect frames after seq last.
@@ -1058,6 +1091,7 @@ func (s *session) load(wl wal.SessionLog, rec *wal.Recovered, setBase bool) (err
 		}
 	})
 	s.replaying = false
+	s.sealRing()
 	if err != nil {
 		return err
 	}

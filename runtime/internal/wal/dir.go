@@ -702,7 +702,12 @@ func (l *Log) writePendingLocked(f File) error {
 	if err := writeAt(f, l.pending, l.size-int64(len(l.pending))); err != nil {
 		return fmt.Errorf("log %s: writing %d journaled bytes to its file: %w", l.id, len(l.pending), err)
 	}
-	l.pending = nil
+	// A small buffer is kept for the next checkpoint's bytes: most
+	// sessions add a few hundred between two.
+	l.pending = l.pending[:0]
+	if cap(l.pending) > 1<<10 {
+		l.pending = nil
+	}
 	l.dir.setPending(l, false)
 	return nil
 }
