@@ -6,16 +6,20 @@
 // are no sessions, rules or effects), so the two can be run side by side
 // with the same load: whatever latency the floor shows on a machine, no
 // server with an fsync per acknowledged event will go below it there.
+// It also answers the simulator's HTTP routes that examples/n8n/bench
+// posts to, appending each body the same way.
 package main
 
 import (
 	"encoding/json"
 	"flag"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/gorilla/websocket"
@@ -31,22 +35,43 @@ func main() {
 		slog.Error("opening the file", "err", err)
 		os.Exit(1)
 	}
-	j := &journal{f: f, sync: !*noSync, kick: make(chan struct{}, 1)}
-	go j.commitLoop()
+	slog.Info("floor listening", "addr", *addr)
+	if err := http.ListenAndServe(*addr, handler(newJournal(f, !*noSync))); err != nil {
+		slog.Error("serving", "err", err)
+		os.Exit(1)
+	}
+}
+
+// handler serves /ws, and /debug/stats as a server with nothing to
+// report (the generator reads it after a run).
+func handler(j *journal) http.Handler {
 	up := websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 1024}
-	http.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
 		c, err := up.Upgrade(w, r, nil)
 		if err != nil {
 			return
 		}
 		serve(c, j)
 	})
-	http.HandleFunc("/debug/stats", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("{}")) })
-	slog.Info("floor listening", "addr", *addr)
-	if err := http.ListenAndServe(*addr, nil); err != nil {
-		slog.Error("serving", "err", err)
-		os.Exit(1)
-	}
+	mux.HandleFunc("/debug/stats", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("{}")) })
+	// The simulator's HTTP routes, as examples/n8n/bench drives them:
+	// each body is appended and answered with a sequence number.
+	var seq atomic.Uint64
+	mux.HandleFunc("POST /sim/session/{op}", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err == nil {
+			err = j.append(body)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(strconv.AppendUint([]byte(`{"ok":true,"input_seq":`), seq.Add(1), 10))
+		w.Write([]byte("}"))
+	})
+	return mux
 }
 
 type inFrame struct {
@@ -71,7 +96,9 @@ func serve(c *websocket.Conn, j *journal) {
 		if fr.SessionID != "" {
 			sid = fr.SessionID
 		}
-		j.append(data)
+		if err := j.append(data); err != nil {
+			return
+		}
 		buf = append(buf[:0], `{"type":"ack","id":`...)
 		buf = strconv.AppendQuote(buf, fr.ID)
 		buf = append(buf, `,"session_id":`...)
@@ -90,12 +117,19 @@ type journal struct {
 	sync bool
 	mu   sync.Mutex
 	buf  []byte
-	wait []chan struct{}
+	wait []chan error
 	kick chan struct{}
 }
 
-func (j *journal) append(b []byte) {
-	done := make(chan struct{})
+func newJournal(f *os.File, sync bool) *journal {
+	j := &journal{f: f, sync: sync, kick: make(chan struct{}, 1)}
+	go j.commitLoop()
+	return j
+}
+
+// append returns once b is written and, unless syncing is off, synced.
+func (j *journal) append(b []byte) error {
+	done := make(chan error, 1)
 	j.mu.Lock()
 	j.buf = append(j.buf, b...)
 	j.buf = append(j.buf, '\n')
@@ -105,12 +139,12 @@ func (j *journal) append(b []byte) {
 	case j.kick <- struct{}{}:
 	default:
 	}
-	<-done
+	return <-done
 }
 
 func (j *journal) commitLoop() {
 	var out []byte
-	var wait []chan struct{}
+	var wait []chan error
 	for range j.kick {
 		j.mu.Lock()
 		out, j.buf = j.buf, out[:0]
@@ -119,18 +153,15 @@ func (j *journal) commitLoop() {
 		if len(wait) == 0 {
 			continue
 		}
-		if _, err := j.f.Write(out); err != nil {
-			slog.Error("writing", "err", err)
-			os.Exit(1)
+		_, err := j.f.Write(out)
+		if err == nil && j.sync {
+			err = syscall.Fdatasync(int(j.f.Fd()))
 		}
-		if j.sync {
-			if err := syscall.Fdatasync(int(j.f.Fd())); err != nil {
-				slog.Error("syncing", "err", err)
-				os.Exit(1)
-			}
+		if err != nil {
+			slog.Error("appending", "err", err)
 		}
 		for _, d := range wait {
-			close(d)
+			d <- err
 		}
 	}
 }
