@@ -754,7 +754,7 @@ func (s *session) onClientInput(m *evMsg) {
 		}
 		ack := AckFrame{Type: FrameAck, ID: m.frameID, SessionID: s.id, T: &t, InputSeq: seq, Clamped: clamped}
 		if m.c != nil {
-			m.c.enqueue(mustJSON(ack))
+			m.c.enqueue(ack.encode())
 		}
 		if m.reply != nil {
 			m.reply <- evReply{ack: ack}
