@@ -100,14 +100,20 @@ func serve(c *websocket.Conn, j *journal) {
 			return
 		}
 		buf = append(buf[:0], `{"type":"ack","id":`...)
-		buf = strconv.AppendQuote(buf, fr.ID)
+		buf = appendJSONString(buf, fr.ID)
 		buf = append(buf, `,"session_id":`...)
-		buf = strconv.AppendQuote(buf, sid)
+		buf = appendJSONString(buf, sid)
 		buf = append(buf, `,"t_ms":0}`...)
 		if c.WriteMessage(websocket.TextMessage, buf) != nil {
 			return
 		}
 	}
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(buf []byte, s string) []byte {
+	b, _ := json.Marshal(s) // a string always encodes
+	return append(buf, b...)
 }
 
 // journal is a group commit: appenders queue their bytes and wait; the

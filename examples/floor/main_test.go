@@ -32,7 +32,7 @@ func TestAcksAfterAppend(t *testing.T) {
 	}
 	defer c.Close()
 	for i := range 3 {
-		frame := fmt.Sprintf(`{"type":"event","id":"e%d","session_id":"s"}`, i)
+		frame := fmt.Sprintf(`{"type":"event","id":"e%d\u0001","session_id":"s"}`, i)
 		if err := c.WriteMessage(websocket.TextMessage, []byte(frame)); err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +40,7 @@ func TestAcksAfterAppend(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := fmt.Sprintf(`{"type":"ack","id":"e%d","session_id":"s","t_ms":0}`, i); string(ack) != want {
+		if want := fmt.Sprintf(`{"type":"ack","id":"e%d\u0001","session_id":"s","t_ms":0}`, i); string(ack) != want {
 			t.Fatalf("ack %s, want %s", ack, want)
 		}
 		got, err := os.ReadFile(path)

@@ -173,7 +173,7 @@ func (n *fakeNode) serve(w http.ResponseWriter, r *http.Request) {
 				}
 				ack = service.AckFrame{Type: service.FrameAck, ID: f.ID, SessionID: f.SessionID,
 					State:  &service.SessionState{SessionID: f.SessionID, Pack: "dayone", LastSeq: uint64(len(s.effects)), Ended: s.ended},
-					Missed: slices.Clone(s.effects[min(last, uint64(len(s.effects))):])}
+					Missed: rawFrames(s.effects[min(last, uint64(len(s.effects))):])}
 			}
 			n.cl.mu.Unlock()
 			if !ok {
@@ -585,4 +585,17 @@ func holds(t *testing.T, out string, want, notWant []string) {
 			t.Errorf("%q in\n%s", w, out)
 		}
 	}
+}
+
+// rawFrames encodes effect frames as a node sends them in a resume's ack.
+func rawFrames(frs []service.EffectFrame) []json.RawMessage {
+	var raw []json.RawMessage
+	for i := range frs {
+		b, err := json.Marshal(&frs[i])
+		if err != nil {
+			panic(err)
+		}
+		raw = append(raw, b)
+	}
+	return raw
 }

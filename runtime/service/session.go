@@ -1084,14 +1084,16 @@ func (s *session) load(wl wal.SessionLog, rec *wal.Recovered, setBase bool) (err
 	s.ended = false
 	s.model = s.srv.cfg.Model(s.id, s.pack, s.srv.clock)
 	s.replaying = true
-	res, err := wal.Replay(s.pack, rec, func(_ uint64, in *engine.Input, effects []engine.Effect, _ error) {
-		s.observeInput(in)
-		for i := range effects {
-			s.recordEffect(&effects[i])
-		}
-	})
-	s.replaying = false
-	s.sealRing()
+	res, err := func() (*wal.ReplayResult, error) {
+		// However the replay ends, the ring holds frames ready to send.
+		defer func() { s.replaying = false; s.sealRing() }()
+		return wal.Replay(s.pack, rec, func(_ uint64, in *engine.Input, effects []engine.Effect, _ error) {
+			s.observeInput(in)
+			for i := range effects {
+				s.recordEffect(&effects[i])
+			}
+		})
+	}()
 	if err != nil {
 		return err
 	}
