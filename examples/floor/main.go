@@ -8,9 +8,14 @@
 // server with an fsync per acknowledged event will go below it there.
 // It also answers the simulator's HTTP routes that examples/n8n/bench
 // posts to, appending each body the same way.
+//
+// With -nats, each frame is published instead to a JetStream stream, one
+// subject per session, and answered once JetStream acknowledges it: the
+// floor under baton serve --nats.
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"io"
@@ -21,22 +26,38 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:18282", "listen address")
 	path := flag.String("file", "floor.log", "the file appended to")
 	noSync := flag.Bool("no-sync", false, "write without fdatasync")
+	natsURL := flag.String("nats", "", "publish to JetStream at these URLs (comma-separated) instead of the file")
+	replicas := flag.Int("nats-replicas", 1, "copies JetStream keeps of the stream")
 	flag.Parse()
-	f, err := os.OpenFile(*path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0o644)
-	if err != nil {
-		slog.Error("opening the file", "err", err)
-		os.Exit(1)
+	var log appender
+	if *natsURL != "" {
+		js, err := openStream(*natsURL, *replicas)
+		if err != nil {
+			slog.Error("opening the stream", "err", err)
+			os.Exit(1)
+		}
+		log = js
+	} else {
+		f, err := os.OpenFile(*path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0o644)
+		if err != nil {
+			slog.Error("opening the file", "err", err)
+			os.Exit(1)
+		}
+		log = newJournal(f, !*noSync)
 	}
 	slog.Info("floor listening", "addr", *addr)
-	if err := http.ListenAndServe(*addr, handler(newJournal(f, !*noSync))); err != nil {
+	if err := http.ListenAndServe(*addr, handler(log)); err != nil {
 		slog.Error("serving", "err", err)
 		os.Exit(1)
 	}
@@ -44,7 +65,7 @@ func main() {
 
 // handler serves /ws, and /debug/stats as a server with nothing to
 // report (the generator reads it after a run).
-func handler(j *journal) http.Handler {
+func handler(j appender) http.Handler {
 	up := websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 1024}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
@@ -61,7 +82,7 @@ func handler(j *journal) http.Handler {
 	mux.HandleFunc("POST /sim/session/{op}", func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		if err == nil {
-			err = j.append(body)
+			err = j.append("http", body)
 		}
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -80,7 +101,7 @@ type inFrame struct {
 	SessionID string `json:"session_id"`
 }
 
-func serve(c *websocket.Conn, j *journal) {
+func serve(c *websocket.Conn, j appender) {
 	defer c.Close()
 	sid := ""
 	var buf []byte
@@ -96,7 +117,7 @@ func serve(c *websocket.Conn, j *journal) {
 		if fr.SessionID != "" {
 			sid = fr.SessionID
 		}
-		if err := j.append(data); err != nil {
+		if err := j.append(sid, data); err != nil {
 			return
 		}
 		buf = append(buf[:0], `{"type":"ack","id":`...)
@@ -114,6 +135,42 @@ func serve(c *websocket.Conn, j *journal) {
 func appendJSONString(buf []byte, s string) []byte {
 	b, _ := json.Marshal(s) // a string always encodes
 	return append(buf, b...)
+}
+
+// appender makes b durable, as the session's (or the route's) bytes.
+type appender interface {
+	append(session string, b []byte) error
+}
+
+// stream publishes to JetStream, one subject per session.
+type stream struct{ js jetstream.JetStream }
+
+func openStream(urls string, replicas int) (*stream, error) {
+	nc, err := nats.Connect(urls)
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "FLOOR", Subjects: []string{"floor.>"}, Replicas: replicas, Storage: jetstream.FileStorage})
+	if err != nil {
+		return nil, err
+	}
+	return &stream{js: js}, nil
+}
+
+func (s *stream) append(session string, b []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if session == "" {
+		session = "none" // a frame before its session's id
+	}
+	_, err := s.js.Publish(ctx, "floor."+session, b)
+	return err
 }
 
 // journal is a group commit: appenders queue their bytes and wait; the
@@ -134,7 +191,7 @@ func newJournal(f *os.File, sync bool) *journal {
 }
 
 // append returns once b is written and, unless syncing is off, synced.
-func (j *journal) append(b []byte) error {
+func (j *journal) append(_ string, b []byte) error {
 	done := make(chan error, 1)
 	j.mu.Lock()
 	j.buf = append(j.buf, b...)

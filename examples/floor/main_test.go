@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/batonhq/baton/runtime/cluster/natstest"
 )
 
 // TestAcksAfterAppend sends frames over a real WebSocket and checks each
@@ -78,6 +81,45 @@ func TestHTTPEvent(t *testing.T) {
 		file, _ := os.ReadFile(path)
 		if !bytes.HasSuffix(file, []byte(body+"\n")) {
 			t.Fatalf("answered %s, file holds %q", op, file)
+		}
+	}
+}
+
+// TestStreamAppend publishes through an embedded JetStream server and
+// checks each acknowledged frame is in the session's subject.
+func TestStreamAppend(t *testing.T) {
+	ns, err := natstest.Start(t.TempDir(), "s1", -1, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Shutdown()
+	st, err := openStream(ns.ClientURL(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(handler(st))
+	defer ts.Close()
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(ts.URL, "http")+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	for i := range 3 {
+		frame := fmt.Sprintf(`{"type":"event","id":"e%d","session_id":"s1"}`, i)
+		if err := c.WriteMessage(websocket.TextMessage, []byte(frame)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.ReadMessage(); err != nil {
+			t.Fatal(err)
+		}
+		m, err := st.js.Stream(ctx, "FLOOR")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, err := m.GetLastMsgForSubject(ctx, "floor.s1")
+		if err != nil || string(last.Data) != frame {
+			t.Fatalf("acked e%d, last in floor.s1: %v %v", i, last, err)
 		}
 	}
 }
