@@ -17,18 +17,25 @@ import (
 	"github.com/batonhq/baton/runtime/cluster/natstest"
 )
 
-// TestAcksAfterAppend sends frames over a real WebSocket and checks each
-// is acknowledged with its id and found in the file by the time its ack
-// arrives.
-func TestAcksAfterAppend(t *testing.T) {
+// fileServer serves the floor over a synced file, which it names.
+func fileServer(t *testing.T) (string, *httptest.Server) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "floor.log")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
 	ts := httptest.NewServer(handler(newJournal(f, true)))
-	defer ts.Close()
+	t.Cleanup(ts.Close)
+	return path, ts
+}
+
+// TestAcksAfterAppend sends frames over a real WebSocket and checks each
+// is acknowledged with its id and found in the file by the time its ack
+// arrives.
+func TestAcksAfterAppend(t *testing.T) {
+	path, ts := fileServer(t)
 	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(ts.URL, "http")+"/ws", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -59,14 +66,7 @@ func TestAcksAfterAppend(t *testing.T) {
 // TestHTTPEvent posts to the simulator's routes and checks the answers
 // count up and the bodies reach the file.
 func TestHTTPEvent(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "floor.log")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ts := httptest.NewServer(handler(newJournal(f, true)))
-	defer ts.Close()
+	path, ts := fileServer(t)
 	for i, op := range []string{"start", "event", "event"} {
 		body := fmt.Sprintf(`{"session_id":"s","n":%d}`, i)
 		resp, err := http.Post(ts.URL+"/sim/session/"+op, "application/json", strings.NewReader(body))
