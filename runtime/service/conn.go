@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -463,15 +464,17 @@ func (c *conn) frame(typ int, r io.Reader, read time.Time) error {
 		return c.refuse(r)
 	}
 	soft := c.srv.cfg.MaxMessageBytes
-	bp := framePool.Get().(*[]byte)
-	defer framePool.Put(bp)
-	data, err := readAllInto((*bp)[:0], r, soft+1)
-	if *bp = data[:0]; cap(data) > 64<<10 {
-		*bp = nil // the pool keeps no frame-sized buffer
-	}
-	if err != nil {
+	buf := framePool.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 64<<10 { // the pool keeps no frame-sized buffer
+			buf.Reset()
+			framePool.Put(buf)
+		}
+	}()
+	if _, err := buf.ReadFrom(io.LimitReader(r, soft+1)); err != nil {
 		return err
 	}
+	data := buf.Bytes()
 	if int64(len(data)) > soft {
 		// Skip the rest; beyond the hard limit the library closes with 1009.
 		if _, err := io.Copy(io.Discard, r); err != nil {
@@ -491,25 +494,7 @@ func (c *conn) frame(typ int, r io.Reader, read time.Time) error {
 // framePool holds the buffers frames are read into: a frame is decoded
 // (its strings copied) before its buffer goes back, and a pool, unlike a
 // buffer per connection, costs an idle connection nothing.
-var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
-
-// readAllInto appends what r holds, up to limit bytes, to buf.
-func readAllInto(buf []byte, r io.Reader, limit int64) ([]byte, error) {
-	r = io.LimitReader(r, limit)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
-}
+var framePool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // refuse drops a frame over the rate limit. It is answered with
 // rate_limited while the send queue is at most half full; beyond that

@@ -486,6 +486,22 @@ func TestPanics(t *testing.T) {
 	if n := testutil.ToFloat64(h.srv.m.recoveries.WithLabelValues("ok")); n != 1 {
 		t.Fatalf("rebuilds counted %v", n)
 	}
+	// The rebuilt ring holds frames remembered during the replay: a
+	// resume from it gets them as they were first sent.
+	c.waitFor("effects up to the rebuilt session's", func(*ServerFrame) bool { return c.lastSeq() == after.Seq })
+	last := max(before.Seq, 2) - 2
+	r := h.dial(nil)
+	r.send(map[string]any{"id": "r", "type": "resume", "session_id": "boom", "last_seq": last})
+	var want []EffectFrame
+	for _, f := range c.effectList() {
+		if f.Seq > last {
+			want = append(want, f)
+		}
+	}
+	sameFrames(t, r.expectAck("r").Missed, want)
+	if n := testutil.ToFloat64(h.srv.m.resumes.WithLabelValues("ring")); n != 1 {
+		t.Fatalf("ring resumes %v, want 1", n)
+	}
 	c.send(eventFrame("e", msgEvent(40_000, "after the panic")))
 	c.expectAck("e")
 	h.runUntil("boom", 700_000)
