@@ -34,12 +34,11 @@ func (s *Session) runRule(r *rules.Rule) {
 // runHandler runs a job's handler actions with its args and result in
 // scope.
 func (s *Session) runHandler(list rules.Actions, rule string, args map[string]any, result any) {
-	defer s.env.SetArgs(nil, nil)
+	defer s.env.Scope(rules.Scope{Args: args, Result: result})()
 	for _, a := range list {
 		if s.ended {
 			return
 		}
-		s.env.SetArgs(args, result)
 		s.do(a, rule)
 	}
 }
@@ -79,7 +78,11 @@ func (s *Session) do(a rules.Action, rule string) {
 		}
 	case *rules.ToolErrorAction:
 		if s.tools.call != nil {
-			s.tools.call.errText = s.render(&a.Text, s.env.Tool.Caller)
+			caller := ""
+			if tv := s.env.Tool(); tv != nil {
+				caller = tv.Caller
+			}
+			s.tools.call.errText = s.render(&a.Text, caller)
 		}
 	case *rules.TicketAction:
 		if role, ok := s.evalString(&a.Role, rule); ok {
@@ -126,7 +129,11 @@ func (s *Session) do(a rules.Action, rule string) {
 		raw, _ := json.Marshal(v)
 		s.emit(Effect{Type: EffectReport, Kind: a.Kind, Rule: rule, Data: raw})
 	case *rules.FlagAction:
-		s.emit(Effect{Type: EffectFlag, Rule: rule, Reason: a.Reason, Agent: s.env.Reply.Role, Text: s.env.Reply.Text})
+		e := Effect{Type: EffectFlag, Rule: rule, Reason: a.Reason}
+		if r := s.env.Reply(); r != nil {
+			e.Agent, e.Text = r.Role, r.Text
+		}
+		s.emit(e)
 	case *rules.RefuseAction:
 		if s.input.checking {
 			s.input.refused = &a.Turn

@@ -44,8 +44,7 @@ func (s *Session) check(t *turn, line string) []string {
 	if len(g.Tripwires) == 0 {
 		return v
 	}
-	s.setReply(t, line, v)
-	defer func() { s.env.Reply = rules.ReplyView{} }()
+	defer s.env.Scope(rules.Scope{Reply: s.replyView(t, line, v)})()
 	for i := range g.Tripwires {
 		tw := &g.Tripwires[i]
 		if !s.evalBool(&tw.When, t.role) {
@@ -64,12 +63,19 @@ func (s *Session) check(t *turn, line string) []string {
 	return v
 }
 
-// setReply fills the reply view guardrail conditions and templates read.
-func (s *Session) setReply(t *turn, line string, v []string) {
-	s.env.Reply = rules.ReplyView{Text: line, Role: t.role, Violations: v, Attempt: t.guard.answers}
+// replyView is the reply guardrail conditions and templates read.
+func (s *Session) replyView(t *turn, line string, v []string) *rules.ReplyView {
+	r := &rules.ReplyView{Text: line, Role: t.role, Violations: v, Attempt: t.guard.answers}
 	if role, ok := s.p.Role(t.role); ok {
-		s.env.Reply.Limits = role.GuardLimits()
+		r.Limits = role.GuardLimits()
 	}
+	return r
+}
+
+// correction renders the regenerate instruction for a line that broke v.
+func (s *Session) correction(t *turn, line string, v []string) string {
+	defer s.env.Scope(rules.Scope{Reply: s.replyView(t, line, v)})()
+	return s.render(&s.p.Guardrails.Regenerate.Instruction, t.role)
 }
 
 // guardLine runs a generated line through the guardrails. It returns the
@@ -149,9 +155,7 @@ func (s *Session) regenerate(t *turn, line string, v []string) bool {
 	}
 	gd.regens++
 	t.stale = "" // the new line is written from the state as it is now
-	s.setReply(t, line, v)
-	instruction := s.render(&g.Regenerate.Instruction, t.role)
-	s.env.Reply = rules.ReplyView{}
+	instruction := s.correction(t, line, v)
 	s.verdict(t, line, v, "regenerate", fmt.Sprintf("attempt %d of %d", gd.regens, *g.Regenerate.Attempts))
 	t.state = tsGenerating
 	t.reqID = s.nextID('r')
@@ -159,7 +163,7 @@ func (s *Session) regenerate(t *turn, line string, v []string) bool {
 	req.Correction = &Correction{Rejected: line, Instruction: instruction, Attempt: gd.regens}
 	req.TimeoutMS = deadline - s.now
 	s.emit(Effect{Type: EffectLLMRequest, ID: t.reqID, Agent: t.role, Kind: t.kind, Rule: t.rule, Request: req})
-	s.addTimer(timer{at: deadline, kind: tLLMTimeout, key: t.reqID})
+	s.openRequest(t.reqID, ownTurn, deadline)
 	return true
 }
 

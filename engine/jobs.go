@@ -111,10 +111,9 @@ func (j *jobs) run(s *Session, job *rules.Job, args map[string]any, overlap rule
 	}
 	// The prompt sees the job's own args; the scope it was started from
 	// (a rule on job:NAME, a handler) gets its own back.
-	outer, result := s.env.Args(), s.env.Result()
-	s.env.SetArgs(args, nil)
+	pop := s.env.Scope(rules.Scope{Args: args})
 	prompt := s.render(&job.Prompt, role)
-	s.env.SetArgs(outer, result)
+	pop()
 	id := s.nextID('j')
 	req := &LLMRequest{
 		Role: role, Kind: "job", TurnGoal: job.ID, Job: job.ID,
@@ -135,7 +134,7 @@ func (j *jobs) run(s *Session, job *rules.Job, args map[string]any, overlap rule
 	j.running = append(j.running, jobEntry{id: id, job: job, role: role, args: args, phase: phase})
 	s.coverage.hit(s, rules.CoverJob, job.ID)
 	s.emit(Effect{Type: EffectLLMRequest, ID: id, Agent: role, Kind: "job", Rule: job.ID, Request: req})
-	s.addTimer(timer{at: s.now + job.Timeout.MS, kind: tLLMTimeout, key: id})
+	s.openRequest(id, ownJob, s.now+job.Timeout.MS)
 }
 
 func (j *jobs) inFlight(job *rules.Job, role string) bool {
@@ -171,7 +170,6 @@ func (j *jobs) result(s *Session, r *LLMResult, timedOut bool) bool {
 	if !ok {
 		return false
 	}
-	s.timers.cancel(tLLMTimeout, 0, r.ID)
 	job := run.job
 	failed := func(reason string) {
 		s.emit(Effect{Type: EffectJobError, ID: r.ID, Agent: run.role, Rule: job.ID, Reason: reason})
@@ -192,9 +190,9 @@ func (j *jobs) result(s *Session, r *LLMResult, timedOut bool) bool {
 		s.emit(Effect{Type: EffectJobResult, ID: r.ID, Agent: run.role, Rule: job.ID, Data: raw})
 		s.runHandler(job.OnResult, job.ID, run.args, result)
 		if !s.ended {
-			s.env.SetArgs(run.args, result)
+			pop := s.env.Scope(rules.Scope{Args: run.args, Result: result})
 			s.fireRules(rules.JobTrigger(job.ID))
-			s.env.SetArgs(nil, nil)
+			pop()
 		}
 	}
 	if run.phase && !s.ended {
@@ -229,11 +227,13 @@ func parseJobResult(job *rules.Job, text string) (any, string) {
 }
 
 // evalArgs works out the arguments of a job being started. Its
-// expressions see as args what is in scope where the job is started (a
-// handler's args, which it may pass on), overlaid with base and the
-// arguments worked out before them.
+// expressions see the scope the job is started in (a tool rule's tool, a
+// handler's result), with as args the scope's own (a handler's, which it
+// may pass on) overlaid with base and the arguments worked out before
+// them.
 func (s *Session) evalArgs(defs []rules.Arg, base map[string]any) map[string]any {
-	outer, result := s.env.Args(), s.env.Result() // a handler's, passed on
+	sc := s.env.Current()
+	outer := sc.Args
 	args := map[string]any{}
 	for k, v := range base {
 		args[k] = v
@@ -243,8 +243,9 @@ func (s *Session) evalArgs(defs []rules.Arg, base map[string]any) map[string]any
 		scope = map[string]any{}
 	}
 	maps.Copy(scope, args)
+	sc.Args = scope
+	defer s.env.Scope(sc)()
 	for i := range defs {
-		s.env.SetArgs(scope, result)
 		v, err := s.env.Eval(&defs[i].Value.Expr)
 		if err != nil {
 			s.note("", "args "+defs[i].ID+": "+err.Error())
@@ -252,7 +253,6 @@ func (s *Session) evalArgs(defs []rules.Arg, base map[string]any) map[string]any
 		}
 		args[defs[i].ID], scope[defs[i].ID] = v, v
 	}
-	s.env.SetArgs(outer, result)
 	return args
 }
 

@@ -208,9 +208,7 @@ func (pr *prepare) ask(s *Session, e *prepEntry, t *turn) {
 // send sends req for e; with a correction it asks again for a line the
 // guardrails refused, else for a new line.
 func (pr *prepare) send(s *Session, e *prepEntry, t *turn, req *LLMRequest, c *Correction) {
-	if e.reqID != "" {
-		s.timers.cancel(tLLMTimeout, 0, e.reqID)
-	}
+	s.dropRequest(e.reqID)
 	e.unanswered++
 	if c == nil {
 		e.asks++
@@ -233,7 +231,7 @@ func (pr *prepare) send(s *Session, e *prepEntry, t *turn, req *LLMRequest, c *C
 	}
 	sent.Prepare = &Preparation{DueMS: e.due, LeadMS: e.plan.LeadMS}
 	s.emit(Effect{Type: EffectLLMRequest, ID: e.reqID, Agent: t.role, Kind: t.kind, Rule: t.rule, Request: sent})
-	s.addTimer(timer{at: s.now + s.p.LLM.Timeout.MS, kind: tLLMTimeout, key: e.reqID})
+	s.openRequest(e.reqID, ownPrep, s.now+s.p.LLM.Timeout.MS)
 }
 
 // claim hands a new turn the preparation made for it, if there is one.
@@ -251,7 +249,7 @@ func (pr *prepare) claim(t *turn) {
 func (pr *prepare) drop(s *Session, t *turn) {
 	if e := t.prep; e != nil {
 		t.prep = nil
-		s.timers.cancel(tLLMTimeout, 0, e.reqID)
+		s.dropRequest(e.reqID)
 		pr.remove(e)
 	}
 }
@@ -271,7 +269,7 @@ func (pr *prepare) unclaim(s *Session, t *turn) {
 		// cancelled), and refresh brings it up to date.
 		pr.entries = append(pr.entries, e)
 		if e.state == prepAsked {
-			s.addTimer(timer{at: max(s.now, e.askedAt+s.p.LLM.Timeout.MS), kind: tLLMTimeout, key: e.reqID})
+			s.openRequest(e.reqID, ownPrep, max(s.now, e.askedAt+s.p.LLM.Timeout.MS))
 		}
 	}
 }
@@ -284,7 +282,7 @@ func (pr *prepare) expire(s *Session, rule string) {
 		if e.rule != rule || e.claimed != nil {
 			return false
 		}
-		s.timers.cancel(tLLMTimeout, 0, e.reqID)
+		s.dropRequest(e.reqID)
 		return true
 	})
 }
@@ -299,7 +297,6 @@ func (pr *prepare) result(s *Session, r *LLMResult) bool {
 		if e.reqID != r.ID || e.state != prepAsked {
 			continue
 		}
-		s.timers.cancel(tLLMTimeout, 0, e.reqID)
 		e.result = *r
 		e.state = prepReady
 		e.unanswered = 0
@@ -342,9 +339,7 @@ func (pr *prepare) precheck(s *Session, e *prepEntry) {
 		gd.violations, gd.original = v, line
 	}
 	t.guard = *gd
-	s.setReply(t, line, v)
-	instruction := s.render(&g.Regenerate.Instruction, t.role)
-	s.env.Reply = rules.ReplyView{}
+	instruction := s.correction(t, line, v)
 	s.emit(Effect{Type: EffectGuardrail, ID: e.reqID, Agent: t.role, Kind: "regenerate", Rule: t.rule, Text: line, Guardrail: v,
 		Reason: fmt.Sprintf("attempt %d of %d, before its due time", gd.regens, *g.Regenerate.Attempts)})
 	pr.send(s, e, t, e.sent, &Correction{Rejected: line, Instruction: instruction, Attempt: gd.regens})
@@ -390,10 +385,10 @@ func (pr *prepare) release(s *Session, t *turn) bool {
 			Reason: stale + " changed since " + rules.FormatClock(e.askedAt)})
 		switch e.plan.OnStale {
 		case rules.StaleRegenerate:
-			s.timers.cancel(tLLMTimeout, 0, e.reqID)
+			s.dropRequest(e.reqID)
 			return false
 		case rules.StaleDrop:
-			s.timers.cancel(tLLMTimeout, 0, e.reqID)
+			s.dropRequest(e.reqID)
 			s.floor.active = nil
 			return true
 		}
@@ -412,6 +407,7 @@ func (pr *prepare) release(s *Session, t *turn) bool {
 		return true
 	}
 	// Still being written: the turn waits for it as for its own request.
+	s.reqs.own(e.reqID, ownTurn)
 	s.cover.arm(s, t)
 	return true
 }
@@ -553,9 +549,9 @@ func (pr *prepare) beforeStart(s *Session, in *Input) bool {
 		}
 		return true
 	case in.Type == InputLLMResult && in.T == 0 && pr.setUp:
-		// Before the clock starts only preparations are out: an answer
-		// to anything else is ignored, as a superseded one would be.
-		pr.result(s, in.LLM)
+		// Before the clock starts only preparations are out: the one
+		// owner lookup finds nobody else.
+		in.LLM.apply(s)
 		return true
 	}
 	return false

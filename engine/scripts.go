@@ -253,8 +253,8 @@ var facadeFields = map[string]func(f *facade) (any, bool){
 	},
 	// The answer being checked by the guardrails (a tripwire's condition).
 	"reply": func(f *facade) (any, bool) {
-		rv := &f.s.env.Reply
-		if rv.Role == "" {
+		rv := f.s.env.Reply()
+		if rv == nil {
 			return nil, false
 		}
 		v := make([]any, len(rv.Violations))

@@ -415,7 +415,7 @@ func (q *sequences) ask(s *Session, r *seqRun, role string) {
 	})
 	s.seqEmit(SeqAgentStarted, r, role, &AgentStarted{Agent: role, RunID: r.runID, Round: r.round, Call: r.calls})
 	s.emit(Effect{Type: EffectLLMRequest, ID: r.reqID, Agent: role, Kind: "sequence", Rule: seq.ID, Request: req})
-	s.addTimer(timer{at: s.now + timeout, kind: tLLMTimeout, key: r.reqID})
+	s.openRequest(r.reqID, ownSeq, s.now+timeout)
 }
 
 // defaultSequenceAssembly is a sequence call's prompt when the pack
@@ -438,7 +438,6 @@ func (q *sequences) result(s *Session, res *LLMResult) bool {
 	if r == nil {
 		return false
 	}
-	s.timers.cancel(tLLMTimeout, 0, res.ID)
 	role := r.seq.Steps[r.step].Role
 	a := AgentResponse{Agent: role, RunID: r.runID, Round: r.round}
 	read := false // the gate read this answer, whatever it found
@@ -563,7 +562,7 @@ func (q *sequences) finish(s *Session, r *seqRun, kind, reason string) {
 	}
 	if r.reqID != "" {
 		// Only a cancel (or the session's end) stops a call midway.
-		s.timers.cancel(tLLMTimeout, 0, r.reqID)
+		s.dropRequest(r.reqID)
 		q.skip(s, r, StatusCancelled)
 		r.reqID = ""
 	}
@@ -638,10 +637,13 @@ func (q *sequences) fireEnded(s *Session) bool {
 	_ = dec.Decode(&result)
 	shown := q.shown
 	q.shown = e.r
-	outer, res := s.env.Args(), s.env.Result()
-	s.env.SetArgs(outer, normalizeJSON(result))
+	// The rules see the scope the exchange ended in, with the exchange's
+	// outcome as their result.
+	sc := s.env.Current()
+	sc.Result = normalizeJSON(result)
+	pop := s.env.Scope(sc)
 	s.fireRules(rules.SequenceTrigger(e.r.seq.ID))
-	s.env.SetArgs(outer, res)
+	pop()
 	if q.shown == e.r {
 		q.shown = shown
 	}

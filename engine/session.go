@@ -59,6 +59,7 @@ type Session struct {
 	timers  timerTable
 	rng     *rand.Rand
 	scripts scriptRuns
+	reqs    requests // requests.go
 
 	cand        candidate   // candidate.go
 	conf        confidence  // confidence.go
@@ -257,9 +258,7 @@ func (s *Session) fire(tm timer) {
 	case tDeferCap:
 		s.deferCap(tm.key)
 	case tLLMTimeout:
-		if !s.turnTimedOut(tm.key) && !s.prep.timedOut(s, tm.key) && !s.seqs.timedOut(s, tm.key) {
-			s.jobs.result(s, &LLMResult{ID: tm.key}, true)
-		}
+		s.requestTimedOut(tm.key)
 	case tSlot:
 		s.slots.fire(s, tm.ref)
 	case tClientTool:

@@ -165,9 +165,8 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 	if len(problems) > 0 {
 		return fail("invalid arguments: " + strings.Join(problems, "; "))
 	}
-	s.env.Tool = rules.ToolView{ID: call.ID, Name: call.Name, Caller: role, Args: args}
 	s.tools.call = &toolCall{}
-	s.fireRules(rules.ToolTrigger(call.Name))
+	s.fireToolRules(rules.ToolTrigger(call.Name), rules.ToolView{ID: call.ID, Name: call.Name, Caller: role, Args: args})
 	tc := s.tools.call
 	s.tools.call = nil
 	if tc.errText != "" {
@@ -189,6 +188,12 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 	}
 	s.emit(Effect{Type: EffectToolResult, ID: call.ID, Agent: role, Kind: call.Name, Data: step.Result})
 	return step
+}
+
+// fireToolRules runs the rules on trg with the call tv as their `tool`.
+func (s *Session) fireToolRules(trg rules.Trigger, tv rules.ToolView) {
+	defer s.env.Scope(rules.Scope{Tool: &tv})()
+	s.fireRules(trg)
 }
 
 // notAvailable words the refusal of a call to a tool role cannot call
@@ -225,8 +230,7 @@ func (s *Session) refusedRound(role string, last ToolCall) bool {
 	}
 	s.tools.refused[ri] = 0
 	s.emit(Effect{Type: EffectAdapterError, Agent: role, Kind: last.Name, Reason: fmt.Sprintf("tool loop: %d refused rounds of tool calls in a row", ToolLoopLimit)})
-	s.env.Tool = rules.ToolView{ID: last.ID, Name: last.Name, Caller: role}
-	s.fireRules(rules.EngineTrigger(rules.TriggerToolLoop))
+	s.fireToolRules(rules.EngineTrigger(rules.TriggerToolLoop), rules.ToolView{ID: last.ID, Name: last.Name, Caller: role})
 	return true
 }
 
@@ -323,8 +327,7 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 func (s *Session) toolRoundsSpent(a *turn, first ToolCall, spoke bool) {
 	s.emit(Effect{Type: EffectAdapterError, ID: a.reqID, Agent: a.role, Kind: first.Name,
 		Reason: fmt.Sprintf("tool loop: still calling tools after %d rounds in one turn", MaxToolRounds)})
-	s.env.Tool = rules.ToolView{ID: first.ID, Name: first.Name, Caller: a.role}
-	s.fireRules(rules.EngineTrigger(rules.TriggerToolLoop))
+	s.fireToolRules(rules.EngineTrigger(rules.TriggerToolLoop), rules.ToolView{ID: first.ID, Name: first.Name, Caller: a.role})
 	f := &s.floor
 	switch {
 	case s.ended || f.active != a || spoke:

@@ -159,9 +159,7 @@ func (s *Session) enqueue(t *turn) {
 // waiting if its window is still open.
 func (s *Session) preempt(t *turn, by string) {
 	s.timers.cancel(tDeferCap, 0, t.id)
-	if t.reqID != "" {
-		s.timers.cancel(tLLMTimeout, 0, t.reqID)
-	}
+	s.dropRequest(t.reqID)
 	s.emit(Effect{Type: EffectPreempted, Agent: t.role, Kind: t.kind, Rule: t.rule, Reason: "preempted by " + by})
 	// A window that waits again keeps the turn's preparation for its next
 	// turn; any other source will not make this turn again.
@@ -275,7 +273,7 @@ func (s *Session) start(t *turn) {
 	t.guard.askedAt = s.now
 	req := s.buildRequest(t)
 	s.emit(Effect{Type: EffectLLMRequest, ID: t.reqID, Agent: t.role, Kind: t.kind, Rule: t.rule, Request: req})
-	s.addTimer(timer{at: s.now + s.p.LLM.Timeout.MS, kind: tLLMTimeout, key: t.reqID})
+	s.openRequest(t.reqID, ownTurn, s.now+s.p.LLM.Timeout.MS)
 	s.cover.arm(s, t)
 }
 
@@ -314,8 +312,8 @@ func (s *Session) request(t *turn, take bool) *LLMRequest {
 	return req
 }
 
-// turnTimedOut handles an llm timeout for the turn holding the floor; it
-// reports whether the request was that turn's.
+// turnTimedOut handles the timeout of a request a turn owns, if that
+// turn still holds the floor and waits for it.
 func (s *Session) turnTimedOut(reqID string) bool {
 	a := s.floor.active
 	if a == nil || a.reqID != reqID || a.state != tsGenerating {
@@ -327,20 +325,13 @@ func (s *Session) turnTimedOut(reqID string) bool {
 	return true
 }
 
-func (r *LLMResult) apply(s *Session) { s.onLLMResult(r) }
-
-func (s *Session) onLLMResult(r *LLMResult) {
-	if s.seqs.result(s, r) || s.jobs.result(s, r, false) {
-		return
-	}
+// turnAnswered takes the answer to a request a turn owns, if that turn
+// still holds the floor and waits for it.
+func (s *Session) turnAnswered(r *LLMResult) {
 	a := s.floor.active
 	if a == nil || a.reqID != r.ID || a.state != tsGenerating {
-		// A preparation's, or superseded or timed out: ignored,
-		// deterministically.
-		s.prep.result(s, r)
 		return
 	}
-	s.timers.cancel(tLLMTimeout, 0, a.reqID)
 	s.turnResult(a, r)
 }
 

@@ -74,6 +74,9 @@ type compiler struct {
 	// times is set while walk resolves durations and numbers, which it
 	// does before anything else (see compile).
 	times bool
+	// in is the scoped views (views.go) the expressions being walked
+	// have: a tool rule's `tool`, a guardrail's `reply`.
+	in viewScope
 	// turns are the turns check saw, and dynamicGoals whether a script can
 	// name a turn's goal at run time; warnings look at both.
 	turns        []checkedTurn
@@ -358,6 +361,10 @@ func (c *compiler) walk(v reflect.Value) {
 	if !walked(v.Type()) {
 		return
 	}
+	if v.Type() == ruleType && v.CanAddr() {
+		defer func(in viewScope) { c.in = in }(c.in)
+		c.in |= v.Addr().Interface().(*Rule).scopeOf()
+	}
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
@@ -366,8 +373,11 @@ func (c *compiler) walk(v reflect.Value) {
 	case reflect.Struct:
 		t := v.Type()
 		for i := range t.NumField() {
-			if t.Field(i).IsExported() && t.Field(i).Tag.Get("yaml") != "-" {
+			if f := t.Field(i); f.IsExported() && f.Tag.Get("yaml") != "-" {
+				in := c.in
+				c.in |= scopeTag(f)
 				c.walk(v.Field(i))
+				c.in = in
 			}
 		}
 	case reflect.Slice:
@@ -493,11 +503,7 @@ func (c *compiler) compileExpr(x *Expr, asBool bool) {
 				pos.Col += fe.Column
 			}
 		}
-		msg = strings.NewReplacer("type *rules.CandidateView", "candidate", "type rules.CandidateView", "candidate",
-			"type *rules.MessageView", "msg", "type rules.MessageView", "msg",
-			"type *rules.SessionView", "session", "type rules.SessionView", "session",
-			"type *rules.FloorView", "floor", "type rules.FloorView", "floor",
-			"type *rules.ReplyView", "reply", "type rules.ReplyView", "reply").Replace(msg)
+		msg = viewWords(msg)
 		if strings.HasPrefix(msg, "unknown name ") {
 			// A name a dropped file or section would have declared.
 			c.missingf(pos, "constants vars", "expression %q: %s", clip(x.Src), msg)
@@ -506,7 +512,35 @@ func (c *compiler) compileExpr(x *Expr, asBool bool) {
 		c.errorf(pos, "expression %q: %s", clip(x.Src), msg)
 		return
 	}
+	if node := prog.Node(); node != nil {
+		if name, where, at, ok := outOfScope(&node, c.in); ok {
+			c.errorf(offsetPos(x.Pos, x.Src, at), "expression %q: %s exists only %s; here it would always be empty", clip(x.Src), name, where)
+			return
+		}
+	}
 	x.prog = prog
+}
+
+// offsetPos is the position of the rune at offset at in src, which
+// starts at start.
+func offsetPos(start Pos, src string, at int) Pos {
+	line, col := 0, 0
+	for i, r := range []rune(src) {
+		if i == at {
+			break
+		}
+		col++
+		if r == '\n' {
+			line, col = line+1, 0
+		}
+	}
+	if line > 0 {
+		start.Line += line
+		start.Col = col + 1
+	} else {
+		start.Col += col
+	}
+	return start
 }
 
 // exprConfig is the configuration an expression compiles with. expr's

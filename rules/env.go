@@ -125,8 +125,7 @@ type envSpec struct {
 
 // builtinNames are the names expressions see besides the pack's
 // constants and variables: the views, then the host functions.
-var builtinNames = slices.Concat([]string{"candidate", "msg", "session", "floor", "reply", "now", "role", "tool", "args", "result",
-	"scenario", "sequence"}, hostFuncNames(), pureFuncNames())
+var builtinNames = slices.Concat(viewNames(), []string{"now", "role", "args", "result", "scenario"}, hostFuncNames(), pureFuncNames())
 
 // hostFuncs is the one list of functions expressions call into the
 // session. Each binds an Env to a function value; bound to an Env without
@@ -252,6 +251,23 @@ func exprFunctions() []expr.Option {
 	return opts
 }
 
+// Scope is what an expression sees of the thing being handled, besides
+// the session's own state: the tool call (`tool`, in rules on tool:NAME
+// and tool_loop), the line the guardrails check (`reply`), a job's or a
+// sequence's `args` and `result`. Scopes nest as a stack: Env.Scope
+// pushes one and returns the function that pops it, so a caller writes
+//
+//	defer s.env.Scope(rules.Scope{Tool: &tv})()
+//
+// While a scope is in force, a view it leaves unset reads as absent (its
+// zero value): nothing handled earlier can leak into a later expression.
+type Scope struct {
+	Tool   *ToolView
+	Reply  *ReplyView
+	Args   map[string]any
+	Result any
+}
+
 // Env is one session's expression environment. It is not safe for
 // concurrent use; a session owns exactly one.
 type Env struct {
@@ -259,8 +275,6 @@ type Env struct {
 	Msg       MessageView
 	Session   SessionView
 	Floor     FloorView
-	Reply     ReplyView
-	Tool      ToolView
 	Sequence  SequenceView
 	Now       int64
 	host      Host
@@ -268,6 +282,14 @@ type Env struct {
 	vm        vm.VM
 	vars      map[string]reflect.Kind
 	roleVals  map[string]any // role ids boxed once, so SetRole does not allocate
+
+	scope  Scope
+	scopes []Scope // the scopes under the current one
+	pop    func()  // popScope, bound once so a push does not allocate
+	// What an absent view reads as. Expressions cannot write to them.
+	noTool  ToolView
+	noReply ReplyView
+	noArgs  map[string]any
 }
 
 // NewEnv builds a fresh environment for one session of p.
@@ -284,14 +306,13 @@ func (p *Pack) NewEnv() *Env {
 	e.m["msg"] = &e.Msg
 	e.m["session"] = &e.Session
 	e.m["floor"] = &e.Floor
-	e.m["reply"] = &e.Reply
 	e.m["now"] = func() int64 { return e.Now }
 	e.m["role"] = ""
-	e.m["tool"] = &e.Tool
 	e.m["sequence"] = &e.Sequence
 	e.m["scenario"] = p.scenarioMap()
-	e.m["args"] = map[string]any{}
-	e.m["result"] = nil
+	e.noArgs = map[string]any{}
+	e.pop = e.popScope
+	e.setScope(Scope{})
 	for _, f := range hostFuncs {
 		e.m[f.name] = f.bind(e)
 	}
@@ -306,20 +327,56 @@ func (p *Pack) NewEnv() *Env {
 // SetHost connects the session state behind the panel functions.
 func (e *Env) SetHost(h Host) { e.host = h }
 
-// Result is the `result` in scope (a job's, in its handlers).
-func (e *Env) Result() any { return e.m["result"] }
-
-// Args is the `args` in scope (a job's, in its handlers).
-func (e *Env) Args() map[string]any { a, _ := e.m["args"].(map[string]any); return a }
-
-// SetArgs sets `args` and `result` for a job or phase expression.
-func (e *Env) SetArgs(args map[string]any, result any) {
-	if args == nil {
-		args = map[string]any{}
-	}
-	e.m["args"] = args
-	e.m["result"] = result
+// Scope makes sc the scope expressions see until the returned function
+// is called, which restores the scope it replaced.
+func (e *Env) Scope(sc Scope) (pop func()) {
+	e.scopes = append(e.scopes, e.scope)
+	e.setScope(sc)
+	return e.pop
 }
+
+func (e *Env) popScope() {
+	n := len(e.scopes) - 1
+	e.setScope(e.scopes[n])
+	e.scopes[n] = Scope{}
+	e.scopes = e.scopes[:n]
+}
+
+func (e *Env) setScope(sc Scope) {
+	e.scope = sc
+	if sc.Tool != nil {
+		e.m["tool"] = sc.Tool
+	} else {
+		e.m["tool"] = &e.noTool
+	}
+	if sc.Reply != nil {
+		e.m["reply"] = sc.Reply
+	} else {
+		e.m["reply"] = &e.noReply
+	}
+	if sc.Args != nil {
+		e.m["args"] = sc.Args
+	} else {
+		e.m["args"] = e.noArgs
+	}
+	e.m["result"] = sc.Result
+}
+
+// Current is the scope in force, for a caller that narrows it: a
+// scope that adds to the one it is in starts from this.
+func (e *Env) Current() Scope { return e.scope }
+
+// Tool is the tool call in scope, or nil.
+func (e *Env) Tool() *ToolView { return e.scope.Tool }
+
+// Reply is the line the guardrails check in scope, or nil.
+func (e *Env) Reply() *ReplyView { return e.scope.Reply }
+
+// Args is the `args` in scope (a job's, in its handlers), or nil.
+func (e *Env) Args() map[string]any { return e.scope.Args }
+
+// Result is the `result` in scope (a job's, in its handlers).
+func (e *Env) Result() any { return e.scope.Result }
 
 func (e *Env) hostOr() Host {
 	if e.host == nil {
@@ -489,15 +546,11 @@ func (p *Pack) buildEnvSpec() {
 		s.decl[v.ID] = normalize(v.Initial)
 		s.names[v.ID] = "variable"
 	}
-	s.decl["candidate"] = &CandidateView{}
-	s.decl["msg"] = &MessageView{}
-	s.decl["session"] = &SessionView{}
-	s.decl["floor"] = &FloorView{}
-	s.decl["reply"] = &ReplyView{}
+	for _, v := range views {
+		s.decl[v.name] = reflect.New(v.typ).Interface()
+	}
 	s.decl["now"] = func() int64 { return 0 }
 	s.decl["role"] = ""
-	s.decl["tool"] = &ToolView{}
-	s.decl["sequence"] = &SequenceView{}
 	s.decl["scenario"] = p.scenarioMap()
 	s.decl["args"] = map[string]any{}
 	s.decl["result"] = map[string]any{}

@@ -30,14 +30,14 @@ type Guardrails struct {
 	// the last resort of every chain.
 	OnViolation Policies `yaml:"on_violation"`
 	// Regenerate asks the same model again with a corrective instruction.
-	Regenerate Regenerate `yaml:"regenerate"`
+	Regenerate Regenerate `yaml:"regenerate" scope:"reply"`
 	// Rewrite, if set, is a script that rewrites a violating line; its
 	// answer is checked again and passed over if it still violates.
 	Rewrite *Hook `yaml:"rewrite"`
 	// Tripwires run on every generated line with reply in scope: when one
 	// holds, its actions run (flag, end, anything a rule does) and the
 	// line counts as violating it.
-	Tripwires []Check `yaml:"tripwires"`
+	Tripwires []Check `yaml:"tripwires" scope:"reply"`
 	// Input checks run on every candidate message before it is routed,
 	// with msg in scope; besides any action they may refuse or redact it.
 	Input []Check `yaml:"input"`

@@ -40,22 +40,24 @@ const (
 
 // engineTriggers is the one list of the engine's own trigger names, as a
 // rule's trigger: spells them. A name ending in ':' is written with what it
-// names after it: "tool:NAME", "job:NAME".
+// names after it: "tool:NAME", "job:NAME". A trigger's scope is the
+// scoped views (views.go) its rules' expressions have.
 var engineTriggers = [...]struct {
-	kind TriggerKind
-	name string
-	doc  string
+	kind  TriggerKind
+	name  string
+	doc   string
+	scope viewScope
 }{
-	{TriggerSessionStart, "session_start", "the session's first step"},
-	{TriggerLiveStart, "live_start", "setup phases are done and the panel is live"},
-	{TriggerToolLoop, "tool_loop", "a role had too many tool calls refused in a row"},
-	{TriggerAgentMessage, "agent_message", "an agent line was sent"},
-	{TriggerAgentTranscript, "agent_transcript", "a live speech session finished a line"},
-	{TriggerSpeechDone, "speech_done", "an agent line finished playing"},
-	{TriggerStalled, "stalled", "nothing was pending for liveness.stall_after"},
-	{TriggerTool, "tool:", "an agent called the named tool"},
-	{TriggerJob, "job:", "the named job's result landed, after its on_result (args and result in scope)"},
-	{TriggerSequence, "sequence:", "an exchange of the named sequence ended (sequence and result in scope)"},
+	{TriggerSessionStart, "session_start", "the session's first step", 0},
+	{TriggerLiveStart, "live_start", "setup phases are done and the panel is live", 0},
+	{TriggerToolLoop, "tool_loop", "a role had too many tool calls refused in a row (tool in scope)", scopeTool},
+	{TriggerAgentMessage, "agent_message", "an agent line was sent", 0},
+	{TriggerAgentTranscript, "agent_transcript", "a live speech session finished a line", 0},
+	{TriggerSpeechDone, "speech_done", "an agent line finished playing", 0},
+	{TriggerStalled, "stalled", "nothing was pending for liveness.stall_after", 0},
+	{TriggerTool, "tool:", "an agent called the named tool (tool in scope)", scopeTool},
+	{TriggerJob, "job:", "the named job's result landed, after its on_result (args and result in scope)", 0},
+	{TriggerSequence, "sequence:", "an exchange of the named sequence ended (sequence and result in scope)", 0},
 }
 
 func named(name string) bool { return strings.HasSuffix(name, ":") }
