@@ -19,7 +19,7 @@ type candidate struct {
 	handling *CandidateEvent
 }
 
-func (c *candidate) init() {
+func (c *candidate) init(*Session) {
 	c.lastKeystroke, c.lastSpeechEnd, c.lastMsgAt = -1, -1, -1
 }
 

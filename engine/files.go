@@ -28,7 +28,8 @@ type doc struct {
 	at int64
 }
 
-func (f *files) init(p *rules.Pack) {
+func (f *files) init(s *Session) {
+	p := s.p
 	slots := p.FileSlots()
 	f.docs = make([]doc, len(slots))
 	for i := range slots {

@@ -163,7 +163,7 @@ func (s *Session) regenerate(t *turn, line string, v []string) bool {
 	req.Correction = &Correction{Rejected: line, Instruction: instruction, Attempt: gd.regens}
 	req.TimeoutMS = deadline - s.now
 	s.emit(Effect{Type: EffectLLMRequest, ID: t.reqID, Agent: t.role, Kind: t.kind, Rule: t.rule, Request: req})
-	s.openRequest(t.reqID, ownTurn, deadline)
+	s.openRequest(t.reqID, &s.floor, deadline)
 	return true
 }
 

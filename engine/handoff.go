@@ -23,7 +23,8 @@ type handoff struct {
 	pending bool
 }
 
-func (h *handoff) init(p *rules.Pack, opts Options) {
+func (h *handoff) init(s *Session) {
+	p, opts := s.p, s.opts
 	h.liveVoice = p.Voice.Mode == rules.VoiceLive
 	if m, ok := rules.ParseVoiceMode(opts.VoiceMode); ok {
 		h.liveVoice = m == rules.VoiceLive

@@ -134,7 +134,7 @@ func (j *jobs) run(s *Session, job *rules.Job, args map[string]any, overlap rule
 	j.running = append(j.running, jobEntry{id: id, job: job, role: role, args: args, phase: phase})
 	s.coverage.hit(s, rules.CoverJob, job.ID)
 	s.emit(Effect{Type: EffectLLMRequest, ID: id, Agent: role, Kind: "job", Rule: job.ID, Request: req})
-	s.openRequest(id, ownJob, s.now+job.Timeout.MS)
+	s.openRequest(id, &s.jobs, s.now+job.Timeout.MS)
 }
 
 func (j *jobs) inFlight(job *rules.Job, role string) bool {
@@ -163,6 +163,10 @@ func (j *jobs) take(id string) (jobEntry, bool) {
 	}
 	return jobEntry{}, false
 }
+
+func (j *jobs) answered(s *Session, r *LLMResult) { j.result(s, r, false) }
+
+func (j *jobs) timedOut(s *Session, id string) { j.result(s, &LLMResult{ID: id}, true) }
 
 // result handles a job's answer; it reports whether id was a job.
 func (j *jobs) result(s *Session, r *LLMResult, timedOut bool) bool {

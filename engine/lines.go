@@ -28,7 +28,8 @@ type lineOrder struct {
 	next int
 }
 
-func (l *lines) init(seed uint64) {
+func (l *lines) init(s *Session) {
+	seed := s.opts.Seed
 	// Its own stream, so drawing orders never shifts what scripts'
 	// Math.random returns.
 	l.rng = rand.New(rand.NewPCG(seed, seed^0x6c696e65735f7631))

@@ -16,7 +16,7 @@ type liveness struct {
 	fired bool
 }
 
-func (l *liveness) init() { l.idleSince = -1 }
+func (l *liveness) init(*Session) { l.idleSince = -1 }
 
 // idle reports whether nothing is pending.
 func (s *Session) idle() bool {

@@ -18,7 +18,8 @@ type memory struct {
 	records map[string][]any
 }
 
-func (m *memory) init(p *rules.Pack) {
+func (m *memory) init(s *Session) {
+	p := s.p
 	m.slots = make([]map[string]string, len(p.Roles))
 	m.notes = make([][]string, len(p.Roles))
 	m.inject = make([][]string, len(p.Roles))

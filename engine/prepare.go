@@ -231,7 +231,7 @@ func (pr *prepare) send(s *Session, e *prepEntry, t *turn, req *LLMRequest, c *C
 	}
 	sent.Prepare = &Preparation{DueMS: e.due, LeadMS: e.plan.LeadMS}
 	s.emit(Effect{Type: EffectLLMRequest, ID: e.reqID, Agent: t.role, Kind: t.kind, Rule: t.rule, Request: sent})
-	s.openRequest(e.reqID, ownPrep, s.now+s.p.LLM.Timeout.MS)
+	s.openRequest(e.reqID, &s.prep, s.now+s.p.LLM.Timeout.MS)
 }
 
 // claim hands a new turn the preparation made for it, if there is one.
@@ -269,7 +269,7 @@ func (pr *prepare) unclaim(s *Session, t *turn) {
 		// cancelled), and refresh brings it up to date.
 		pr.entries = append(pr.entries, e)
 		if e.state == prepAsked {
-			s.openRequest(e.reqID, ownPrep, max(s.now, e.askedAt+s.p.LLM.Timeout.MS))
+			s.openRequest(e.reqID, &s.prep, max(s.now, e.askedAt+s.p.LLM.Timeout.MS))
 		}
 	}
 }
@@ -291,8 +291,8 @@ func (pr *prepare) remove(e *prepEntry) {
 	pr.entries = slices.DeleteFunc(pr.entries, func(x *prepEntry) bool { return x == e })
 }
 
-// result takes the answer to a preparation; it reports whether r was one.
-func (pr *prepare) result(s *Session, r *LLMResult) bool {
+// answered takes the answer to a preparation, if it is still asked.
+func (pr *prepare) answered(s *Session, r *LLMResult) {
 	for _, e := range pr.entries {
 		if e.reqID != r.ID || e.state != prepAsked {
 			continue
@@ -304,12 +304,11 @@ func (pr *prepare) result(s *Session, r *LLMResult) bool {
 			e.state = prepFailed
 			s.emit(Effect{Type: EffectAdapterError, ID: e.reqID, Agent: e.role, Kind: e.spec.Kind, Rule: e.rule,
 				Reason: "preparing: " + adapterReason(r.Err) + "; asked again when due"})
-			return true
+			return
 		}
 		pr.precheck(s, e)
-		return true
+		return
 	}
-	return false
 }
 
 // precheck runs a prepared answer through the guardrails' built-in
@@ -345,18 +344,16 @@ func (pr *prepare) precheck(s *Session, e *prepEntry) {
 	pr.send(s, e, t, e.sent, &Correction{Rejected: line, Instruction: instruction, Attempt: gd.regens})
 }
 
-// timedOut fails a preparation whose model did not answer in time; it
-// reports whether reqID was one.
-func (pr *prepare) timedOut(s *Session, reqID string) bool {
+// timedOut fails a preparation whose model did not answer in time.
+func (pr *prepare) timedOut(s *Session, reqID string) {
 	for _, e := range pr.entries {
 		if e.reqID == reqID && e.state == prepAsked {
 			e.state = prepFailed
 			s.emit(Effect{Type: EffectAdapterError, ID: e.reqID, Agent: e.role, Kind: e.spec.Kind, Rule: e.rule,
 				Reason: "preparing: timeout: no result within " + formatMS(s.p.LLM.Timeout.MS) + "; asked again when due"})
-			return true
+			return
 		}
 	}
-	return false
 }
 
 // release is the start of a prepared turn: it says the held line, or
@@ -407,7 +404,7 @@ func (pr *prepare) release(s *Session, t *turn) bool {
 		return true
 	}
 	// Still being written: the turn waits for it as for its own request.
-	s.reqs.own(e.reqID, ownTurn)
+	s.reqs.own(e.reqID, &s.floor)
 	s.cover.arm(s, t)
 	return true
 }

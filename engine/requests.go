@@ -1,29 +1,28 @@
 package engine
 
 // Model requests and their owners. Every request the engine asks of a
-// model has exactly one owner, recorded where its id is made: the turn
-// on the floor (its regenerations included), a preparation asked before
-// its turn is due, a background job or setup phase, or a sequence step.
-// A result or a timeout is handed to that owner with one lookup; a
-// request nobody owns any more (superseded, dropped, timed out) is
-// ignored, deterministically. Ownership moves in two places only: a turn
-// that adopts the request its preparation still has out, and a turn
-// that gives way and hands that request back (prepare.go).
+// model has exactly one owner, recorded where its id is made: the floor
+// (the turn holding it, its regenerations included; turns.go), a
+// preparation asked before its turn is due (prepare.go), a background
+// job or setup phase (jobs.go), or a sequence step (sequence.go). A
+// result or a timeout is handed to that owner with one lookup; a request
+// nobody owns any more (superseded, dropped, timed out) is ignored,
+// deterministically. Ownership moves in two places only: a turn that
+// adopts the request its preparation still has out, and a turn that
+// gives way and hands that request back (prepare.go).
 //
 // A request is open exactly while its timeout is in the timer table:
-// openRequest arms it, and closeRequest, dropRequest and the timeout
-// itself end it.
+// openRequest arms it, and a result, the timeout or dropRequest ends it.
+// A feature that asks a model implements requestOwner in its own file;
+// nothing here changes.
 
-// reqOwner says which feature waits for a model request.
-type reqOwner uint8
-
-const (
-	ownNone reqOwner = iota
-	ownTurn          // turns.go, guardrail.go: the turn holding the floor
-	ownPrep          // prepare.go: a line asked for before it is due
-	ownJob           // jobs.go: a background job or a setup phase
-	ownSeq           // sequence.go: one step of an exchange
-)
+// requestOwner is a feature that waits for model requests. Each call
+// gets a request it opened and still owned; the owner checks that it
+// still wants it (a turn that gave way does not).
+type requestOwner interface {
+	answered(s *Session, r *LLMResult)
+	timedOut(s *Session, id string)
+}
 
 // requests holds the open model requests. A session has a handful open
 // at once, so a slice searched in order beats a map and allocates only
@@ -34,7 +33,7 @@ type requests struct {
 
 type openRequest struct {
 	id    string
-	owner reqOwner
+	owner requestOwner
 }
 
 func (rq *requests) find(id string) int {
@@ -47,7 +46,7 @@ func (rq *requests) find(id string) int {
 }
 
 // own records (or moves) id's owner.
-func (rq *requests) own(id string, o reqOwner) {
+func (rq *requests) own(id string, o requestOwner) {
 	if i := rq.find(id); i >= 0 {
 		rq.open[i].owner = o
 		return
@@ -55,11 +54,11 @@ func (rq *requests) own(id string, o reqOwner) {
 	rq.open = append(rq.open, openRequest{id: id, owner: o})
 }
 
-// take forgets id and returns who owned it (ownNone: nobody waits).
-func (rq *requests) take(id string) reqOwner {
+// take forgets id and returns who owned it (nil: nobody waits).
+func (rq *requests) take(id string) requestOwner {
 	i := rq.find(id)
 	if i < 0 {
-		return ownNone
+		return nil
 	}
 	o := rq.open[i].owner
 	rq.open = append(rq.open[:i], rq.open[i+1:]...)
@@ -67,7 +66,7 @@ func (rq *requests) take(id string) reqOwner {
 }
 
 // openRequest records a request made for owner o and arms its timeout.
-func (s *Session) openRequest(id string, o reqOwner, deadline int64) {
+func (s *Session) openRequest(id string, o requestOwner, deadline int64) {
 	s.reqs.own(id, o)
 	s.addTimer(timer{at: deadline, kind: tLLMTimeout, key: id})
 }
@@ -84,28 +83,14 @@ func (s *Session) dropRequest(id string) {
 
 func (r *LLMResult) apply(s *Session) {
 	s.timers.cancel(tLLMTimeout, 0, r.ID)
-	switch s.reqs.take(r.ID) {
-	case ownTurn:
-		s.turnAnswered(r)
-	case ownPrep:
-		s.prep.result(s, r)
-	case ownJob:
-		s.jobs.result(s, r, false)
-	case ownSeq:
-		s.seqs.result(s, r)
+	if o := s.reqs.take(r.ID); o != nil {
+		o.answered(s, r)
 	}
 }
 
 // requestTimedOut hands a request's timeout to its owner.
 func (s *Session) requestTimedOut(id string) {
-	switch s.reqs.take(id) {
-	case ownTurn:
-		s.turnTimedOut(id)
-	case ownPrep:
-		s.prep.timedOut(s, id)
-	case ownJob:
-		s.jobs.result(s, &LLMResult{ID: id}, true)
-	case ownSeq:
-		s.seqs.timedOut(s, id)
+	if o := s.reqs.take(id); o != nil {
+		o.timedOut(s, id)
 	}
 }

@@ -198,7 +198,8 @@ type SequenceCall struct {
 	Call  int    `json:"call"`
 }
 
-func (q *sequences) init(p *rules.Pack) {
+func (q *sequences) init(s *Session) {
+	p := s.p
 	n := len(p.Sequences)
 	q.runs, q.done, q.started, q.history, q.historyStarts = make([]*seqRun, n), make([][]exchange, n), make([]int, n), make([]string, n), make([][]int, n)
 	q.runIDs = map[string]bool{}
@@ -415,7 +416,7 @@ func (q *sequences) ask(s *Session, r *seqRun, role string) {
 	})
 	s.seqEmit(SeqAgentStarted, r, role, &AgentStarted{Agent: role, RunID: r.runID, Round: r.round, Call: r.calls})
 	s.emit(Effect{Type: EffectLLMRequest, ID: r.reqID, Agent: role, Kind: "sequence", Rule: seq.ID, Request: req})
-	s.openRequest(r.reqID, ownSeq, s.now+timeout)
+	s.openRequest(r.reqID, &s.seqs, s.now+timeout)
 }
 
 // defaultSequenceAssembly is a sequence call's prompt when the pack
@@ -431,12 +432,11 @@ func (q *sequences) waiting(id string) *seqRun {
 	return nil
 }
 
-// result takes an agent's answer; it reports whether id was a sequence
-// call still waited for.
-func (q *sequences) result(s *Session, res *LLMResult) bool {
+// answered takes an agent's answer, if the call is still waited for.
+func (q *sequences) answered(s *Session, res *LLMResult) {
 	r := q.waiting(res.ID)
 	if r == nil {
-		return false
+		return
 	}
 	role := r.seq.Steps[r.step].Role
 	a := AgentResponse{Agent: role, RunID: r.runID, Round: r.round}
@@ -460,8 +460,7 @@ func (q *sequences) result(s *Session, res *LLMResult) bool {
 			a.Status, a.ErrorCode, a.ErrorMessage = StatusError, "unknown", "empty reply"
 		}
 	}
-	q.answered(s, r, a, read)
-	return true
+	q.took(s, r, a, read)
 }
 
 // errorCode sorts an adapter failure into the codes an exchange's
@@ -476,8 +475,8 @@ func errorCode(kind string) string {
 	return "unknown"
 }
 
-// answered records a's answer and moves on as the failure policy says.
-func (q *sequences) answered(s *Session, r *seqRun, a AgentResponse, read bool) {
+// took records a's answer and moves on as the failure policy says.
+func (q *sequences) took(s *Session, r *seqRun, a AgentResponse, read bool) {
 	if g := r.seq.Gate; g != nil && g.Role == a.Agent && !read {
 		// Before the answer, as a read block's GATE is.
 		q.gateMissed(s, r, g, a.Agent+" gave no answer ("+a.Status+")")
@@ -498,10 +497,10 @@ func (q *sequences) answered(s *Session, r *seqRun, a AgentResponse, read bool) 
 
 // timedOut handles the timer of a sequence call: the agent's budget or
 // the exchange's; it reports whether id was a sequence call.
-func (q *sequences) timedOut(s *Session, id string) bool {
+func (q *sequences) timedOut(s *Session, id string) {
 	r := q.waiting(id)
 	if r == nil {
-		return false
+		return
 	}
 	role := r.seq.Steps[r.step].Role
 	if r.deadline > 0 && s.now >= r.deadline {
@@ -512,11 +511,10 @@ func (q *sequences) timedOut(s *Session, id string) bool {
 		r.answer(a)
 		r.step++
 		q.finish(s, r, SeqTimeout, EndTimeout)
-		return true
+		return
 	}
-	q.answered(s, r, AgentResponse{Agent: role, RunID: r.runID, Round: r.round, Status: StatusTimeout,
+	q.took(s, r, AgentResponse{Agent: role, RunID: r.runID, Round: r.round, Status: StatusTimeout,
 		ErrorMessage: "no answer within " + seconds(r.seq.CallTimeout.MS)}, false)
-	return true
 }
 
 // cancel ends the running exchange of a's sequence if the run id fits.

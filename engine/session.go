@@ -90,20 +90,23 @@ func New(p *rules.Pack, opts Options) *Session {
 	s := &Session{p: p, env: p.NewEnv(), opts: opts}
 	s.rng = rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
 	s.env.SetHost(envHost{s})
-	s.cand.init()
-	s.timeline.init(s)
-	s.tickets.init(p)
-	s.tools.init(p)
-	s.memory.init(p)
-	s.slots.init(s)
-	s.handoff.init(p, opts)
-	s.transcript.init(p)
-	s.liveness.init()
-	s.lines.init(opts.Seed)
-	s.files.init(p)
-	s.seqs.init(p)
+	for _, f := range [...]feature{
+		// The features with state to set up for a new session, in the
+		// order they set it up (memory before the slots whose starting
+		// values it holds).
+		&s.cand, &s.timeline, &s.tickets, &s.tools, &s.memory, &s.slots,
+		&s.handoff, &s.transcript, &s.liveness, &s.lines, &s.files, &s.seqs,
+	} {
+		f.init(s)
+	}
 	return s
 }
+
+// feature is a part of a session with state of its own to set up. A new
+// feature is its own file, its field in Session, its place in New's
+// list if it has state to set up, and its timers in the timer table
+// (timers.go); one that asks a model is a requestOwner (requests.go).
+type feature interface{ init(s *Session) }
 
 // Pack returns the session's pack.
 func (s *Session) Pack() *rules.Pack { return s.p }
@@ -241,47 +244,6 @@ func (s *Session) advanceTo(t int64) {
 	}
 	if !s.ended {
 		s.now = t
-	}
-}
-
-// fire hands a due timer to the feature that set it.
-func (s *Session) fire(tm timer) {
-	switch tm.kind {
-	case tAnchor:
-		s.timeline.anchor(s, tm.ref)
-	case tDuration:
-		s.end("duration", "")
-	case tWindowOpen:
-		s.timeline.open(tm.ref)
-	case tWindowClose:
-		s.timeline.close(s, tm.ref)
-	case tDeferCap:
-		s.deferCap(tm.key)
-	case tLLMTimeout:
-		s.requestTimedOut(tm.key)
-	case tSlot:
-		s.slots.fire(s, tm.ref)
-	case tClientTool:
-		s.clientTools.timedOut(s, tm.key)
-	case tTyping:
-		s.cand.typingLapsed(s)
-	case tSpeechResume:
-		s.candidateIdle()
-	case tSilence:
-		s.silence.step(s)
-	case tStall:
-		s.liveness.stall(s)
-	case tRule:
-		r := &s.p.Rules[tm.ref]
-		if r.Every.IsSet() {
-			s.addTimer(timer{at: s.now + r.Every.MS, kind: tRule, ref: tm.ref, rule: r.ID, prio: r.Priority})
-		}
-		s.runRule(r)
-		s.prep.expire(s, r.ID)
-	case tPrepare:
-		s.prep.fire(s, tm)
-	case tCover:
-		s.cover.fire(s, tm.key)
 	}
 }
 

@@ -16,7 +16,7 @@ type tickets struct {
 	counts []int // by pack role index
 }
 
-func (tk *tickets) init(p *rules.Pack) { tk.counts = make([]int, len(p.Roles)) }
+func (tk *tickets) init(s *Session) { tk.counts = make([]int, len(s.p.Roles)) }
 
 func (tk *tickets) of(s *Session, role string) int {
 	if i := s.roleIdx(role); i >= 0 {

@@ -5,6 +5,10 @@ import (
 	"strconv"
 )
 
+// The timer table: every deadline a session waits for is a timer here.
+// A feature that needs one adds its kind below, in the order kinds fire
+// at a shared deadline, and its case in fire.
+
 // timerKind orders timers that share a deadline: hard things first, so an
 // anchor due at 03:00 always wins over a window closing at 03:00.
 type timerKind uint8
@@ -28,6 +32,47 @@ const (
 	tStall
 	tCover
 )
+
+// fire hands a due timer to the feature that set it.
+func (s *Session) fire(tm timer) {
+	switch tm.kind {
+	case tAnchor:
+		s.timeline.anchor(s, tm.ref)
+	case tDuration:
+		s.end("duration", "")
+	case tWindowOpen:
+		s.timeline.open(tm.ref)
+	case tWindowClose:
+		s.timeline.close(s, tm.ref)
+	case tDeferCap:
+		s.deferCap(tm.key)
+	case tLLMTimeout:
+		s.requestTimedOut(tm.key)
+	case tSlot:
+		s.slots.fire(s, tm.ref)
+	case tClientTool:
+		s.clientTools.timedOut(s, tm.key)
+	case tTyping:
+		s.cand.typingLapsed(s)
+	case tSpeechResume:
+		s.candidateIdle()
+	case tSilence:
+		s.silence.step(s)
+	case tStall:
+		s.liveness.stall(s)
+	case tRule:
+		r := &s.p.Rules[tm.ref]
+		if r.Every.IsSet() {
+			s.addTimer(timer{at: s.now + r.Every.MS, kind: tRule, ref: tm.ref, rule: r.ID, prio: r.Priority})
+		}
+		s.runRule(r)
+		s.prep.expire(s, r.ID)
+	case tPrepare:
+		s.prep.fire(s, tm)
+	case tCover:
+		s.cover.fire(s, tm.key)
+	}
+}
 
 // timer is one entry of the timer table. ref identifies what it belongs to
 // (anchor or window index, turn or request id) so it can be cancelled.

@@ -39,7 +39,7 @@ type toolCall struct {
 	errText string
 }
 
-func (tl *tools) init(p *rules.Pack) { tl.refused = make([]int, len(p.Roles)) }
+func (tl *tools) init(s *Session) { tl.refused = make([]int, len(s.p.Roles)) }
 
 // offeredTools lists the tools offered to role now, as the model sees
 // them: descriptions rendered for the role, choices as enums.

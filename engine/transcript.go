@@ -1,7 +1,5 @@
 package engine
 
-import "github.com/batonhq/baton/rules"
-
 // transcript is what was said, by whom and when, shared by every role's
 // requests, and the scenario context they all carry.
 type transcript struct {
@@ -9,7 +7,8 @@ type transcript struct {
 	context []KV // built once and shared by requests; hosts must not modify
 }
 
-func (t *transcript) init(p *rules.Pack) {
+func (t *transcript) init(s *Session) {
+	p := s.p
 	for _, kv := range p.Scenario.Context {
 		t.context = append(t.context, KV{Key: kv.Key, Value: kv.Value})
 	}

@@ -273,7 +273,7 @@ func (s *Session) start(t *turn) {
 	t.guard.askedAt = s.now
 	req := s.buildRequest(t)
 	s.emit(Effect{Type: EffectLLMRequest, ID: t.reqID, Agent: t.role, Kind: t.kind, Rule: t.rule, Request: req})
-	s.openRequest(t.reqID, ownTurn, s.now+s.p.LLM.Timeout.MS)
+	s.openRequest(t.reqID, &s.floor, s.now+s.p.LLM.Timeout.MS)
 	s.cover.arm(s, t)
 }
 
@@ -312,23 +312,23 @@ func (s *Session) request(t *turn, take bool) *LLMRequest {
 	return req
 }
 
-// turnTimedOut handles the timeout of a request a turn owns, if that
-// turn still holds the floor and waits for it.
-func (s *Session) turnTimedOut(reqID string) bool {
-	a := s.floor.active
-	if a == nil || a.reqID != reqID || a.state != tsGenerating {
-		return false
+// timedOut takes the timeout of a request the floor owns, if the turn
+// that asked still holds the floor and waits for it: it says its
+// fallback line.
+func (f *floor) timedOut(s *Session, id string) {
+	a := f.active
+	if a == nil || a.reqID != id || a.state != tsGenerating {
+		return
 	}
 	s.emit(Effect{Type: EffectAdapterError, ID: a.reqID, Agent: a.role, Kind: a.kind, Rule: a.rule,
 		Reason: "timeout: no result within " + formatMS(s.p.LLM.Timeout.MS)})
 	s.deliver(a, s.fallback(a), true)
-	return true
 }
 
-// turnAnswered takes the answer to a request a turn owns, if that turn
-// still holds the floor and waits for it.
-func (s *Session) turnAnswered(r *LLMResult) {
-	a := s.floor.active
+// answered takes the answer to a request the floor owns, if the turn
+// that asked still holds the floor and waits for it.
+func (f *floor) answered(s *Session, r *LLMResult) {
+	a := f.active
 	if a == nil || a.reqID != r.ID || a.state != tsGenerating {
 		return
 	}
