@@ -328,9 +328,7 @@ func (a *agg) play(ctx context.Context, p *rules.Pack, pop Population, i int) er
 			return ctx.Err()
 		}
 		a.failed++
-		a.failures = append(a.failures, Failure{Seed: s.Seed, Err: err.Error(), Command: s.Repro})
-		slices.SortFunc(a.failures, func(x, y Failure) int { return cmpSeed(x.Seed, y.Seed) })
-		a.failures = a.failures[:min(len(a.failures), maxFailures)]
+		a.keepFailure(Failure{Seed: s.Seed, Err: err.Error(), Command: s.Repro})
 		return nil
 	}
 	a.sessions++
@@ -467,8 +465,21 @@ func (a *agg) merge(b *agg) {
 			a.offer(k, p)
 		}
 	}
-	a.failures = append(a.failures, b.failures...)
-	slices.SortFunc(a.failures, func(x, y Failure) int { return cmpSeed(x.Seed, y.Seed) })
+	for _, f := range b.failures {
+		a.keepFailure(f)
+	}
+}
+
+// keepFailure keeps f if it is among the maxFailures lowest seeds seen.
+// The list stays in seed order as it is built, so which worker played
+// which seed never shows in the report, and memory stays flat however
+// many sessions fail.
+func (a *agg) keepFailure(f Failure) {
+	i, _ := slices.BinarySearchFunc(a.failures, f, func(x, y Failure) int { return cmpSeed(x.Seed, y.Seed) })
+	if i >= maxFailures {
+		return
+	}
+	a.failures = slices.Insert(a.failures, i, f)
 	a.failures = a.failures[:min(len(a.failures), maxFailures)]
 }
 

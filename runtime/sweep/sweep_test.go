@@ -79,6 +79,58 @@ func TestReportSameWhateverParallel(t *testing.T) {
 	}
 }
 
+// failing is a population in which every third session fails: its step
+// is coarser than any pack's tick.
+type failing struct{ *Model }
+
+func (f failing) Session(i int) (Session, error) {
+	s, err := f.Model.Session(i)
+	if i%3 == 0 {
+		s.Options.StepMS = 1 << 40
+	}
+	return s, err
+}
+
+// Failed sessions are listed by seed, the lowest maxFailures of them,
+// whichever worker played which: the list is the same at -parallel 1
+// and 4, holds the lowest failing seeds, in order.
+func TestFailuresSameWhateverParallel(t *testing.T) {
+	p := openPack(t, "dayone")
+	const n = 90
+	m, err := NewModel(p, p.Name, 11, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []uint64
+	for i := 0; i < n; i += 3 {
+		want = append(want, SessionSeed(11, i))
+	}
+	slices.Sort(want)
+	want = want[:maxFailures]
+	var first []byte
+	for _, parallel := range []int{1, 4} {
+		rep, err := Run(context.Background(), p, failing{m}, Options{Parallel: parallel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Failed != n/3 {
+			t.Fatalf("-parallel %d: %d failed, want %d", parallel, rep.Failed, n/3)
+		}
+		var got []uint64
+		for _, f := range rep.Failures {
+			got = append(got, f.Seed)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("-parallel %d: failures listed for seeds %v, want the lowest failing ones %v", parallel, got, want)
+		}
+		if b := rendered(t, rep); first == nil {
+			first = b
+		} else if !bytes.Equal(first, b) {
+			t.Fatalf("-parallel 1 and 4 differ:\n%s\n----\n%s", first, b)
+		}
+	}
+}
+
 // jsonl is a run's timeline in JSON lines.
 func jsonl(t *testing.T, recs []dryrun.Record) []byte {
 	t.Helper()
