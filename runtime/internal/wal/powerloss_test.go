@@ -22,9 +22,9 @@ type plSession struct {
 }
 
 // powerLossWorkload runs three sessions side by side on fsys the way a
-// host does: synced and unsynced inputs, held step records, descriptors
-// closed and reopened by a pool of two, one session finished and one
-// closed and reopened. It stops at the first error (the power cut).
+// host does: synced and unsynced inputs, held step records, one session
+// finished and one closed and reopened. It stops at the first error (the
+// power cut).
 func powerLossWorkload(fsys FS) (ss []*plSession, err error) {
 	d, err := OpenDir("/data", Options{FS: fsys})
 	if err != nil {
