@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/rules/rulestest"
 )
 
 func brainGate() *rules.Gate {
@@ -119,7 +120,7 @@ func TestCutEntries(t *testing.T) {
 // asks nobody and so ends at once, is stopped by the settle bound with
 // an engine_error: it never recurses on the Go stack.
 func TestSequenceRestartLoopIsBounded(t *testing.T) {
-	p, err := rules.LoadBytes([]byte(`
+	p, err := rulestest.LoadBytes([]byte(`
 name: loop
 schema: 1
 duration: 10m
@@ -182,7 +183,7 @@ func TestFlagsLeaveProseAlone(t *testing.T) {
 // The sequence's default prompt is the message as the input checks left
 // it, and a message they refused starts nothing.
 func TestSequencePromptIsScreened(t *testing.T) {
-	p, err := rules.LoadBytes([]byte(`
+	p, err := rulestest.LoadBytes([]byte(`
 name: screened
 schema: 1
 duration: 10m
@@ -215,7 +216,7 @@ rules:
 // step, before session_end; a reply that is only the flag block gives one
 // GATE; after the restart loop is stopped, the next step is quiet.
 func TestSequenceEndsAndGates(t *testing.T) {
-	p, err := rules.LoadBytes([]byte(`
+	p, err := rulestest.LoadBytes([]byte(`
 name: ends
 schema: 1
 duration: 10m
@@ -252,7 +253,7 @@ rules:
 		t.Errorf("a reply that is only the block: %s", k)
 	}
 
-	loop, err := rules.LoadBytes([]byte(`
+	loop, err := rulestest.LoadBytes([]byte(`
 name: loop
 schema: 1
 duration: 10m

@@ -1,14 +1,16 @@
 package rules
 
 import (
+	"bytes"
 	"fmt"
 	"io/fs"
+	"path"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"testing/fstest"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -394,7 +396,27 @@ func DecodeFile(file string, data []byte, v any) error {
 // parseFile, syntax errors and size limit included, whatever file is.
 type oneFile []byte
 
-func (f oneFile) Open(string) (fs.File, error) { return fstest.MapFS{"f": {Data: f}}.Open("f") }
+func (f oneFile) Open(name string) (fs.File, error) {
+	return &openFile{Reader: bytes.NewReader(f), name: path.Base(name), size: int64(len(f))}, nil
+}
+
+// openFile is oneFile opened, a regular file that is its own FileInfo;
+// written here rather than taken from testing/fstest, which would link a
+// testing package into every binary.
+type openFile struct {
+	*bytes.Reader
+	name string
+	size int64
+}
+
+func (f *openFile) Stat() (fs.FileInfo, error) { return f, nil }
+func (f *openFile) Close() error               { return nil }
+func (f *openFile) Name() string               { return f.name }
+func (f *openFile) Size() int64                { return f.size }
+func (f *openFile) Mode() fs.FileMode          { return 0o444 }
+func (f *openFile) ModTime() time.Time         { return time.Time{} }
+func (f *openFile) IsDir() bool                { return false }
+func (f *openFile) Sys() any                   { return nil }
 
 // At is a value with where it was written, for callers of DecodeFile whose
 // own checks point at it: a time that does not parse, fields that exclude

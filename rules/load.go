@@ -16,7 +16,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"testing/fstest"
 	"unicode/utf8"
 
 	"github.com/batonhq/baton/rules/script"
@@ -269,12 +268,6 @@ func loadScripts(fsys fs.FS, errs *ErrorList, hash func(string, []byte)) []*scri
 		}
 	}
 	return out
-}
-
-// LoadBytes loads a pack from a single pack.yaml held in memory; used by
-// fuzzing and tests.
-func LoadBytes(data []byte) (*Pack, error) {
-	return LoadFS(fstest.MapFS{PackFile: {Data: data}})
 }
 
 // readFile reads one pack file of at most limit bytes. Only regular files

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/rules/rulestest"
 )
 
 func TestLoadDayOne(t *testing.T) {
@@ -168,7 +169,7 @@ func FuzzLoad(f *testing.F) {
 		if len(data) > maxFuzzInput {
 			return
 		}
-		p, err := rules.LoadBytes(data)
+		p, err := rulestest.LoadBytes(data)
 		if err == nil {
 			// A pack that loads can start a session without panicking,
 			// and lists everything it declares as its own cover item.
@@ -202,7 +203,7 @@ func FuzzTemplate(f *testing.F) {
 			return // YAML text is UTF-8; quoting would alter the bytes
 		}
 		src := "name: t\nduration: 1m\nroles: {a: {persona: p}}\ntemplates:\n  x: " + strconvQuote(tpl) + "\n"
-		p, err := rules.LoadBytes([]byte(src))
+		p, err := rulestest.LoadBytes([]byte(src))
 		if err != nil {
 			return
 		}
@@ -375,7 +376,7 @@ func TestLoadBounded(t *testing.T) {
 		{"many problems", head + "routing: [" + strings.Repeat("1, ", 5000) + "]\n", "more than 1000 problems; fix these first"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := rules.LoadBytes([]byte(tc.src))
+			_, err := rulestest.LoadBytes([]byte(tc.src))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %.2000v\nwant %q", err, tc.want)
 			}

@@ -4,12 +4,13 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/rules/rulestest"
 )
 
 // A role's model choice: its own where set, else llm's; naming another
 // vendor drops llm's model name, which would mean nothing there.
 func TestModelFor(t *testing.T) {
-	p, err := rules.LoadBytes([]byte(`
+	p, err := rulestest.LoadBytes([]byte(`
 name: m
 schema: 1
 duration: 1m
@@ -36,7 +37,7 @@ roles:
 			t.Errorf("%s: %+v, want %+v", tt.role, got, tt.want)
 		}
 	}
-	if _, err := rules.LoadBytes([]byte("name: m\nschema: 1\nduration: 1m\nroles: [{id: a, persona: p, provider: mistral, max_tokens: -1}]\n")); err == nil {
+	if _, err := rulestest.LoadBytes([]byte("name: m\nschema: 1\nduration: 1m\nroles: [{id: a, persona: p, provider: mistral, max_tokens: -1}]\n")); err == nil {
 		t.Error("an unknown provider and a negative max_tokens loaded")
 	} else {
 		t.Log(err)

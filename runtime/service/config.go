@@ -15,8 +15,9 @@ import (
 type Config struct {
 	// DataDir holds the session logs. Required.
 	DataDir string
-	// fs is the file system under DataDir (default the real one); tests
-	// set a wal.StrictMem to cut the power.
+	// fs is the file system under DataDir (default the real one). It is
+	// unexported because only tests set it, to a waltest.StrictMem that
+	// can cut the power.
 	fs wal.FS
 	// Token is the bearer token clients must present. Empty is refused
 	// unless Dev is set.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/runtime/clock"
-	"github.com/batonhq/baton/runtime/internal/wal"
+	"github.com/batonhq/baton/runtime/internal/wal/waltest"
 )
 
 // plAcked is what a client was told before the power went.
@@ -20,7 +20,7 @@ type plAcked struct {
 // powerLossRun runs one DayOne session over a real WebSocket on a server
 // whose data directory is mem, sending candidate events as the fake
 // clock moves, until the session or the power fails.
-func powerLossRun(t *testing.T, mem *wal.StrictMem, clk *clock.Fake) plAcked {
+func powerLossRun(t *testing.T, mem *waltest.StrictMem, clk *clock.Fake) plAcked {
 	t.Helper()
 	cfg := Config{DataDir: "/data", fs: mem, Dev: true, Clock: clk, Logger: testLogger(), EventRate: 1000, EventBurst: 1000, Model: SimModel(0, nil)}
 	h := startHarness(t, cfg, clk, nil)
@@ -54,7 +54,7 @@ func powerLossRun(t *testing.T, mem *wal.StrictMem, clk *clock.Fake) plAcked {
 // recovered log, the session must recover (never as damage), and a client
 // must be able to resume it.
 func TestServicePowerLoss(t *testing.T) {
-	probe := wal.NewStrictMem()
+	probe := waltest.NewStrictMem()
 	powerLossRun(t, probe, clock.NewFake(epoch))
 	total := probe.Ops()
 	if total < 50 {
@@ -67,7 +67,7 @@ func TestServicePowerLoss(t *testing.T) {
 	points := 0
 	for cut := 0; cut <= total; cut += step {
 		run := cut
-		mem := wal.NewStrictMem()
+		mem := waltest.NewStrictMem()
 		mem.CrashAfter(cut)
 		clk := clock.NewFake(epoch)
 		acked := powerLossRun(t, mem, clk)
@@ -83,7 +83,7 @@ func TestServicePowerLoss(t *testing.T) {
 	t.Logf("%d power cuts over %d file operations", points, total)
 }
 
-func checkServiceRecovered(t *testing.T, mem *wal.StrictMem, clk *clock.Fake, acked plAcked) error {
+func checkServiceRecovered(t *testing.T, mem *waltest.StrictMem, clk *clock.Fake, acked plAcked) error {
 	clk.Advance(5 * time.Second)
 	cfg := Config{DataDir: "/data", fs: mem, Dev: true, Clock: clk, Logger: testLogger(), Model: SimModel(0, nil), Packs: nil}
 	h := startHarness(t, cfg, clk, nil)

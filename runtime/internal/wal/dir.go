@@ -68,8 +68,8 @@ type Options struct {
 	// SegmentSize is the journal segment size past which the segment is
 	// retired and checkpointed (default DefaultSegmentSize).
 	SegmentSize int64
-	// FS is the file system (default OS). Tests pass a StrictMem to cut
-	// the power at chosen points.
+	// FS is the file system (default OS). Tests pass a
+	// waltest.StrictMem to cut the power at chosen points.
 	FS FS
 	// Logger gets what goes wrong in the background without failing
 	// anything (default: discarded).

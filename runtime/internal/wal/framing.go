@@ -1,32 +1,3 @@
-// Package wal is the write-ahead log of live sessions: one file per session
-// holding a header and then every engine input in the order it was applied.
-// Because the engine is deterministic, folding the log through a new
-// engine.Session rebuilds the session exactly; that one operation is crash
-// recovery, `baton replay` and nondeterminism detection.
-//
-// # File format
-//
-// A log starts with the 8-byte magic "BTNWAL1\n" and continues with
-// records, each framed as
-//
-//	length  uint32 little endian, bytes of payload
-//	crc     uint32 little endian, CRC-32C (Castagnoli) of payload
-//	payload JSON object (Record)
-//
-// The first record is the header. Input records are written and synced
-// before the input is applied or acknowledged (a host may choose to leave
-// inputs it can re-derive unsynced until the next synced one: see
-// Log.Append). After applying, a step record holds short digests of the
-// effects the input produced; it is written together with the next
-// record, and a lost step only means that input goes unverified. A
-// finished session gets an end record and its file is renamed from
-// ID.wal to ID.done and made read-only.
-//
-// A torn tail (a write the power cut short, which was never synced and so
-// never acknowledged) is detected by length and CRC, reported and
-// truncated. Invalid bytes anywhere else, or in a finished log, are
-// damage (DamageError): never truncated, always reported. The rule that
-// tells them apart is parse's, and docs/protocol.md states it.
 package wal
 
 import (

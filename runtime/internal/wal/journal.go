@@ -17,34 +17,9 @@ import (
 	"time"
 )
 
-// The journal makes session logs durable with one fsync for many inputs.
-// Every byte a Log adds to its session after the header is an entry in the
-// journal (session id, file offset, bytes), and is written to the session
-// file later, behind it, at the segment's checkpoint. A committer
-// goroutine writes everything queued while its previous fsync ran with one
-// write call and syncs once, then wakes every Append that waited for that
-// batch. After a crash OpenDir redoes the journal into the session files
-// before anything reads them. docs/journal.md tells the whole story.
-//
-// Segment format: the magic "BTNJNL2\n", then batches, each as written
-// by one write call:
-//
-//	header  a frame as log records have (length uint32 LE = 9, CRC-32C
-//	        uint32 LE, payload): 'B', body length uint32 LE, body CRC-32C
-//	        uint32 LE
-//	body    entries, framed the same way (length, CRC-32C, payload), with
-//	        payload
-//
-//	id length  uint8
-//	id         bytes
-//	offset     uint64 LE, where the bytes start in the session file
-//	bytes      the rest
-//
-// A batch is whole or it is not there: writes over a prepared segment's
-// blocks reach the disk in no set order, so after a power cut the last
-// batch may hold a later sector without an earlier one, and only its own
-// checksum tells that from damage. Segments of the first format
-// ("BTNJNL1\n", entries without batches, never prepared) are still read.
+// The journal, its segment format and the rule that tells a torn batch
+// from damage are described in the package doc (doc.go); docs/journal.md
+// tells why it is built this way.
 
 // JournalMagic starts every journal segment.
 const JournalMagic = "BTNJNL2\n"

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/runtime/internal/wal/waltest"
 )
 
 // journalWorkload runs five sessions at once, each in its own goroutine,
@@ -84,7 +85,7 @@ func journalWorkload(fsys FS) []*plSession {
 // restart was itself cut by the power right after the journal's redo.
 // Nothing acknowledged may be lost and no cut may read as damage.
 func TestJournalPowerLoss(t *testing.T) {
-	probe := NewStrictMem()
+	probe := waltest.NewStrictMem()
 	if ss := journalWorkload(probe); ss == nil || ss[4].acked == 0 {
 		t.Fatal("workload without a power cut did not run")
 	}
@@ -94,11 +95,11 @@ func TestJournalPowerLoss(t *testing.T) {
 	}
 	restarts := []struct {
 		name  string
-		after func(m *StrictMem, rng *rand.Rand) (FS, error)
+		after func(m *waltest.StrictMem, rng *rand.Rand) (FS, error)
 	}{
-		{"power cut", func(m *StrictMem, rng *rand.Rand) (FS, error) { return m.Recover(rng), nil }},
-		{"process crash", func(m *StrictMem, _ *rand.Rand) (FS, error) { return m.Restart(), nil }},
-		{"process crash, then power cut after redo", func(m *StrictMem, rng *rand.Rand) (FS, error) {
+		{"power cut", func(m *waltest.StrictMem, rng *rand.Rand) (FS, error) { return m.Recover(rng), nil }},
+		{"process crash", func(m *waltest.StrictMem, _ *rand.Rand) (FS, error) { return m.Restart(), nil }},
+		{"process crash, then power cut after redo", func(m *waltest.StrictMem, rng *rand.Rand) (FS, error) {
 			up := m.Restart()
 			d, err := OpenDir("/data", Options{FS: up})
 			if err != nil {
@@ -112,7 +113,7 @@ func TestJournalPowerLoss(t *testing.T) {
 	torn := 0
 	for cut := 0; cut <= total+20; cut++ {
 		for k, r := range restarts {
-			fsys := NewStrictMem()
+			fsys := waltest.NewStrictMem()
 			fsys.CrashAfter(cut)
 			ss := journalWorkload(fsys)
 			after, err := r.after(fsys, rand.New(rand.NewPCG(uint64(cut), uint64(k))))
@@ -160,7 +161,7 @@ func checkJournalRecovered(fsys FS, ss []*plSession) (RedoReport, error) {
 // must have checkpointed every session file and removed the journal, so
 // that what a tool reading the files sees is everything.
 func TestCleanCloseLeavesNoJournal(t *testing.T) {
-	mem := NewStrictMem()
+	mem := waltest.NewStrictMem()
 	checkpointed := 0
 	d, err := OpenDir("/data", Options{FS: mem, SegmentSize: 1 << 20,
 		OnCheckpoint: func(files int, _ time.Duration) { checkpointed += files }})

@@ -17,12 +17,13 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/runtime/internal/wal/waltest"
 )
 
 // hookFS is a StrictMem whose OpenFile and Sync can be made to fail or
 // wait, to reach what a disk or a busy process can do.
 type hookFS struct {
-	*StrictMem
+	*waltest.StrictMem
 	open     func(name string, flag int) error // nil: open normally
 	sync     func(name string) error           // runs before a file's sync
 	noSyncFS bool
@@ -101,7 +102,7 @@ func TestGroupCommit(t *testing.T) {
 		t.Run(fmt.Sprint(n, " waiting"), func(t *testing.T) {
 			release := make(chan struct{})
 			var held atomic.Bool
-			h := &hookFS{StrictMem: NewStrictMem()}
+			h := &hookFS{StrictMem: waltest.NewStrictMem()}
 			entered := make(chan struct{}, 1)
 			h.sync = func(name string) error {
 				if isSegment(name) && held.CompareAndSwap(false, true) {
@@ -163,7 +164,7 @@ func TestGroupCommit(t *testing.T) {
 func TestJournalSyncFailurePoisons(t *testing.T) {
 	eio := errors.New("input/output error")
 	var fail atomic.Bool
-	h := &hookFS{StrictMem: NewStrictMem()}
+	h := &hookFS{StrictMem: waltest.NewStrictMem()}
 	h.sync = func(name string) error {
 		if isSegment(name) && fail.Load() {
 			return eio
@@ -218,7 +219,7 @@ func TestDescriptorExhaustion(t *testing.T) {
 			var opens, refused atomic.Int64
 			var short atomic.Bool // out of descriptors, once enough opens ran
 			short.Store(true)
-			h := &hookFS{StrictMem: NewStrictMem()}
+			h := &hookFS{StrictMem: waltest.NewStrictMem()}
 			// Session file opens only: the journal holds its segment open
 			// and is tested on its own.
 			h.open = func(name string, flag int) error {
@@ -328,9 +329,9 @@ func TestDescriptorExhaustion(t *testing.T) {
 // journalLeft writes two sessions through a journal of small segments and
 // crashes the process, leaving the journal for the next OpenDir. It
 // returns the file system and the segments' paths, oldest first.
-func journalLeft(t *testing.T) (*StrictMem, []string, []*plSession) {
+func journalLeft(t *testing.T) (*waltest.StrictMem, []string, []*plSession) {
 	t.Helper()
-	m := NewStrictMem()
+	m := waltest.NewStrictMem()
 	d, err := OpenDir("/data", Options{FS: m, SegmentSize: 400})
 	if err != nil {
 		t.Fatal(err)
@@ -367,7 +368,7 @@ func journalLeft(t *testing.T) (*StrictMem, []string, []*plSession) {
 	return after, paths, ss
 }
 
-func memRead(t *testing.T, m *StrictMem, path string) []byte {
+func memRead(t *testing.T, m *waltest.StrictMem, path string) []byte {
 	t.Helper()
 	b, err := readAll(m, path)
 	if err != nil {
@@ -376,7 +377,7 @@ func memRead(t *testing.T, m *StrictMem, path string) []byte {
 	return b
 }
 
-func memRewrite(t *testing.T, m *StrictMem, path string, data []byte) {
+func memRewrite(t *testing.T, m *waltest.StrictMem, path string, data []byte) {
 	t.Helper()
 	f, err := m.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -588,7 +589,7 @@ func TestStore(t *testing.T) {
 // poison the journal and fail every session.
 func TestSegmentWaitsForDescriptor(t *testing.T) {
 	var refused atomic.Int32
-	h := &hookFS{StrictMem: NewStrictMem()}
+	h := &hookFS{StrictMem: waltest.NewStrictMem()}
 	h.open = func(name string, flag int) error {
 		if isSegment(name) && refused.Add(1) <= 5 {
 			return syscall.EMFILE
@@ -697,7 +698,7 @@ func TestFailedCheckpointSyncKeepsTheSegment(t *testing.T) {
 		t.Run(fmt.Sprintf("per-file %v", perFile), func(t *testing.T) {
 			var failed atomic.Int64
 			var armed atomic.Bool // after Create, whose own sync is not a checkpoint's
-			h := &hookFS{StrictMem: NewStrictMem(), noSyncFS: perFile}
+			h := &hookFS{StrictMem: waltest.NewStrictMem(), noSyncFS: perFile}
 			h.sync = func(name string) error {
 				if armed.Load() && (name == "syncfs" || strings.HasSuffix(name, extLive)) && failed.Load() == 0 {
 					failed.Add(1)
@@ -755,14 +756,14 @@ func TestPreparedSegmentTornBatch(t *testing.T) {
 	text := strings.Repeat("z", 1500) // an input spans sectors
 	for seed := range 40 {
 		var armed atomic.Bool
-		var after atomic.Pointer[StrictMem]
-		h := &hookFS{StrictMem: NewStrictMem()}
+		var after atomic.Pointer[waltest.StrictMem]
+		h := &hookFS{StrictMem: waltest.NewStrictMem()}
 		rng := rand.New(rand.NewPCG(uint64(seed), 7))
 		h.sync = func(name string) error {
 			if armed.Load() && isSegment(name) {
 				armed.Store(false)
 				after.Store(h.StrictMem.Recover(rng))
-				return ErrPowerLost
+				return waltest.ErrPowerLost
 			}
 			return nil
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/runtime/internal/wal/waltest"
 )
 
 // plSession is what the workload was told about one session before the
@@ -21,9 +22,9 @@ type plSession struct {
 }
 
 // powerLossWorkload runs three sessions side by side on fsys the way a
-// host does: synced and unsynced inputs, held step records, descriptors
-// closed and reopened by a pool of two, one session finished and one
-// closed and reopened. It stops at the first error (the power cut).
+// host does: synced and unsynced inputs, held step records, one session
+// finished and one closed and reopened. It stops at the first error (the
+// power cut).
 func powerLossWorkload(fsys FS) (ss []*plSession, err error) {
 	d, err := OpenDir("/data", Options{FS: fsys})
 	if err != nil {
@@ -85,7 +86,7 @@ func powerLossWorkload(fsys FS) (ss []*plSession, err error) {
 // lost, no torn record may be read as data, and no crash may look like
 // damage.
 func TestPowerLoss(t *testing.T) {
-	probe := NewStrictMem()
+	probe := waltest.NewStrictMem()
 	if _, err := powerLossWorkload(probe); err != nil {
 		t.Fatalf("workload without a power cut: %v", err)
 	}
@@ -96,7 +97,7 @@ func TestPowerLoss(t *testing.T) {
 	points := 0
 	for cut := 0; cut <= total; cut++ {
 		for variant := range 3 {
-			fsys := NewStrictMem()
+			fsys := waltest.NewStrictMem()
 			fsys.CrashAfter(cut)
 			ss, _ := powerLossWorkload(fsys)
 			after := fsys.Recover(rand.New(rand.NewPCG(uint64(cut), uint64(variant))))

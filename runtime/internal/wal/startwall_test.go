@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/runtime/internal/wal/waltest"
 )
 
 // TestStartWallSurvivesPowerLoss: the step record that places a session's
@@ -48,20 +49,20 @@ func TestStartWallSurvivesPowerLoss(t *testing.T) {
 		if err := l.Flush(); err != nil {
 			return -1, err
 		}
-		if m, ok := fsys.(*StrictMem); ok {
+		if m, ok := fsys.(*waltest.StrictMem); ok {
 			flushed = m.Ops()
 		}
 		_, err = l.Append(engine.Input{T: 100, Type: engine.InputAdvance}, false)
 		return flushed, err
 	}
-	probe := NewStrictMem()
+	probe := waltest.NewStrictMem()
 	flushed, err := workload(probe)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for cut := flushed; cut <= probe.Ops(); cut++ {
 		for variant := range 3 {
-			fsys := NewStrictMem()
+			fsys := waltest.NewStrictMem()
 			fsys.CrashAfter(cut)
 			_, _ = workload(fsys)
 			after := fsys.Recover(rand.New(rand.NewPCG(uint64(cut), uint64(variant))))

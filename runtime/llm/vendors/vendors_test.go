@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/rules/rulestest"
 	"github.com/batonhq/baton/runtime/llm"
 )
 
@@ -164,7 +165,7 @@ func TestNewListsMissing(t *testing.T) {
 func packWith(t *testing.T, roles string) *rules.Pack {
 	t.Helper()
 	src := "name: t\nschema: 1\nduration: 1m\n" + roles
-	p, err := rules.LoadBytes([]byte(src))
+	p, err := rulestest.LoadBytes([]byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,8 @@
-package wal
+// Package waltest holds the write-ahead log's test doubles: StrictMem, a
+// file system that after a simulated power cut holds what was synced and
+// no more of the rest than a torn write can leave. Only tests import it,
+// so the server never links it.
+package waltest
 
 import (
 	"errors"
@@ -11,22 +15,27 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/batonhq/baton/runtime/internal/wal/walfs"
 )
 
 // ErrPowerLost is returned by every operation on a StrictMem after its
 // simulated power cut.
 var ErrPowerLost = errors.New("simulated power loss")
 
-// StrictMem is an in-memory FS that is as forgetful as a real disk is
-// allowed to be. A file's contents survive a power cut only up to its last
-// completed Sync, and a created, renamed or removed directory entry only
-// once its directory is synced; bytes written after the last sync survive
-// as any prefix, zeroed or not, the way a torn write leaves a file whose
-// size reached the disk before its data. Directories themselves are
+// StrictMem is an in-memory walfs.FS that is as forgetful as a real disk
+// is allowed to be. A file's contents survive a power cut only up to its
+// last completed Sync, and a created, renamed or removed directory entry
+// only once its directory is synced. Of what was written since the last
+// sync, bytes past the synced length survive as any prefix, zeroed or
+// not, the way a torn write leaves a file whose size reached the disk
+// before its data; bytes written over synced ones survive a 512-byte
+// sector at a time, each sector new or old. Directories themselves are
 // durable as soon as they exist. Modelled on Pebble's vfs.NewStrictMem.
 //
 // CrashAfter arms a power cut after a given number of changing operations;
-// Recover returns what a restart would find.
+// Recover returns what a restart would find, Restart what a process crash
+// leaves.
 type StrictMem struct {
 	mu      sync.Mutex
 	dirs    map[string]*memDir
@@ -48,6 +57,8 @@ type memNode struct {
 	mode   fs.FileMode
 	mtime  time.Time
 }
+
+var _ walfs.FS = (*StrictMem)(nil)
 
 // NewStrictMem returns an empty strict in-memory file system.
 func NewStrictMem() *StrictMem {
@@ -230,7 +241,7 @@ func (m *StrictMem) MkdirAll(dir string) error {
 }
 
 // OpenFile opens or creates a file.
-func (m *StrictMem) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+func (m *StrictMem) OpenFile(name string, flag int, perm fs.FileMode) (walfs.File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.crashed {
@@ -415,7 +426,7 @@ func (m *StrictMem) SyncDir(dir string) error {
 // SyncFS returns a syncer whose Sync makes every file's data durable, but
 // no directory entry: the real call commits those too on ext4, but the
 // log does not count on it.
-func (m *StrictMem) SyncFS(dir string) (FSSyncer, error) { return memSyncer{m, dir}, nil }
+func (m *StrictMem) SyncFS(dir string) (walfs.FSSyncer, error) { return memSyncer{m, dir}, nil }
 
 type memSyncer struct {
 	m   *StrictMem
