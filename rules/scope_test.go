@@ -4,13 +4,14 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/rules/rulestest"
 )
 
 // A scope is in force until it is popped, scopes nest, and what a scope
 // leaves unset reads as absent: a tool handled earlier is never seen by
 // a later expression.
 func TestScopes(t *testing.T) {
-	p, err := rules.LoadBytes([]byte(`name: scopes
+	p, err := rulestest.LoadBytes([]byte(`name: scopes
 duration: 1m
 roles:
   qa: {persona: x}
