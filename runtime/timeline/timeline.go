@@ -20,7 +20,7 @@ import (
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
-	"github.com/batonhq/baton/runtime/dryrun"
+	"github.com/batonhq/baton/runtime/record"
 )
 
 // Run is one dry run to draw: a title for its header, the pack it ran
@@ -29,7 +29,7 @@ import (
 type Run struct {
 	Title  string
 	Pack   *rules.Pack
-	Result *dryrun.Result
+	Result *record.Result
 }
 
 // Lane kinds: what a lane shows, in the order a run's lanes are drawn.
@@ -129,7 +129,7 @@ const (
 
 // endOf is where a run's axis ends: the later of its end and its last
 // effect or input.
-func endOf(r *dryrun.Result) int64 {
+func endOf(r *record.Result) int64 {
 	end := r.EndMS
 	for i := range r.Records {
 		end = max(end, r.Records[i].T)
@@ -207,7 +207,7 @@ func build(run Run, diffs []diffMark) *layout {
 	recEntry := make([]int, len(recs))
 	for i := range recs {
 		r := &recs[i]
-		head := strings.TrimSpace(dryrun.TextLine(r))
+		head := strings.TrimSpace(record.TextLine(r))
 		if d, ok := diffAt[i]; ok {
 			head += "\n" + d.note()
 		}
@@ -227,7 +227,7 @@ func build(run Run, diffs []diffMark) *layout {
 				l.marks = append(l.marks, mark{lane: m.lane, row: m.row, t: recs[i].T - d.shift, d: 0, typ: "shift",
 					class: "shift", entry: m.entry, rule: m.rule, shift: d.shift, label: "", diff: "from"})
 			}
-			l.diffs = append(l.diffs, diffLine{t: recs[i].T, text: d.note() + "  " + strings.TrimSpace(dryrun.TextLine(&recs[i])), entry: m.entry, diff: d.kind})
+			l.diffs = append(l.diffs, diffLine{t: recs[i].T, text: d.note() + "  " + strings.TrimSpace(record.TextLine(&recs[i])), entry: m.entry, diff: d.kind})
 		}
 		l.marks = append(l.marks, m)
 	}
@@ -483,7 +483,7 @@ func boolInt(b bool) int {
 }
 
 // summary is the line under a run's title: pack, end and counts.
-func summary(p *rules.Pack, res *dryrun.Result, titled bool) string {
+func summary(p *rules.Pack, res *record.Result, titled bool) string {
 	var b strings.Builder
 	if p != nil && !titled {
 		b.WriteString(p.Name)
@@ -533,7 +533,7 @@ const (
 
 // shortRequest is r with its request's files and transcript shortened
 // as the page shows them; r itself is left as it is.
-func shortRequest(r *dryrun.Record) *dryrun.Record {
+func shortRequest(r *record.Record) *record.Record {
 	q := r.Request
 	if q == nil || (len(q.Files) == 0 && len(q.TranscriptTail) <= tailKept && len(q.Attachments) == 0) {
 		return r
