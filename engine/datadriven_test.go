@@ -19,6 +19,7 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
+	"github.com/batonhq/baton/runtime/record"
 )
 
 // TestDataDriven plays the transcripts in testdata/*.txt. Each file reads
@@ -418,7 +419,7 @@ func (tr *transcript) run(t *testing.T, d *datadriven.TestData) string {
 	if err != nil {
 		return "error: " + err.Error()
 	}
-	var recs []dryrun.Record
+	var recs []record.Record
 	for _, r := range res.Records {
 		if r.T < from || until >= 0 && r.T > until || types != nil && !types[r.Type] {
 			continue
@@ -432,8 +433,8 @@ func (tr *transcript) run(t *testing.T, d *datadriven.TestData) string {
 		}
 	} else {
 		// Naming a quiet type in types= asks to see it.
-		fo := dryrun.FormatOptions{Verbose: d.HasArg("verbose") || types != nil}
-		if err := dryrun.WriteText(&b, recs, fo); err != nil {
+		fo := record.FormatOptions{Verbose: d.HasArg("verbose") || types != nil}
+		if err := record.WriteText(&b, recs, fo); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
+	"github.com/batonhq/baton/runtime/record"
 )
 
 func loadDayOne(t testing.TB) *rules.Pack {
@@ -30,10 +31,10 @@ func dayOneCandidate(t testing.TB) []events.Timed {
 	return readCandidate(t, "../scenarios/dayone/candidate.jsonl")
 }
 
-func jsonl(t testing.TB, recs []dryrun.Record) []byte {
+func jsonl(t testing.TB, recs []record.Record) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if err := dryrun.WriteJSONL(&b, recs, dryrun.FormatOptions{Verbose: true}); err != nil {
+	if err := record.WriteJSONL(&b, recs, record.FormatOptions{Verbose: true}); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -87,7 +88,7 @@ func TestStepEqualsJump(t *testing.T) {
 
 // diffRecords reports how two runs differ: their effects, or else what
 // the simulated host added to them.
-func diffRecords(t testing.TB, want, got []dryrun.Record) string {
+func diffRecords(t testing.TB, want, got []record.Record) string {
 	if d := diffEffects(t, recordEffects(want), recordEffects(got)); d != "" {
 		return d
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
+	"github.com/batonhq/baton/runtime/record"
 )
 
 // A host may sleep through several deadlines (a slow machine, a paused
@@ -103,7 +104,7 @@ func withoutRequests(effs []engine.Effect) []engine.Effect {
 	return out
 }
 
-func recordEffects(recs []dryrun.Record) []engine.Effect {
+func recordEffects(recs []record.Record) []engine.Effect {
 	out := make([]engine.Effect, len(recs))
 	for i := range recs {
 		out[i] = recs[i].Effect

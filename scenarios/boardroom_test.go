@@ -18,6 +18,7 @@ import (
 	"github.com/batonhq/baton/runtime/archive"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
+	"github.com/batonhq/baton/runtime/record"
 )
 
 var boardMembers = []string{"skeptic", "analyst", "contrarian"}
@@ -36,7 +37,7 @@ var moderatorAssembly = []string{
 	"debrief-notes.md", "role", "goal", "constraints",
 }
 
-func runBoardroom(t *testing.T, p *rules.Pack, evs []events.Timed, replies []dryrun.Reply) *dryrun.Result {
+func runBoardroom(t *testing.T, p *rules.Pack, evs []events.Timed, replies []dryrun.Reply) *record.Result {
 	t.Helper()
 	res, err := dryrun.Run(p, dryrun.Options{Events: evs, Replies: replies})
 	if err != nil {
@@ -495,11 +496,11 @@ func TestBoardroomArchive(t *testing.T) {
 	p, evs := loadBundled(t, "boardroom")
 	var dirs []string
 	var timelines [][]byte
-	var last *dryrun.Result
+	var last *record.Result
 	for range 2 {
 		res := runBoardroom(t, p, evs, nil)
 		var tl bytes.Buffer
-		if err := dryrun.WriteText(&tl, res.Records, dryrun.FormatOptions{Verbose: true}); err != nil {
+		if err := record.WriteText(&tl, res.Records, record.FormatOptions{Verbose: true}); err != nil {
 			t.Fatal(err)
 		}
 		timelines = append(timelines, tl.Bytes())

@@ -13,6 +13,7 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
+	"github.com/batonhq/baton/runtime/record"
 )
 
 func prompt(sec float64, runID, text string) events.Timed {
@@ -23,7 +24,7 @@ func cancel(sec float64, runID string) events.Timed {
 	return events.Timed{T: int64(sec * 1000), Event: engine.CandidateEvent{Type: "cancel", RunID: runID}}
 }
 
-func runBrain(t testing.TB, evs []events.Timed, replies []dryrun.Reply) *dryrun.Result {
+func runBrain(t testing.TB, evs []events.Timed, replies []dryrun.Reply) *record.Result {
 	t.Helper()
 	p, _ := loadBundled(t, "brain")
 	res, err := dryrun.Run(p, dryrun.Options{Events: evs, Replies: replies})
@@ -33,7 +34,7 @@ func runBrain(t testing.TB, evs []events.Timed, replies []dryrun.Reply) *dryrun.
 	return res
 }
 
-func sequenceRequests(res *dryrun.Result) []*engine.LLMRequest {
+func sequenceRequests(res *record.Result) []*engine.LLMRequest {
 	var out []*engine.LLMRequest
 	for _, r := range res.Records {
 		if r.Type == engine.EffectLLMRequest && r.Request.Sequence != nil {
@@ -145,11 +146,11 @@ func TestBrainInvariants(t *testing.T) {
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
-		fail := func(r *dryrun.Record, format string, args ...any) {
+		fail := func(r *record.Record, format string, args ...any) {
 			t.Helper()
 			t.Fatalf("seed %d, %s at %s: %s\n%s", seed, r.Kind, rules.FormatClock(r.T), fmt.Sprintf(format, args...), r.Data)
 		}
-		checkResponse := func(r *dryrun.Record, a engine.AgentResponse) {
+		checkResponse := func(r *record.Record, a engine.AgentResponse) {
 			seen[a.Status]++
 			switch {
 			case !slices.Contains(statuses, a.Status):
@@ -278,7 +279,7 @@ func TestBrainDeterministic(t *testing.T) {
 			t.Fatal(err)
 		}
 		var b bytes.Buffer
-		if err := dryrun.WriteJSONL(&b, res.Records, dryrun.FormatOptions{Verbose: true}); err != nil {
+		if err := record.WriteJSONL(&b, res.Records, record.FormatOptions{Verbose: true}); err != nil {
 			t.Fatal(err)
 		}
 		runs[i] = b.Bytes()

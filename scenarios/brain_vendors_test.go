@@ -16,6 +16,7 @@ import (
 	"github.com/batonhq/baton/runtime/llm/gemini/geminifake"
 	"github.com/batonhq/baton/runtime/llm/openai/openaifake"
 	"github.com/batonhq/baton/runtime/llm/vendors"
+	"github.com/batonhq/baton/runtime/record"
 )
 
 // TestBrainOnThreeVendors runs The Brain as `baton dryrun -llm live`
@@ -65,7 +66,7 @@ func TestBrainOnThreeVendors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var completed *dryrun.Record
+	var completed *record.Record
 	for i := range res.Records {
 		r := &res.Records[i]
 		if r.Type == engine.EffectAdapterError || r.Type == engine.EffectEngineError {

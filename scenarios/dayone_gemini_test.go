@@ -13,6 +13,7 @@ import (
 	"github.com/batonhq/baton/runtime/llm"
 	"github.com/batonhq/baton/runtime/llm/gemini"
 	"github.com/batonhq/baton/runtime/llm/gemini/geminifake"
+	"github.com/batonhq/baton/runtime/record"
 	"github.com/batonhq/baton/runtime/replay"
 )
 
@@ -35,7 +36,7 @@ func (d *drifter) behave(req *geminifake.Request) geminifake.Reply {
 	return geminifake.Text(qaQuestion)
 }
 
-func runDayOneDrifting(t *testing.T) (*rules.Pack, *dryrun.Result, *drifter) {
+func runDayOneDrifting(t *testing.T) (*rules.Pack, *record.Result, *drifter) {
 	t.Helper()
 	d := &drifter{}
 	srv := geminifake.New(d.behave)
@@ -123,7 +124,7 @@ func TestDayOneDriftingModel(t *testing.T) {
 
 // replaysByteForByte saves a dry run as a session log and replays it,
 // recorded model answers and all, checking every step.
-func replaysByteForByte(t *testing.T, p *rules.Pack, res *dryrun.Result) {
+func replaysByteForByte(t *testing.T, p *rules.Pack, res *record.Result) {
 	t.Helper()
 	path, err := replay.SaveDryRun(t.TempDir(), p.Name, p, 0, time.Unix(0, 0), res)
 	if err != nil {
@@ -140,7 +141,7 @@ func replaysByteForByte(t *testing.T, p *rules.Pack, res *dryrun.Result) {
 
 // runBundled dry-runs a bundled pack with its built-in candidate, on its
 // scripted model or, given a Gemini stand-in, through the official SDK.
-func runBundled(t *testing.T, pack string, gem *geminifake.Server) (*rules.Pack, *dryrun.Result) {
+func runBundled(t *testing.T, pack string, gem *geminifake.Server) (*rules.Pack, *record.Result) {
 	t.Helper()
 	p, evs := loadBundled(t, pack)
 	opt := dryrun.Options{Events: evs}
@@ -158,10 +159,10 @@ func runBundled(t *testing.T, pack string, gem *geminifake.Server) (*rules.Pack,
 	return p, res
 }
 
-func jsonl(t *testing.T, recs []dryrun.Record) string {
+func jsonl(t *testing.T, recs []record.Record) string {
 	t.Helper()
 	var b strings.Builder
-	if err := dryrun.WriteJSONL(&b, recs, dryrun.FormatOptions{Verbose: true}); err != nil {
+	if err := record.WriteJSONL(&b, recs, record.FormatOptions{Verbose: true}); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()

@@ -8,8 +8,8 @@ import (
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
-	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/llm/gemini/geminifake"
+	"github.com/batonhq/baton/runtime/record"
 )
 
 // standIn plays Hot Seat's Brain and jurors the way a cooperative model
@@ -169,7 +169,7 @@ func instance(sc map[string]any) any {
 	return "A considered answer."
 }
 
-func runHotSeatOnGemini(t *testing.T, m *standIn) (*rules.Pack, *dryrun.Result, *geminifake.Server) {
+func runHotSeatOnGemini(t *testing.T, m *standIn) (*rules.Pack, *record.Result, *geminifake.Server) {
 	t.Helper()
 	m.turns = map[string]int{}
 	srv := geminifake.New(m.behave)
@@ -183,10 +183,10 @@ func runHotSeatOnGemini(t *testing.T, m *standIn) (*rules.Pack, *dryrun.Result, 
 	return p, res, srv
 }
 
-func timeline(recs []dryrun.Record) string {
+func timeline(recs []record.Record) string {
 	var b strings.Builder
 	for i := range recs {
-		b.WriteString(dryrun.TextLine(&recs[i]) + "\n")
+		b.WriteString(record.TextLine(&recs[i]) + "\n")
 	}
 	return b.String()
 }

@@ -9,11 +9,12 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
+	"github.com/batonhq/baton/runtime/record"
 )
 
 func loadHotSeat(t *testing.T) (*rules.Pack, []events.Timed) { return loadBundled(t, "hotseat") }
 
-func ticketsOf(t *testing.T, res *dryrun.Result) map[string]int {
+func ticketsOf(t *testing.T, res *record.Result) map[string]int {
 	t.Helper()
 	for _, r := range res.Records {
 		if r.Type == engine.EffectTickets {
@@ -114,7 +115,7 @@ func TestHotSeatDeterministic(t *testing.T) {
 			t.Fatal(err)
 		}
 		var b bytes.Buffer
-		if err := dryrun.WriteJSONL(&b, res.Records, dryrun.FormatOptions{Verbose: true}); err != nil {
+		if err := record.WriteJSONL(&b, res.Records, record.FormatOptions{Verbose: true}); err != nil {
 			t.Fatal(err)
 		}
 		if i == 0 {

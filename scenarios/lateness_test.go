@@ -10,6 +10,7 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
+	"github.com/batonhq/baton/runtime/record"
 )
 
 var variations = flag.Int("variations", 50, "seeded variations of DayOne's candidate in TestScheduledTurnsOnTime (BENCHMARKS.md uses 1000)")
@@ -120,7 +121,7 @@ func TestScheduledTurnsOnTime(t *testing.T) {
 // not the lateness the engine reports: the anchor at 03:00.0, every
 // window opener at its open time or when the floor it waited for freed,
 // every nudge its silence timeout after the question finished.
-func checkBuiltIn(t *testing.T, res *dryrun.Result, latency int64) {
+func checkBuiltIn(t *testing.T, res *record.Result, latency int64) {
 	t.Helper()
 	p, _ := dayone(t)
 	opens := map[string]int64{}
@@ -186,7 +187,7 @@ func TestCoverLines(t *testing.T) {
 	}
 	after := p.LLM.Cover.After.MS
 	covers, replies := 0, 0
-	var cover *dryrun.Record
+	var cover *record.Record
 	for i := range res.Records {
 		r := &res.Records[i]
 		if r.Type != engine.EffectAgentMessage {

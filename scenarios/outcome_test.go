@@ -10,17 +10,18 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
+	"github.com/batonhq/baton/runtime/record"
 	"github.com/batonhq/baton/scenarios"
 )
 
 // outcomes says, for every bundled pack, what a finished session of it
 // has produced. A session that idles to its hard limit, or closes without
 // its verdict, is a broken product whatever its timeline looked like.
-var outcomes = map[string]func(recs []dryrun.Record) error{
-	"dayone": func(recs []dryrun.Record) error {
+var outcomes = map[string]func(recs []record.Record) error{
+	"dayone": func(recs []record.Record) error {
 		return endsWith(recs, "session_complete")
 	},
-	"boardroom": func(recs []dryrun.Record) error {
+	"boardroom": func(recs []record.Record) error {
 		if err := endsWith(recs, "session_complete"); err != nil {
 			return err
 		}
@@ -31,7 +32,7 @@ var outcomes = map[string]func(recs []dryrun.Record) error{
 		}
 		return fmt.Errorf("no closing debrief")
 	},
-	"brain": func(recs []dryrun.Record) error {
+	"brain": func(recs []record.Record) error {
 		// A user who leaves, or one who never asks, ends the session;
 		// every exchange that started has ended by then.
 		if endsWith(recs, "user_left") != nil {
@@ -60,7 +61,7 @@ var outcomes = map[string]func(recs []dryrun.Record) error{
 		}
 		return nil
 	},
-	"training": func(recs []dryrun.Record) error {
+	"training": func(recs []record.Record) error {
 		// The interviewer closes the session, or it ends once they
 		// have gone quiet; never at the hard limit.
 		if endsWith(recs, "the interviewer closed the session") != nil {
@@ -68,7 +69,7 @@ var outcomes = map[string]func(recs []dryrun.Record) error{
 		}
 		return nil
 	},
-	"hotseat": func(recs []dryrun.Record) error {
+	"hotseat": func(recs []record.Record) error {
 		if err := endsWith(recs, "verdict"); err != nil {
 			return err
 		}
@@ -81,7 +82,7 @@ var outcomes = map[string]func(recs []dryrun.Record) error{
 	},
 }
 
-func endsWith(recs []dryrun.Record, reason string) error {
+func endsWith(recs []record.Record, reason string) error {
 	if len(recs) == 0 {
 		return fmt.Errorf("no effects")
 	}
@@ -138,7 +139,7 @@ func TestEveryPackReachesItsOutcome(t *testing.T) {
 					if err := outcome(res.Records); err != nil {
 						var tl []byte
 						for i := range res.Records {
-							tl = append(tl, dryrun.TextLine(&res.Records[i])+"\n"...)
+							tl = append(tl, record.TextLine(&res.Records[i])+"\n"...)
 						}
 						t.Fatalf("%v\n%s", err, tl)
 					}

@@ -19,6 +19,7 @@ import (
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
 	"github.com/batonhq/baton/runtime/llm"
+	"github.com/batonhq/baton/runtime/record"
 	"github.com/batonhq/baton/runtime/replay"
 	"github.com/batonhq/baton/runtime/service"
 	"github.com/batonhq/baton/runtime/timeline"
@@ -152,19 +153,19 @@ func dryrunOnce(ctx context.Context, c *cli, a *dryrunArgs, ref string, p *rules
 
 	w := bufio.NewWriter(out)
 	defer w.Flush()
-	fo := dryrun.FormatOptions{Verbose: a.verbose, Color: c.color && out == c.stdout}
-	text := dryrun.NewTextStream(w, fo)
+	fo := record.FormatOptions{Verbose: a.verbose, Color: c.color && out == c.stdout}
+	text := record.NewTextStream(w, fo)
 	started := false
 	if a.format != "html" {
 		// The page is drawn from the whole run; text and lines stream.
-		opt.OnRecord = func(r *dryrun.Record) error {
+		opt.OnRecord = func(r *record.Record) error {
 			if !started && a.format == "text" {
 				// Only once the run starts: refused input prints nothing.
 				fmt.Fprintf(w, "# %s (%s)\n", p.Name, packSource(p))
 			}
 			started = true
 			if a.format == "jsonl" {
-				err = dryrun.WriteJSONL(w, []dryrun.Record{*r}, fo)
+				err = record.WriteJSONL(w, []record.Record{*r}, fo)
 			} else {
 				err = text.Add(r)
 			}
@@ -191,10 +192,10 @@ func dryrunOnce(ctx context.Context, c *cli, a *dryrunArgs, ref string, p *rules
 		if err := text.Close(); err != nil {
 			return err
 		}
-		if err := dryrun.WriteSummary(w, res.Records); err != nil {
+		if err := record.WriteSummary(w, res.Records); err != nil {
 			return err
 		}
-		if err := dryrun.WriteWorkspace(w, p.Workspace.RootDir(), res.Workspace); err != nil {
+		if err := record.WriteWorkspace(w, p.Workspace.RootDir(), res.Workspace); err != nil {
 			return err
 		}
 	case "html":
@@ -237,10 +238,10 @@ func speedup(simMS int64, took time.Duration) string {
 	return fmt.Sprintf("%.0fx", x)
 }
 
-func countErrors(recs []dryrun.Record) int {
+func countErrors(recs []record.Record) int {
 	n := 0
 	for i := range recs {
-		if slices.Contains(dryrun.ErrorTypes, recs[i].Type) {
+		if slices.Contains(record.ErrorTypes, recs[i].Type) {
 			n++
 		}
 	}
@@ -263,7 +264,7 @@ func packSource(p *rules.Pack) string {
 	return s
 }
 
-func saveRecord(c *cli, dir, ref string, p *rules.Pack, seed uint64, start time.Time, res *dryrun.Result) error {
+func saveRecord(c *cli, dir, ref string, p *rules.Pack, seed uint64, start time.Time, res *record.Result) error {
 	path, err := replay.SaveDryRun(dir, ref, p, seed, start, res)
 	if err != nil {
 		return fmt.Errorf("recording: %w", err)

@@ -16,8 +16,8 @@ import (
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/archive"
-	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/llm"
+	"github.com/batonhq/baton/runtime/record"
 	"github.com/batonhq/baton/runtime/replay"
 	"github.com/batonhq/baton/runtime/timeline"
 )
@@ -241,9 +241,9 @@ func replayLog(stdout io.Writer, logFile, packDir string, verbose bool, format, 
 	}
 	if verbose {
 		if format == "jsonl" {
-			err = dryrun.WriteJSONL(w, res.Timeline, dryrun.FormatOptions{})
+			err = record.WriteJSONL(w, res.Timeline, record.FormatOptions{})
 		} else {
-			err = dryrun.WriteText(w, res.Timeline, dryrun.FormatOptions{})
+			err = record.WriteText(w, res.Timeline, record.FormatOptions{})
 		}
 		if err != nil {
 			return err

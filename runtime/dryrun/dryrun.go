@@ -18,6 +18,7 @@ import (
 	"github.com/batonhq/baton/runtime/events"
 	"github.com/batonhq/baton/runtime/internal/sim"
 	"github.com/batonhq/baton/runtime/llm"
+	"github.com/batonhq/baton/runtime/record"
 )
 
 // Reply is one scripted model answer, matched to requests by call number,
@@ -57,7 +58,7 @@ type Options struct {
 	// OnRecord, if set, is given each record as the run produces it, so a
 	// run against a real model can be shown as it happens. An error from
 	// it stops the run.
-	OnRecord func(*Record) error
+	OnRecord func(*record.Record) error
 	// Candidate, if set, plays the pack's candidate model seeded with Seed
 	// instead of Events (which must then be empty): the simulated
 	// candidate answers what the session says, so the same pack and seed
@@ -103,88 +104,18 @@ func NewCandidateModel(p *rules.Pack) (*CandidateModel, error) {
 	return &CandidateModel{m: m}, nil
 }
 
-// Record is one effect with what the simulated host added to it.
-type Record struct {
-	engine.Effect
-	// SpeechMS is the simulated playback time of an agent message.
-	SpeechMS int64 `json:"speech_ms,omitempty"`
-	// tickMS is the pack's tick: lateness within it is not lateness.
-	tickMS int64
-}
-
-// Result is a finished dry run.
-type Result struct {
-	Records []Record
-	// Inputs is every input the engine was given, in order: a replayable log.
-	Inputs []engine.Input
-	// Steps holds, for each input, the effects it produced and the engine's
-	// error if it refused the input.
-	Steps []Step
-	EndMS int64
-	// Files are the session's context files as it ended.
-	Files []engine.ContextFileState
-	// Workspace is the simulated client's workspace as the run ended
-	// (the pack's workspace: section), in path order.
-	Workspace []WorkspaceFile
-	// Coverage counts how often each of the pack's CoverItems was
-	// exercised, by index.
-	Coverage []uint32
-	// Candidate is what the candidate did, from the inputs.
-	Candidate CandidateStats
-	// TicketsLeft is how many tickets the roles held as the run ended.
-	TicketsLeft int
-	// end is the session_end effect's reason, kept when Records are not.
-	end string
-}
-
-// CandidateStats count what the candidate did in a run.
-type CandidateStats struct {
-	// Messages is how many candidate_message events it sent.
-	Messages int `json:"messages"`
-	// TalkMS is how long its mic was on.
-	TalkMS int64 `json:"talk_ms"`
-	// CutMS is, by role, how much of the agents' speech its barge-ins
-	// cut off: a role's talk time is its lines' SpeechMS less this.
-	// Records keep the time a line would have taken, as they were given
-	// when it was said; an interrupted speech_done input says where it
-	// stopped.
-	CutMS map[string]int64 `json:"cut_ms,omitempty"`
-	micOn int64            // when the mic went on; -1 when off
-}
-
-// WorkspaceFile is one file of the simulated client's workspace.
-type WorkspaceFile = sim.WorkspaceFile
-
-// EndReason is why the run's session ended, or "dryrun" for a run that
-// stopped with the session still going.
-func (r *Result) EndReason() string {
-	if r.end != "" {
-		return r.end
-	}
-	if n := len(r.Records); n > 0 && r.Records[n-1].Type == engine.EffectSessionEnd {
-		return r.Records[n-1].Reason
-	}
-	return "dryrun"
-}
-
-// Step is what one input produced.
-type Step struct {
-	Effects []engine.Effect
-	Err     error
-}
-
 type pending struct {
 	in  engine.Input
 	seq int
 }
 
 // Run plays a session of p to its end.
-func Run(p *rules.Pack, opt Options) (*Result, error) {
+func Run(p *rules.Pack, opt Options) (*record.Result, error) {
 	return RunContext(context.Background(), p, opt)
 }
 
 // RunContext is Run with a context for the model's calls.
-func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error) {
+func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*record.Result, error) {
 	if opt.StepMS > p.Tick.MS {
 		return nil, fmt.Errorf("step %dms is coarser than the pack's tick (%dms)", opt.StepMS, p.Tick.MS)
 	}
@@ -201,7 +132,8 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error
 		llm:    model,
 		voice:  sim.NewVoice(p),
 		client: sim.NewClient(p),
-		res:    &Result{Candidate: CandidateStats{micOn: -1}},
+		res:    &record.Result{},
+		micOn:  -1,
 		on:     opt.OnRecord,
 		lean:   opt.Lean,
 		tickMS: p.Tick.MS,
@@ -210,7 +142,7 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error
 		h.cand = opt.Candidate.m.NewCandidate(opt.Seed)
 	}
 	if !h.lean {
-		h.res.Records = make([]Record, 0, 256)
+		h.res.Records = make([]record.Record, 0, 256)
 	}
 	// Every event is checked against the pack before the run starts, with
 	// the one check a live session applies before it logs an input.
@@ -269,13 +201,13 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*Result, error
 	return h.finish(), nil
 }
 
-func (h *host) finish() *Result {
+func (h *host) finish() *record.Result {
 	h.res.EndMS, h.res.Files, h.res.Workspace = h.s.Now(), h.s.ContextFiles(), h.client.Files()
 	h.res.Coverage = h.s.Coverage()
 	h.res.TicketsLeft = h.s.TicketsLeft()
-	if c := &h.res.Candidate; c.micOn >= 0 {
-		c.TalkMS += h.res.EndMS - c.micOn
-		c.micOn = -1
+	if h.micOn >= 0 {
+		h.res.Candidate.TalkMS += h.res.EndMS - h.micOn
+		h.micOn = -1
 	}
 	return h.res
 }
@@ -293,15 +225,18 @@ type host struct {
 	client    *sim.Client
 	queue     []pending
 	seq       int
-	res       *Result
+	res       *record.Result
 	buf       []engine.Effect
-	on        func(*Record) error
+	on        func(*record.Record) error
 	// lean keeps no records, inputs or steps (Options.Lean); rec is the
 	// record OnRecord is given then.
 	lean   bool
-	rec    Record
+	rec    record.Record
 	ev     engine.CandidateEvent
 	tickMS int64
+	// micOn is when the candidate's mic went on, -1 while it is off: the
+	// talk time it counts goes into res.Candidate as the mic goes off.
+	micOn int64
 	// cand is the simulated candidate, when the run plays the model, and
 	// playing the agent messages whose speech has not finished, which
 	// its barge-ins cut short.
@@ -432,11 +367,11 @@ func (h *host) countCandidate(in *engine.Input) {
 		c.Messages++
 	case engine.EventMicState:
 		switch on := ev.MicActive != nil && *ev.MicActive; {
-		case on && c.micOn < 0:
-			c.micOn = in.T
-		case !on && c.micOn >= 0:
-			c.TalkMS += in.T - c.micOn
-			c.micOn = -1
+		case on && h.micOn < 0:
+			h.micOn = in.T
+		case !on && h.micOn >= 0:
+			c.TalkMS += in.T - h.micOn
+			h.micOn = -1
 		}
 	}
 }
@@ -462,7 +397,7 @@ func (h *host) step(in engine.Input) error {
 	var err error
 	h.buf, err = h.s.Step(in, h.buf[:0])
 	if !h.lean {
-		h.res.Steps = append(h.res.Steps, Step{Effects: append([]engine.Effect(nil), h.buf...), Err: err})
+		h.res.Steps = append(h.res.Steps, record.Step{Effects: append([]engine.Effect(nil), h.buf...), Err: err})
 	}
 	if err != nil && err != engine.ErrEnded {
 		return fmt.Errorf("at %s: %w", rules.FormatClock(in.T), err)
@@ -471,10 +406,10 @@ func (h *host) step(in engine.Input) error {
 		e := &h.buf[i]
 		rec := &h.rec
 		if !h.lean {
-			h.res.Records = append(h.res.Records, Record{})
+			h.res.Records = append(h.res.Records, record.Record{})
 			rec = &h.res.Records[len(h.res.Records)-1]
 		}
-		*rec = Record{Effect: *e, tickMS: h.tickMS}
+		*rec = record.Record{Effect: *e, TickMS: h.tickMS}
 		switch e.Type {
 		case engine.EffectLLMRequest:
 			a := h.llm.Answer(h.ctx, e.ID, e.Request)
@@ -511,7 +446,7 @@ func (h *host) step(in engine.Input) error {
 				h.playing = append(h.playing, playing{id: e.ID, role: e.Agent, start: e.T, end: e.T + rec.SpeechMS})
 			}
 		case engine.EffectSessionEnd:
-			h.res.end = e.Reason
+			h.res.Ended = e.Reason
 		}
 		if h.cand != nil {
 			h.cand.Observe(e, rec.SpeechMS)

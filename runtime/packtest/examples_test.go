@@ -13,6 +13,7 @@ import (
 	"github.com/batonhq/baton/runtime/events"
 	"github.com/batonhq/baton/runtime/internal/sim"
 	"github.com/batonhq/baton/runtime/packs"
+	"github.com/batonhq/baton/runtime/record"
 	"github.com/batonhq/baton/scenarios"
 )
 
@@ -63,7 +64,7 @@ func TestExampleFilesPlayDayOne(t *testing.T) {
 	if r := res.EndReason(); r != "session_complete" {
 		t.Errorf("session ended %q", r)
 	}
-	has := func(what string, ok func(r *dryrun.Record) bool) int {
+	has := func(what string, ok func(r *record.Record) bool) int {
 		n := 0
 		for i := range res.Records {
 			if ok(&res.Records[i]) {
@@ -75,12 +76,12 @@ func TestExampleFilesPlayDayOne(t *testing.T) {
 		}
 		return n
 	}
-	has("scripted failure", func(r *dryrun.Record) bool {
+	has("scripted failure", func(r *record.Record) bool {
 		return r.Type == engine.EffectAdapterError && r.Agent == "qa" && strings.Contains(r.Reason, "server")
 	})
 	// Every slow reply of the tech lead is covered: more than one shows
 	// the reply was used again (repeat).
-	if n := has("cover line", func(r *dryrun.Record) bool {
+	if n := has("cover line", func(r *record.Record) bool {
 		return r.Type == engine.EffectAgentMessage && r.Agent == "tech_lead" && r.Kind == "cover"
 	}); n < 2 {
 		t.Errorf("%d cover lines, want one for each tech lead reply", n)
@@ -89,10 +90,10 @@ func TestExampleFilesPlayDayOne(t *testing.T) {
 	if i < 0 {
 		t.Fatal("replies.yaml scripts no BA line")
 	}
-	has("scripted BA interruption", func(r *dryrun.Record) bool {
+	has("scripted BA interruption", func(r *record.Record) bool {
 		return r.Type == engine.EffectAgentMessage && r.Agent == "ba" && r.Kind == "anchor" && r.Text == replies[i].Text
 	})
-	has("answer to the typed question", func(r *dryrun.Record) bool {
+	has("answer to the typed question", func(r *record.Record) bool {
 		return r.Type == engine.EffectRouted && r.Agent == "tech_lead" && r.Rule == "R2_ADDRESSED"
 	})
 }

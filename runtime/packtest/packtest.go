@@ -23,6 +23,7 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
+	"github.com/batonhq/baton/runtime/record"
 )
 
 // Dir is the folder inside a pack that holds its tests.
@@ -156,7 +157,7 @@ func (c *Case) run(p *rules.Pack, opt Options) (updated bool, cover []uint32, er
 		// The engine saying it had to stop itself fails every case, whatever
 		// the case expects.
 		if recs[i].Type == engine.EffectEngineError {
-			errs = append(errs, fmt.Errorf("engine error: %s", dryrun.TextLine(&recs[i])))
+			errs = append(errs, fmt.Errorf("engine error: %s", record.TextLine(&recs[i])))
 		}
 	}
 	pos := 0
@@ -174,7 +175,7 @@ func (c *Case) run(p *rules.Pack, opt Options) (updated bool, cover []uint32, er
 					break
 				}
 				if visible(r.Type) {
-					errs = append(errs, fmt.Errorf("expect[%d] %s: then nothing until %s, but: %s", i, m, m.ThenNothingUntil.Val, dryrun.TextLine(&r)))
+					errs = append(errs, fmt.Errorf("expect[%d] %s: then nothing until %s, but: %s", i, m, m.ThenNothingUntil.Val, record.TextLine(&r)))
 					break
 				}
 			}
@@ -184,7 +185,7 @@ func (c *Case) run(p *rules.Pack, opt Options) (updated bool, cover []uint32, er
 	for i := range c.Forbid {
 		m := &c.Forbid[i]
 		if j := slices.IndexFunc(recs, m.matches); j >= 0 {
-			errs = append(errs, fmt.Errorf("forbid[%d] %s: found %s", i, m, dryrun.TextLine(&recs[j])))
+			errs = append(errs, fmt.Errorf("forbid[%d] %s: found %s", i, m, record.TextLine(&recs[j])))
 		}
 	}
 	if c.Golden {
@@ -196,20 +197,20 @@ func (c *Case) run(p *rules.Pack, opt Options) (updated bool, cover []uint32, er
 	}
 	if len(errs) > 0 {
 		var b bytes.Buffer
-		_ = dryrun.WriteText(&b, recs, dryrun.FormatOptions{Verbose: true})
+		_ = record.WriteText(&b, recs, record.FormatOptions{Verbose: true})
 		return updated, cover, fmt.Errorf("%s:\n%w\ntimeline:\n%s", c.file, errors.Join(errs...), b.String())
 	}
 	return updated, cover, nil
 }
 
-func (c *Case) golden(p *rules.Pack, res *dryrun.Result, opt Options) (bool, error) {
+func (c *Case) golden(p *rules.Pack, res *record.Result, opt Options) (bool, error) {
 	var b bytes.Buffer
-	if err := dryrun.WriteText(&b, res.Records, dryrun.FormatOptions{}); err != nil {
+	if err := record.WriteText(&b, res.Records, record.FormatOptions{}); err != nil {
 		return false, err
 	}
 	// What the agents' edits left in the workspace, as a dry run prints
 	// it (nothing for a pack without one).
-	if err := dryrun.WriteWorkspace(&b, p.Workspace.RootDir(), res.Workspace); err != nil {
+	if err := record.WriteWorkspace(&b, p.Workspace.RootDir(), res.Workspace); err != nil {
 		return false, err
 	}
 	name := strings.TrimSuffix(c.file, ".yaml") + ".golden"
@@ -241,14 +242,14 @@ func visible(t engine.EffectType) bool {
 	return true
 }
 
-func clockAt(recs []dryrun.Record, pos int) string {
+func clockAt(recs []record.Record, pos int) string {
 	if pos == 0 || pos > len(recs) {
 		return "the start"
 	}
 	return rules.FormatClock(recs[pos-1].T)
 }
 
-func (m *Match) matches(r dryrun.Record) bool {
+func (m *Match) matches(r record.Record) bool {
 	switch {
 	case m.at >= 0 && r.T != m.at,
 		m.after >= 0 && r.T < m.after,

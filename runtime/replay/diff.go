@@ -9,28 +9,28 @@ import (
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
-	"github.com/batonhq/baton/runtime/dryrun"
+	"github.com/batonhq/baton/runtime/record"
 )
 
 // DiffOptions choose what a what-if's diff compares: the one rule of
-// dryrun.Diff, which the what-if page follows too.
-type DiffOptions = dryrun.DiffOptions
+// record.Diff, which the what-if page follows too.
+type DiffOptions = record.DiffOptions
 
-// Diff pairs the what-if's effects with the recording's (dryrun.Diff:
+// Diff pairs the what-if's effects with the recording's (record.Diff:
 // the recording is the base run, the what-if the other).
-func (w *WhatIf) Diff(opt DiffOptions) []dryrun.Pair {
-	return dryrun.Diff(w.Recorded.Result.Records, w.Result.Records, opt)
+func (w *WhatIf) Diff(opt DiffOptions) []record.Pair {
+	return record.Diff(w.Recorded.Result.Records, w.Result.Records, opt)
 }
 
 // line is a record's timeline line. Lateness within the pack's tick is not
 // lateness, as the dry run's timeline says; a recording's records, made
 // outside a dry run, do not carry the tick, so it is applied here.
-func line(r *dryrun.Record, tickMS int64) string {
+func line(r *record.Record, tickMS int64) string {
 	c := *r
 	if c.Lateness != nil && c.Lateness.LateMS <= tickMS {
 		c.Lateness = nil
 	}
-	return dryrun.TextLine(&c)
+	return record.TextLine(&c)
 }
 
 // Summary compares a what-if with its recording in the numbers a designer
@@ -67,11 +67,11 @@ func (w *WhatIf) Summary(opt DiffOptions) Summary {
 // what-if page heads its list of differences with, for the same options.
 func (s *Summary) Differences() int { return s.Moved + s.Removed + s.Added }
 
-func (w *WhatIf) summary(pairs []dryrun.Pair, opt DiffOptions) Summary {
+func (w *WhatIf) summary(pairs []record.Pair, opt DiffOptions) Summary {
 	s := Summary{Reused: w.Reused, Asked: w.Asked, Verbose: opt.Verbose}
 	for k, side := range [2]struct {
 		p   *rules.Pack
-		res *dryrun.Result
+		res *record.Result
 	}{{w.Recorded.Pack, w.Recorded.Result}, {w.Pack, w.Result}} {
 		for i := range side.res.Records {
 			r := &side.res.Records[i]
@@ -91,13 +91,13 @@ func (w *WhatIf) summary(pairs []dryrun.Pair, opt DiffOptions) Summary {
 	}
 	for _, d := range pairs {
 		switch d.Change {
-		case dryrun.Same:
+		case record.Same:
 			s.Same++
-		case dryrun.Moved:
+		case record.Moved:
 			s.Moved++
-		case dryrun.Removed:
+		case record.Removed:
 			s.Removed++
-		case dryrun.Added:
+		case record.Added:
 			s.Added++
 		}
 	}
@@ -138,11 +138,11 @@ func WriteDiff(w io.Writer, wi *WhatIf, opt DiffOptions) error {
 	pairs := wi.Diff(opt)
 	for _, d := range pairs {
 		switch d.Change {
-		case dryrun.Removed:
+		case record.Removed:
 			fmt.Fprintf(bw, "- %s\n", line(&recA[d.Base], tickA))
-		case dryrun.Added, dryrun.Same:
+		case record.Added, record.Same:
 			fmt.Fprintf(bw, "%c %s\n", d.Change, line(&recB[d.Other], tickB))
-		case dryrun.Moved:
+		case record.Moved:
 			fmt.Fprintf(bw, "~ %s  [moved %+.1fs from %s]\n", line(&recB[d.Other], tickB), float64(d.ShiftMS(recA, recB))/1000, rules.FormatClock(recA[d.Base].T))
 		}
 	}
@@ -165,8 +165,8 @@ func WriteDiffJSONL(w io.Writer, wi *WhatIf, opt DiffOptions) error {
 	type jsonLine struct {
 		Change   string         `json:"change"`
 		ShiftMS  int64          `json:"shift_ms,omitempty"`
-		Recorded *dryrun.Record `json:"recorded,omitempty"`
-		WhatIf   *dryrun.Record `json:"what_if,omitempty"`
+		Recorded *record.Record `json:"recorded,omitempty"`
+		WhatIf   *record.Record `json:"what_if,omitempty"`
 	}
 	recA, recB := wi.Recorded.Result.Records, wi.Result.Records
 	pairs := wi.Diff(opt)
@@ -193,5 +193,5 @@ func WriteDiffJSONL(w io.Writer, wi *WhatIf, opt DiffOptions) error {
 // Changed reports whether the what-if's timeline differs from the
 // recording's at all (bookkeeping effects included).
 func (w *WhatIf) Changed() bool {
-	return slices.ContainsFunc(w.Diff(DiffOptions{Verbose: true}), func(d dryrun.Pair) bool { return d.Change != dryrun.Same })
+	return slices.ContainsFunc(w.Diff(DiffOptions{Verbose: true}), func(d record.Pair) bool { return d.Change != record.Same })
 }

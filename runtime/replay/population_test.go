@@ -26,7 +26,7 @@ func TestRecordingsAsSweepPopulation(t *testing.T) {
 		p     *rules.Pack
 	)
 	for range 3 {
-		path, q, _ := record(t, dir)
+		path, q, _ := recordSession(t, dir)
 		p = q
 		recs = append(recs, openRecording(t, path, p))
 		paths = append(paths, path)
@@ -104,7 +104,7 @@ func TestOpenRecordingsOnDemand(t *testing.T) {
 		p     *rules.Pack
 	)
 	for range 2 {
-		path, q, _ := record(t, dir)
+		path, q, _ := recordSession(t, dir)
 		paths, p = append(paths, path), q
 	}
 	var opens atomic.Int32
@@ -161,7 +161,7 @@ func TestOpenRecordingsOnDemand(t *testing.T) {
 // A pack that does not open fails the session with an error naming its
 // log, and is tried again for the next: the failure is that log's.
 func TestOpenRecordingsPackError(t *testing.T) {
-	path, p, _ := record(t, "../../scenarios/dayone")
+	path, p, _ := recordSession(t, "../../scenarios/dayone")
 	fail := true
 	pop := replay.OpenRecordings(p, "PACK", []string{path}, func(*replay.Session) (*rules.Pack, error) {
 		if fail {

@@ -7,9 +7,9 @@ import (
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
-	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/internal/sim"
 	"github.com/batonhq/baton/runtime/internal/wal"
+	"github.com/batonhq/baton/runtime/record"
 )
 
 // Recording is a session log replayed with the pack it was written with:
@@ -27,7 +27,7 @@ type Recording struct {
 	// An agent message's SpeechMS is how long it played (its speech_done
 	// came that much later), or the simulated voice's time for one whose
 	// speech_done the log does not hold.
-	Result *dryrun.Result
+	Result *record.Result
 }
 
 // ErrNotReproduced marks a log that does not replay with the pack it was
@@ -52,13 +52,13 @@ func OpenRecording(path string, open func(s *Session) (*rules.Pack, error)) (*Re
 	if err := wal.CheckHeader(&rec.Header, p); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	res := &dryrun.Result{}
+	res := &record.Result{}
 	replayed, err := wal.Replay(p, rec, func(_ uint64, in *engine.Input, effects []engine.Effect, stepErr error) {
 		res.Inputs = append(res.Inputs, *in)
 		own := slices.Clone(effects)
-		res.Steps = append(res.Steps, dryrun.Step{Effects: own, Err: stepErr})
+		res.Steps = append(res.Steps, record.Step{Effects: own, Err: stepErr})
 		for _, e := range own {
-			res.Records = append(res.Records, dryrun.Record{Effect: e})
+			res.Records = append(res.Records, record.Record{Effect: e})
 		}
 	})
 	if err != nil {
@@ -77,7 +77,7 @@ func OpenRecording(path string, open func(s *Session) (*rules.Pack, error)) (*Re
 // spoken sets each agent message's SpeechMS from the speech_done that
 // reported its end; a message the log holds none for (the session ended
 // while it played, or a torn tail) gets the simulated voice's time.
-func spoken(p *rules.Pack, res *dryrun.Result) {
+func spoken(p *rules.Pack, res *record.Result) {
 	done := map[string]int64{}
 	for _, in := range res.Inputs {
 		if in.Type == engine.InputSpeechDone && in.Speech != nil {

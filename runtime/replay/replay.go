@@ -12,9 +12,9 @@ import (
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
-	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/internal/sim"
 	"github.com/batonhq/baton/runtime/internal/wal"
+	"github.com/batonhq/baton/runtime/record"
 )
 
 // Session is what a log says about the session it recorded.
@@ -44,7 +44,7 @@ type Result struct {
 	Session Session
 	// Timeline is every replayed effect, with the simulated speech time
 	// of each agent message, as a dry run reports it.
-	Timeline []dryrun.Record
+	Timeline []record.Record
 	Effects  int
 	// Verified and Unverified count the inputs whose step record was
 	// compared, or was lost (a torn tail).
@@ -86,7 +86,7 @@ func File(path string, open func(ref string) (*rules.Pack, error)) (*Result, err
 	voice := sim.NewVoice(p)
 	res, err := wal.Replay(p, rec, func(_ uint64, _ *engine.Input, effects []engine.Effect, _ error) {
 		for _, e := range effects {
-			r := dryrun.Record{Effect: e}
+			r := record.Record{Effect: e}
 			if e.Type == engine.EffectAgentMessage {
 				r.SpeechMS = voice.Duration(e.Agent, e.Text)
 			}
@@ -136,7 +136,7 @@ func ReadSession(path string) (*Session, error) {
 // server's format, and returns its path: File replays it offline, so a run
 // against a real model can be checked later without the model. packRef is
 // how the run named its pack, so the replay finds it again.
-func SaveDryRun(dir, packRef string, p *rules.Pack, seed uint64, start time.Time, res *dryrun.Result) (string, error) {
+func SaveDryRun(dir, packRef string, p *rules.Pack, seed uint64, start time.Time, res *record.Result) (string, error) {
 	if len(res.Steps) != len(res.Inputs) {
 		return "", errors.New("replay: a dry run result without a step per input")
 	}

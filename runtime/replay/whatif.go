@@ -13,6 +13,7 @@ import (
 	"github.com/batonhq/baton/runtime/events"
 	"github.com/batonhq/baton/runtime/internal/sim"
 	"github.com/batonhq/baton/runtime/llm"
+	"github.com/batonhq/baton/runtime/record"
 )
 
 // A what-if plays a recorded session again through another pack, on a
@@ -48,7 +49,7 @@ type WhatIf struct {
 	Recorded *Recording
 	// Pack is the pack the session was played through, Result the run.
 	Pack   *rules.Pack
-	Result *dryrun.Result
+	Result *record.Result
 	// Reused counts the model answers taken from the recording, Asked
 	// those the fallback model gave.
 	Reused, Asked int
@@ -170,7 +171,7 @@ type recordedModel struct {
 	reused, asked int
 }
 
-func newRecordedModel(res *dryrun.Result, next llm.Answerer) *recordedModel {
+func newRecordedModel(res *record.Result, next llm.Answerer) *recordedModel {
 	type got struct {
 		t   int64
 		res engine.LLMResult

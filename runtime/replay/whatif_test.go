@@ -16,6 +16,7 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
+	"github.com/batonhq/baton/runtime/record"
 	"github.com/batonhq/baton/runtime/replay"
 )
 
@@ -28,9 +29,9 @@ func loadPack(t *testing.T, dir string) *rules.Pack {
 	return p
 }
 
-// record dry-runs the pack in dir with its own candidate and saves the run
+// recordSession dry-runs the pack in dir with its own candidate and saves the run
 // as a session log, as baton dryrun --record does.
-func record(t *testing.T, dir string) (path string, p *rules.Pack, res *dryrun.Result) {
+func recordSession(t *testing.T, dir string) (path string, p *rules.Pack, res *record.Result) {
 	t.Helper()
 	p = loadPack(t, dir)
 	var evs []events.Timed
@@ -87,7 +88,7 @@ func editedCopy(t *testing.T, dir, old, new string) string {
 	return dst
 }
 
-func answered(res *dryrun.Result) int {
+func answered(res *record.Result) int {
 	n := 0
 	for _, in := range res.Inputs {
 		if in.Type == engine.InputLLMResult {
@@ -115,7 +116,7 @@ func TestWhatIfWithItsOwnPackChangesNothing(t *testing.T) {
 			// makes a run differ from the next; only then is the pair of
 			// runs tried again.
 			for attempt := 1; ; attempt++ {
-				path, p, res := record(t, filepath.Join("../../scenarios", pack))
+				path, p, res := recordSession(t, filepath.Join("../../scenarios", pack))
 				rec := openRecording(t, path, p)
 				if len(rec.Result.Records) != len(res.Records) {
 					t.Fatalf("recording has %d effects, the run had %d", len(rec.Result.Records), len(res.Records))
@@ -141,7 +142,7 @@ func TestWhatIfWithItsOwnPackChangesNothing(t *testing.T) {
 	}
 }
 
-func budgetStop(res *dryrun.Result) bool {
+func budgetStop(res *record.Result) bool {
 	for _, r := range res.Records {
 		if r.Type == engine.EffectScriptError && r.Kind == engine.ScriptBudget {
 			return true
@@ -155,7 +156,7 @@ func budgetStop(res *dryrun.Result) bool {
 // the recorded answers, and the nudges come later or not at all.
 func TestWhatIfSilenceTimeout(t *testing.T) {
 	const dir = "../../scenarios/dayone"
-	path, p, _ := record(t, dir)
+	path, p, _ := recordSession(t, dir)
 	rec := openRecording(t, path, p)
 	tests := []struct {
 		timeout    string
@@ -188,7 +189,7 @@ func TestWhatIfSilenceTimeout(t *testing.T) {
 			if wi.Reused == 0 || (tc.fewer && wi.Asked == 0) {
 				t.Errorf("%d answers reused, %d asked anew", wi.Reused, wi.Asked)
 			}
-			first := func(res *dryrun.Result) int64 {
+			first := func(res *record.Result) int64 {
 				for _, r := range res.Records {
 					if r.Type == engine.EffectAgentMessage && r.Rule == "silence" {
 						return r.T
@@ -222,11 +223,11 @@ func TestWhatIfSilenceTimeout(t *testing.T) {
 }
 
 // The text diff, its JSON lines and their summaries count the pairs
-// dryrun.Diff makes with the same options, no more and no fewer: the
+// record.Diff makes with the same options, no more and no fewer: the
 // what-if page counts the same pairs (runtime/timeline).
 func TestDiffCountsItsPairs(t *testing.T) {
 	const dir = "../../scenarios/dayone"
-	path, p, _ := record(t, dir)
+	path, p, _ := recordSession(t, dir)
 	rec := openRecording(t, path, p)
 	q := loadPack(t, editedCopy(t, dir, "SILENCE_TIMEOUT: 12s", "SILENCE_TIMEOUT: 20s"))
 	wi, err := rec.WhatIf(context.Background(), q, replay.WhatIfOptions{})
@@ -237,12 +238,12 @@ func TestDiffCountsItsPairs(t *testing.T) {
 	var counts [2]int
 	for k, opt := range []replay.DiffOptions{{}, {Verbose: true}} {
 		t.Run(opt.String(), func(t *testing.T) {
-			pairs := dryrun.Diff(rec.Result.Records, wi.Result.Records, opt)
-			n := map[dryrun.Change]int{}
+			pairs := record.Diff(rec.Result.Records, wi.Result.Records, opt)
+			n := map[record.Change]int{}
 			for _, d := range pairs {
 				n[d.Change]++
 			}
-			counts[k] = len(pairs) - n[dryrun.Same]
+			counts[k] = len(pairs) - n[record.Same]
 			var text, jsonl bytes.Buffer
 			if err := replay.WriteDiff(&text, wi, opt); err != nil {
 				t.Fatal(err)
@@ -254,7 +255,7 @@ func TestDiffCountsItsPairs(t *testing.T) {
 			if m == nil {
 				t.Fatalf("no effects line in\n%s", text.String())
 			}
-			want := []int{n[dryrun.Same], n[dryrun.Moved], n[dryrun.Removed], n[dryrun.Added], counts[k]}
+			want := []int{n[record.Same], n[record.Moved], n[record.Removed], n[record.Added], counts[k]}
 			for i, w := range want {
 				if got, _ := strconv.Atoi(m[i+1]); got != w {
 					t.Errorf("effects line %q: field %d is %d, want %d", m[0], i+1, got, w)

@@ -17,6 +17,7 @@ import (
 	"github.com/batonhq/baton/runtime/events"
 	"github.com/batonhq/baton/runtime/packs"
 	"github.com/batonhq/baton/runtime/packtest"
+	"github.com/batonhq/baton/runtime/record"
 )
 
 // wantFiles is the pack an author gets; a file added to the template
@@ -114,14 +115,14 @@ func checkDryRun(t *testing.T, p *rules.Pack) {
 		t.Fatal(err)
 	}
 	var timeline bytes.Buffer
-	if err := dryrun.WriteText(&timeline, res.Records, dryrun.FormatOptions{}); err != nil {
+	if err := record.WriteText(&timeline, res.Records, record.FormatOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := res.EndReason(); got != "session_complete" {
 		t.Errorf("dry run ended with %q, want session_complete; timeline:\n%s", got, &timeline)
 	}
 	has := func(typ engine.EffectType, kind, rule string) bool {
-		return slices.ContainsFunc(res.Records, func(r dryrun.Record) bool {
+		return slices.ContainsFunc(res.Records, func(r record.Record) bool {
 			return r.Type == typ && (kind == "" || r.Kind == kind) && r.Rule == rule
 		})
 	}
@@ -147,7 +148,7 @@ func checkDryRun(t *testing.T, p *rules.Pack) {
 			replies++
 		case r.Type == engine.EffectEngineError, r.Type == engine.EffectScriptError, r.Type == engine.EffectAdapterError,
 			r.Type == engine.EffectAgentMessage && r.Fallback:
-			t.Errorf("dry run: %s", dryrun.TextLine(&r))
+			t.Errorf("dry run: %s", record.TextLine(&r))
 		}
 	}
 	if replies == 0 {

@@ -22,6 +22,7 @@ import (
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
+	"github.com/batonhq/baton/runtime/record"
 )
 
 // A Session is one member of a population: the options that play it, and
@@ -385,7 +386,7 @@ func (a *agg) play(ctx context.Context, p *rules.Pack, pop Population, i int) er
 }
 
 // record sums one effect of the session being played.
-func (a *agg) record(r *dryrun.Record) error {
+func (a *agg) record(r *record.Record) error {
 	c := &a.cur
 	switch r.Type {
 	case engine.EffectAgentMessage:

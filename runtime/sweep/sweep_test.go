@@ -13,6 +13,7 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/packs"
+	"github.com/batonhq/baton/runtime/record"
 	"github.com/batonhq/baton/scenarios"
 )
 
@@ -132,10 +133,10 @@ func TestFailuresSameWhateverParallel(t *testing.T) {
 }
 
 // jsonl is a run's timeline in JSON lines.
-func jsonl(t *testing.T, recs []dryrun.Record) []byte {
+func jsonl(t *testing.T, recs []record.Record) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if err := dryrun.WriteJSONL(&b, recs, dryrun.FormatOptions{Verbose: true}); err != nil {
+	if err := record.WriteJSONL(&b, recs, record.FormatOptions{Verbose: true}); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -161,10 +162,10 @@ func TestSessionReproducesFromItsSeed(t *testing.T) {
 				if !strings.HasSuffix(s.Repro, " "+name) || !strings.Contains(s.Repro, "-seed ") {
 					t.Fatalf("repro command %q", s.Repro)
 				}
-				var streamed []dryrun.Record
+				var streamed []record.Record
 				opt := s.Options
 				opt.Lean = true
-				opt.OnRecord = func(r *dryrun.Record) error {
+				opt.OnRecord = func(r *record.Record) error {
 					streamed = append(streamed, *r)
 					return nil
 				}

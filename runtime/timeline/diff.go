@@ -3,7 +3,7 @@ package timeline
 import (
 	"fmt"
 
-	"github.com/batonhq/baton/runtime/dryrun"
+	"github.com/batonhq/baton/runtime/record"
 )
 
 // How a record of a what-if page differs from the other run.
@@ -31,18 +31,18 @@ func (d diffMark) note() string {
 	return "only in the what-if"
 }
 
-// compare marks what differs in each run as dryrun.Diff pairs them, the
+// compare marks what differs in each run as record.Diff pairs them, the
 // pairing baton replay's text diff prints: unpaired records in both runs,
 // and in other the paired ones that moved. So the page marks exactly the
 // lines the text diff marks for the same options.
-func compare(base, other *dryrun.Result, opt dryrun.DiffOptions) (inBase, inOther []diffMark) {
-	for _, p := range dryrun.Diff(base.Records, other.Records, opt) {
+func compare(base, other *record.Result, opt record.DiffOptions) (inBase, inOther []diffMark) {
+	for _, p := range record.Diff(base.Records, other.Records, opt) {
 		switch p.Change {
-		case dryrun.Removed:
+		case record.Removed:
 			inBase = append(inBase, diffMark{rec: p.Base, kind: diffOnly, base: true})
-		case dryrun.Added:
+		case record.Added:
 			inOther = append(inOther, diffMark{rec: p.Other, kind: diffOnly})
-		case dryrun.Moved:
+		case record.Moved:
 			inOther = append(inOther, diffMark{rec: p.Other, kind: diffShifted, shift: p.ShiftMS(base.Records, other.Records)})
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/batonhq/baton/rules"
-	"github.com/batonhq/baton/runtime/dryrun"
+	"github.com/batonhq/baton/runtime/record"
 )
 
 //go:embed page.css
@@ -40,20 +40,20 @@ const (
 // for two runs a what-if page, the first (the baseline) above the second
 // on the same axis, with the effects only one has, and those that moved,
 // highlighted. Two runs compare as WriteWhatIf's do with the zero
-// dryrun.DiffOptions, as baton replay's text diff does without -v.
+// record.DiffOptions, as baton replay's text diff does without -v.
 func WriteHTML(w io.Writer, runs ...Run) error {
-	return write(w, dryrun.DiffOptions{}, runs)
+	return write(w, record.DiffOptions{}, runs)
 }
 
 // WriteWhatIf writes the what-if page of base and other, the differences
-// marked and counted as dryrun.Diff pairs them with opt: the same lines
+// marked and counted as record.Diff pairs them with opt: the same lines
 // baton replay's text diff marks with the same options. Every effect of
 // both runs is drawn; those opt does not compare are never marked.
-func WriteWhatIf(w io.Writer, base, other Run, opt dryrun.DiffOptions) error {
+func WriteWhatIf(w io.Writer, base, other Run, opt record.DiffOptions) error {
 	return write(w, opt, []Run{base, other})
 }
 
-func write(w io.Writer, opt dryrun.DiffOptions, runs []Run) error {
+func write(w io.Writer, opt record.DiffOptions, runs []Run) error {
 	switch {
 	case len(runs) == 0:
 		return errors.New("timeline: no run to draw")
@@ -89,7 +89,7 @@ type page struct {
 	err error
 	end int64
 	k   float64 // px per ms at the drawn width
-	opt dryrun.DiffOptions
+	opt record.DiffOptions
 }
 
 func (p *page) printf(format string, args ...any) {

@@ -12,11 +12,12 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
+	"github.com/batonhq/baton/runtime/record"
 	"github.com/batonhq/baton/scenarios"
 )
 
 // runPack dry-runs a bundled pack with its own candidate.
-func runPack(tb testing.TB, name string) (*rules.Pack, *dryrun.Result) {
+func runPack(tb testing.TB, name string) (*rules.Pack, *record.Result) {
 	tb.Helper()
 	p, err := rules.Load(scenarios.FS, name)
 	if err != nil {
@@ -163,7 +164,7 @@ func TestWhatIf(t *testing.T) {
 		}
 		other.Records = append(other.Records, r)
 	}
-	other.Records = append(other.Records, dryrun.Record{Effect: engine.Effect{T: 590_000, Type: engine.EffectFlag, Rule: "NEW_FLAG", Reason: "only here"}})
+	other.Records = append(other.Records, record.Record{Effect: engine.Effect{T: 590_000, Type: engine.EffectFlag, Rule: "NEW_FLAG", Reason: "only here"}})
 	html := render(t, Run{Title: "recorded", Pack: p, Result: base}, Run{Title: "edited", Pack: p, Result: &other})
 	for _, tc := range []struct {
 		name, re string
@@ -188,7 +189,7 @@ func TestWhatIf(t *testing.T) {
 	}
 }
 
-// A what-if page marks and counts the differences dryrun.Diff finds with
+// A what-if page marks and counts the differences record.Diff finds with
 // the page's options, the ones baton replay's text diff prints: a
 // routing decision that changed is marked only when verbose, as the text
 // diff prints it only with -v.
@@ -213,9 +214,9 @@ func TestWhatIfCountsTheDiff(t *testing.T) {
 	}
 	heading := regexp.MustCompile(`<h2>(\d+) difference\(s\)</h2>`)
 	for _, tc := range []struct {
-		opt      dryrun.DiffOptions
+		opt      record.DiffOptions
 		rerouted bool
-	}{{dryrun.DiffOptions{}, false}, {dryrun.DiffOptions{Verbose: true}, true}} {
+	}{{record.DiffOptions{}, false}, {record.DiffOptions{Verbose: true}, true}} {
 		t.Run(tc.opt.String(), func(t *testing.T) {
 			var b bytes.Buffer
 			if err := WriteWhatIf(&b, Run{Title: "recorded", Pack: p, Result: base}, Run{Title: "edited", Pack: p, Result: &other}, tc.opt); err != nil {
@@ -223,8 +224,8 @@ func TestWhatIfCountsTheDiff(t *testing.T) {
 			}
 			html := b.String()
 			want := 0
-			for _, d := range dryrun.Diff(base.Records, other.Records, tc.opt) {
-				if d.Change != dryrun.Same {
+			for _, d := range record.Diff(base.Records, other.Records, tc.opt) {
+				if d.Change != record.Same {
 					want++
 				}
 			}
@@ -251,7 +252,7 @@ func TestWhatIfCountsTheDiff(t *testing.T) {
 // TestSelfContained checks the page loads nothing and no run's text can
 // break out of its element.
 func TestSelfContained(t *testing.T) {
-	res := &dryrun.Result{EndMS: 5000, Records: []dryrun.Record{
+	res := &record.Result{EndMS: 5000, Records: []record.Record{
 		{Effect: engine.Effect{T: 1000, Type: engine.EffectAgentMessage, Agent: "x", Kind: "reply", Text: "</script><script>alert(1)</script>"}, SpeechMS: 800},
 		{Effect: engine.Effect{T: 2000, Type: engine.EffectNote, Text: `<img src=x onerror=alert(1)> & "quotes"`}},
 	}}
@@ -330,8 +331,8 @@ func BenchmarkWriteHTML(b *testing.B) {
 // A line the candidate talked over is drawn as long as it played: to its
 // interrupted speech_done, not to where the voice would have ended it.
 func TestCutLine(t *testing.T) {
-	res := &dryrun.Result{EndMS: 9000,
-		Records: []dryrun.Record{
+	res := &record.Result{EndMS: 9000,
+		Records: []record.Record{
 			{Effect: engine.Effect{T: 1000, Type: engine.EffectAgentMessage, ID: "m1", Agent: "x", Kind: "reply", Text: "cut"}, SpeechMS: 4000},
 			{Effect: engine.Effect{T: 6000, Type: engine.EffectAgentMessage, ID: "m2", Agent: "x", Kind: "reply", Text: "whole"}, SpeechMS: 2000},
 			// As a recording rebuilds it: the record already says where it stopped.

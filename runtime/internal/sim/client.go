@@ -6,6 +6,7 @@ import (
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/record"
 	"github.com/batonhq/baton/runtime/workspace"
 )
 
@@ -64,18 +65,13 @@ func (c *Client) Answer(e *engine.Effect) (engine.ClientToolResult, *engine.Cand
 // LatencyMS is how long the client takes per call.
 func (c *Client) LatencyMS() int64 { return c.pack.Workspace.Latency.MS }
 
-// WorkspaceFile is one file of the workspace as a run ended.
-type WorkspaceFile struct {
-	Path    string `json:"path"`
-	Content string `json:"content"`
-}
-
-// Files lists the workspace's files, in path order.
-func (c *Client) Files() []WorkspaceFile {
-	var out []WorkspaceFile
+// Files lists the workspace's files, in path order: the workspace as a
+// run ended.
+func (c *Client) Files() []record.WorkspaceFile {
+	var out []record.WorkspaceFile
 	for _, p := range c.ws.Paths() {
 		content, _ := c.ws.Get(p)
-		out = append(out, WorkspaceFile{Path: p, Content: content})
+		out = append(out, record.WorkspaceFile{Path: p, Content: content})
 	}
 	return out
 }

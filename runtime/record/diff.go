@@ -1,4 +1,4 @@
-package dryrun
+package record
 
 // Two runs of a session (a recording and its what-if, say) compare effect
 // by effect. This is the one comparison: the what-if's text and JSON

@@ -1,4 +1,4 @@
-package dryrun
+package record
 
 import (
 	"bytes"
@@ -131,7 +131,7 @@ func TextLine(r *Record) string {
 			text += "  [" + note + "]"
 		}
 		late := ""
-		if l := r.Lateness; l != nil && l.LateMS > max(r.tickMS, 0) {
+		if l := r.Lateness; l != nil && l.LateMS > max(r.TickMS, 0) {
 			late = fmt.Sprintf(", late %.1fs", float64(l.LateMS)/1000)
 		}
 		text += fmt.Sprintf("  (%s, %.1fs%s)", r.Rule, float64(r.SpeechMS)/1000, late)
