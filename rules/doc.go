@@ -31,4 +31,23 @@
 // the ones its runtime errors cite. A *Pack that Load
 // returns is immutable and safe to share between sessions and goroutines;
 // its Env (one per session) is not.
+//
+// # What is API
+//
+// Hosts and tools use a small part of what this package exports:
+//
+//   - Load and LoadFS, which return a *Pack or an ErrorList of Error
+//     values at their Pos (file:line:col), and the Pack's methods;
+//   - the coverage list (CoverItem, CoverKind), the candidate model
+//     (CandidateModel, Dist), the workspace and provider settings
+//     (Workspace, Provider), and At, Number and EventData for files that
+//     embed pack values (pack tests, replies scripts);
+//   - JSONSchema, and the helpers that word errors the way the loader
+//     does: DidYouMean, Nearest, FormatClock, ParseDuration.
+//
+// Everything else exported is the compiled pack's model: the engine, a
+// package of its own, reads it field by field, so it is exported, but it
+// is not an API. It changes with the engine and is never seen by authors,
+// who write YAML (docs/packs.md, docs/pack.schema.json) and read errors
+// in their own words (views.go).
 package rules
