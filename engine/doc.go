@@ -2,8 +2,8 @@
 // driven only by the inputs it is given and answering with effects. It does
 // no I/O, starts no goroutines and reads no clock, and no map order reaches
 // an effect or a script, so the same pack and inputs always give
-// byte-identical effects. (A pack script's time budget is the one
-// exception, and it is recorded: see "Inputs, effects, facts".)
+// byte-identical effects. (A live session's script time budget is the
+// one exception, and it is recorded: see "Inputs, effects, facts".)
 //
 // # The host loop
 //
@@ -55,6 +55,9 @@
 // Inputs and effects (io.go) are plain data with stable JSON forms. The
 // one check of an input is CheckInput (check.go). Everything that could
 // make a run differ from its replay is an input: time, every adapter
-// result, and whether a pack script ran out of its time budget
-// (Input.Scripts, collected from a step's effects with FactsOf).
+// result, and, in a session its host runs live (Options.LiveBudgets),
+// whether a pack script ran out of its time budget on the wall clock
+// (Input.Scripts, collected from a step's effects with FactsOf). Any
+// other session runs its scripts under a bound only a runaway reaches
+// (scripts.go), so no machine's speed shows in its effects.
 package engine
