@@ -32,10 +32,12 @@ import (
 //
 // Directives:
 //
-//	pack DIR [seed=N] [voice=live|tts]
+//	pack DIR [seed=N] [voice=live|tts] [live]
 //	    Load testdata/packs/DIR and start a session on it. Clears the
-//	    events and llm scripts of earlier runs.
-//	session [seed=N] [voice=live|tts]
+//	    events and llm scripts of earlier runs. live holds the pack's
+//	    scripts to their budget on the wall clock, as a live host does
+//	    (Options.LiveBudgets).
+//	session [seed=N] [voice=live|tts] [live]
 //	    Start a fresh session on the same loaded pack.
 //	step [verbose]
 //	    One input per body line, "TIME KIND ARGS", fed to the session with
@@ -141,7 +143,7 @@ func (tr *transcript) needPack(t *testing.T, d *datadriven.TestData) {
 
 func (tr *transcript) loadPack(t *testing.T, d *datadriven.TestData) string {
 	if len(d.CmdArgs) == 0 || len(d.CmdArgs[0].Vals) > 0 {
-		d.Fatalf(t, "usage: pack DIR [base=DIR] [seed=N] [voice=MODE]")
+		d.Fatalf(t, "usage: pack DIR [base=DIR] [seed=N] [voice=MODE] [live]")
 	}
 	dir := d.CmdArgs[0].Key
 	var fsys fs.FS = os.DirFS(filepath.Join("testdata", "packs", dir))
@@ -183,6 +185,7 @@ func (tr *transcript) options(t *testing.T, d *datadriven.TestData) engine.Optio
 	if d.HasArg("voice") {
 		d.ScanArgs(t, "voice", &opts.VoiceMode)
 	}
+	opts.LiveBudgets = d.HasArg("live")
 	return opts
 }
 

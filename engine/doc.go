@@ -4,7 +4,7 @@
 // an effect or a script, so the same pack and inputs always give
 // byte-identical effects. (Whether a live session's script ran out of its
 // wall-clock budget is the one fact the machine decides, and it is
-// recorded as an input: see "Facts".)
+// recorded as an input: see "Facts"; offline sessions have no such fact.)
 //
 // # The host's duties
 //
@@ -167,9 +167,13 @@
 // # Facts
 //
 // Everything that could make a run differ from its replay is an input:
-// time, every adapter result, and, in a live session, whether a pack
-// script ran out of its wall-clock time budget. A step's stopped script
-// calls are reported in script_error effects; the host records them with
-// the step (FactsOf) and a replay passes them back (Input.Scripts), so a
-// call stopped live is stopped again without running.
+// time, every adapter result, and, in a session its host runs live
+// (Options.LiveBudgets), whether a pack script ran out of its wall-clock
+// time budget. A step's stopped script calls are reported in
+// script_error effects; the host records them with the step (FactsOf)
+// and a replay passes them back (Input.Scripts), so a call stopped live
+// is stopped again without running. Any other session (a dry run, a pack
+// test, a sweep, a what-if) runs its scripts under a bound only a
+// runaway reaches (scripts.go), so no machine's speed shows in its
+// effects.
 package engine

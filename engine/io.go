@@ -58,10 +58,10 @@ type Input struct {
 }
 
 // ScriptFacts record the script calls of one step that were stopped at
-// their time budget. With facts, those calls are stopped again without
-// running and every other call runs to completion (under
-// script.ReplayBudget): a replay makes the same effects whatever the
-// machine.
+// their time budget (in a live session, or at script.ReplayBudget in any
+// other). With facts, those calls are stopped again without running and
+// every other call runs to completion (under script.ReplayBudget): a
+// replay makes the same effects whatever the machine.
 type ScriptFacts struct {
 	Stopped []ScriptStop `json:"stopped"`
 }

@@ -15,22 +15,30 @@ import (
 // Scripts run in the rules/script sandbox. Everything a script can observe
 // comes from the session (the clock, the seeded random source, the data
 // handed to it), so a script is as deterministic as the engine. The one
-// thing that is not is its time budget: a script that runs past it is
-// stopped, and whether it got that far can depend on the machine. Packs
-// should stay well inside the budget; the budget is a safety net.
+// thing that is not is a live session's time budget: a script that runs
+// past it is stopped, and whether it got that far can depend on the
+// machine. Packs should stay well inside the budget; the budget is a
+// safety net.
 
 // maxScriptLine bounds a line a script may return for an agent to say.
 const maxScriptLine = rules.MaxActionText
 
 // scriptRuns numbers the script calls of one step and holds what a replay
-// knows of them. A call's time budget is the one input the engine does not
-// get from its caller: whether a call ran past it can depend on the
-// machine. So the outcome is made a recorded fact: a call stopped at its
-// budget is reported in an effect with the time it ran, the host records
-// that with the step, and a replay passes the facts back in
-// (Input.Scripts): a call stopped live is stopped again without running,
-// and every other call runs to completion, under a bound far above any
-// budget (script.ReplayBudget).
+// knows of them.
+//
+// A session measures the pack's budget on the wall clock only when its
+// host runs it live (Options.LiveBudgets), and that budget is the one
+// input the engine does not get from its caller. So its outcome is made a
+// recorded fact: a call whose wall time reached its budget is stopped and
+// reported in an effect with the time it ran, the host records that with
+// the step, and a replay passes the facts back in (Input.Scripts): a call
+// stopped live is stopped again without running, and every other call
+// runs to completion.
+//
+// Every other call, offline or replayed, runs under script.ReplayBudget,
+// far above any budget: only a runaway reaches it, and a machine's speed
+// changes nothing else. A stop there is reported the same way, so a log
+// of an offline run replays too.
 type scriptRuns struct {
 	n     int
 	facts *ScriptFacts
@@ -55,10 +63,13 @@ func (s *Session) callScript(ref *rules.ScriptRef, arg any, rule string) (any, b
 			for range stop.Draws {
 				s.rng.Float64()
 			}
-			s.budgetSpent(ref, rule, call, budget, stop)
+			// Reported as when it was first stopped, at the bound it
+			// ran under then.
+			s.budgetSpent(ref, rule, call, scriptBound(budget, !s.opts.LiveBudgets), stop)
 			return nil, false
 		}
 	}
+	replay := s.scripts.facts != nil || !s.opts.LiveBudgets
 	if f, ok := arg.(*facade); ok {
 		defer f.done()
 	}
@@ -69,11 +80,11 @@ func (s *Session) callScript(ref *rules.ScriptRef, arg any, rule string) (any, b
 		NowMS:  s.now,
 		Rand:   func() float64 { draws++; return s.rng.Float64() },
 		Budget: budget,
-		Replay: s.scripts.facts != nil,
+		Replay: replay,
 	})
 	var re *script.RunError
 	if errors.As(err, &re) && re.Kind == "timeout" {
-		s.budgetSpent(ref, rule, call, budget, ScriptStop{Call: call, TookUS: re.Took.Microseconds(), At: re.Pos, Draws: draws})
+		s.budgetSpent(ref, rule, call, scriptBound(budget, replay), ScriptStop{Call: call, TookUS: re.Took.Microseconds(), At: re.Pos, Draws: draws})
 		return nil, false
 	}
 	if err != nil {
@@ -81,6 +92,15 @@ func (s *Session) callScript(ref *rules.ScriptRef, arg any, rule string) (any, b
 		return nil, false
 	}
 	return out, true
+}
+
+// scriptBound is how long a call may run: the pack's budget on the wall
+// clock, or script.ReplayBudget for a call replayed or offline.
+func scriptBound(budget time.Duration, replay bool) time.Duration {
+	if replay {
+		return script.ReplayBudget
+	}
+	return budget
 }
 
 // budgetSpent reports a call stopped at its budget, with the measured

@@ -1,9 +1,15 @@
 package engine_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 
@@ -37,11 +43,12 @@ func TestScriptLoadErrors(t *testing.T) {
 	}
 }
 
-// A script's time budget is the one thing about a call that depends on the
-// machine, so its outcome is a recorded fact. A call stopped live is
-// stopped again in a replay without running, with the same effect bytes;
-// a call that finished live runs to completion in a replay even where
-// the budget would stop it now.
+// A live session's script budget is the one thing about a call that
+// depends on the machine, so its outcome is a recorded fact. A call
+// stopped live is stopped again in a replay without running, with the
+// same effect bytes; a call that finished live runs to completion in a
+// replay even where the budget would stop it now, and so does every call
+// of an offline session.
 func TestScriptBudgetIsARecordedFact(t *testing.T) {
 	dir := filepath.Join("testdata", "packs", "scripted")
 	p, err := rules.Load(os.DirFS(dir), ".")
@@ -51,8 +58,9 @@ func TestScriptBudgetIsARecordedFact(t *testing.T) {
 	say := func(text string) engine.Input {
 		return engine.Input{T: 1000, Type: engine.InputCandidate, Candidate: &engine.CandidateEvent{Type: engine.EventMessage, Text: text}}
 	}
+	live := engine.Options{Seed: 1, LiveBudgets: true}
 	run := func(p *rules.Pack, in engine.Input) []engine.Effect {
-		s := engine.New(p, engine.Options{Seed: 1})
+		s := engine.New(p, live)
 		out, err := s.Step(in, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -60,15 +68,15 @@ func TestScriptBudgetIsARecordedFact(t *testing.T) {
 		return out
 	}
 
-	live := run(p, say("loop"))
-	facts := engine.FactsOf(live)
+	stopped := run(p, say("loop"))
+	facts := engine.FactsOf(stopped)
 	if facts == nil || len(facts.Stopped) != 1 || facts.Stopped[0].Call != 0 || facts.Stopped[0].TookUS < 200_000 {
-		t.Fatalf("live budget hit not reported as a fact: %+v in %+v", facts, live)
+		t.Fatalf("live budget hit not reported as a fact: %+v in %+v", facts, stopped)
 	}
 	in := say("loop")
 	in.Scripts = facts
 	replay := run(p, in)
-	if diff := cmp.Diff(live, replay); diff != "" {
+	if diff := cmp.Diff(stopped, replay); diff != "" {
 		t.Fatalf("replay of a stopped call differs (-live +replay):\n%s", diff)
 	}
 
@@ -76,7 +84,7 @@ func TestScriptBudgetIsARecordedFact(t *testing.T) {
 	// random source where it was live, so later scripts draw the same.
 	code := engine.Input{T: 2000, Type: engine.InputCandidate, Candidate: &engine.CandidateEvent{Type: engine.EventCodeSubmitted, Code: "rand"}}
 	steps := func(facts1, facts2 *engine.ScriptFacts) ([]engine.Effect, []engine.Effect) {
-		s := engine.New(p, engine.Options{Seed: 1})
+		s := engine.New(p, live)
 		in1 := say("drawloop")
 		in1.Scripts = facts1
 		out1, err := s.Step(in1, nil)
@@ -121,15 +129,129 @@ func TestScriptBudgetIsARecordedFact(t *testing.T) {
 	}
 	in = say("slow")
 	in.Scripts = &engine.ScriptFacts{}
-	out := run(tight, in)
-	routed := false
-	for _, e := range out {
-		if e.Type == engine.EffectScriptError {
-			t.Fatalf("a call that finished live was stopped in replay: %+v", e)
-		}
-		routed = routed || (e.Type == engine.EffectRouted && e.IntentTag == "slowtrue")
+	offline, err := engine.New(tight, engine.Options{Seed: 1}).Step(say("slow"), nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !routed {
-		t.Fatalf("the slow route did not answer: %+v", out)
+	for name, out := range map[string][]engine.Effect{"replay": run(tight, in), "offline": offline} {
+		routed := false
+		for _, e := range out {
+			if e.Type == engine.EffectScriptError {
+				t.Fatalf("%s: a call past the pack's budget was stopped: %+v", name, e)
+			}
+			routed = routed || (e.Type == engine.EffectRouted && e.IntentTag == "slowtrue")
+		}
+		if !routed {
+			t.Fatalf("%s: the slow route did not answer: %+v", name, out)
+		}
+	}
+}
+
+// repeatedWords is a message of 500 different words and the last one
+// again. The regex pack's route finds the repetition after about a quarter
+// of a second of backtracking on an idle machine: far past the pack's 1ms
+// budget, far inside script.ReplayBudget.
+func repeatedWords() string {
+	var b strings.Builder
+	for i := range 500 {
+		fmt.Fprintf(&b, "w%d ", i)
+	}
+	b.WriteString("w499")
+	return b.String()
+}
+
+// busy keeps n goroutines spinning until the test ends, so that what the
+// test checks is checked on a loaded machine.
+func busy(t testing.TB, n int) {
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for !stop.Load() {
+			}
+		})
+	}
+	t.Cleanup(func() {
+		stop.Store(true)
+		wg.Wait()
+	})
+}
+
+func loadPack(t testing.TB, name string) *rules.Pack {
+	t.Helper()
+	p, err := rules.Load(os.DirFS(filepath.Join("testdata", "packs", name)), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func repeatedInput() engine.Input {
+	return engine.Input{T: 1000, Type: engine.InputCandidate, Candidate: &engine.CandidateEvent{Type: engine.EventMessage, Text: repeatedWords()}}
+}
+
+// A session no host runs live is the same on every machine: the regex
+// pack's route runs far past its budget and still answers with what its
+// match found, and the effects are the same bytes on an idle machine and a
+// loaded one.
+func TestOfflineScriptsIgnoreTheMachine(t *testing.T) {
+	p := loadPack(t, "regex")
+	run := func() []byte {
+		out, err := engine.New(p, engine.Options{Seed: 1}).Step(repeatedInput(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range out {
+			if e.Type == engine.EffectScriptError {
+				t.Fatalf("offline call stopped or failed: %+v", e)
+			}
+		}
+		data, err := json.Marshal(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	idle := run()
+	if !bytes.Contains(idle, []byte(`"intent_tag":"repeated_w499"`)) {
+		t.Fatalf("the route did not find the repeated word: %s", idle)
+	}
+	busy(t, runtime.GOMAXPROCS(0))
+	if loaded := run(); !bytes.Equal(idle, loaded) {
+		t.Fatalf("effects differ under load:\nidle   %s\nloaded %s", idle, loaded)
+	}
+}
+
+// Live, the same call is stopped at its 1ms budget, and the stop is a
+// recorded fact in the effects: a replay given the facts makes the same
+// effects without running the call, on a loaded machine too.
+func TestLiveScriptStopIsRecorded(t *testing.T) {
+	p := loadPack(t, "regex")
+	opts := engine.Options{Seed: 1, LiveBudgets: true}
+	live, err := engine.New(p, opts).Step(repeatedInput(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts := engine.FactsOf(live)
+	if facts == nil || len(facts.Stopped) != 1 || facts.Stopped[0].Call != 0 {
+		t.Fatalf("the route's stop is not a recorded fact: %+v in %+v", facts, live)
+	}
+	for _, e := range live {
+		if e.Type == engine.EffectRouted && e.Rule != "R_DEFAULT" {
+			t.Fatalf("routed by the stopped script: %+v", e)
+		}
+		if e.Type == engine.EffectScriptError && !strings.Contains(e.Reason, "stopped after its 1ms budget") {
+			t.Fatalf("stop reported as %q", e.Reason)
+		}
+	}
+	busy(t, runtime.GOMAXPROCS(0))
+	in := repeatedInput()
+	in.Scripts = facts
+	replay, err := engine.New(p, opts).Step(in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(live, replay); diff != "" {
+		t.Fatalf("replay of the stopped call differs (-live +replay):\n%s", diff)
 	}
 }

@@ -34,6 +34,14 @@ type Options struct {
 	// VoiceMode overrides the pack's voice.mode ("tts" or "live") for this
 	// session; empty keeps the pack's.
 	VoiceMode string `json:"voice_mode,omitempty"`
+	// LiveBudgets holds the pack's scripts to their time budget on the
+	// wall clock, and records each call stopped at it (FactsOf): set by a
+	// host running the session live against real time. Without it a
+	// script runs under script.ReplayBudget, which only a runaway
+	// reaches, so an offline session (a dry run, a pack test, a sweep)
+	// is the same on every machine. In the log header, it keeps a
+	// recovered live session measuring after its replay.
+	LiveBudgets bool `json:"live_budgets,omitempty"`
 }
 
 // maxSettle bounds the passes settle makes after one event. A pack whose

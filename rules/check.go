@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/batonhq/baton/rules/schema"
+	"github.com/batonhq/baton/rules/script"
 )
 
 // The checker is a method per section of the model, in the manner of
@@ -87,7 +88,7 @@ func (p *Pack) checkHeader(c *compiler) {
 	if p.Schema != 1 {
 		c.errorf(p.Pos, "schema %d is not supported (only 1)", p.Schema)
 	}
-	if b := p.Scripting.Budget.MS; p.Scripting.Budget.ok() && (b <= 0 || b > 1000) {
+	if b := p.Scripting.Budget.MS; p.Scripting.Budget.ok() && (b <= 0 || b > script.MaxBudget.Milliseconds()) {
 		c.errorf(p.Scripting.Budget.Pos, "scripting.budget must be between 1ms and 1s")
 	}
 	if p.Tick.ok() && p.Tick.MS <= 0 {

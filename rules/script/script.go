@@ -21,8 +21,16 @@
 //   - Each call has a time budget enforced with Interrupt, a bounded call
 //     stack, capped input strings and a capped result. Builtins that run in
 //     Go and cannot be interrupted (repeat, padStart, padEnd, join, fill,
-//     Array(n)) refuse results over a limit; backtracking regular
-//     expressions time out (no match) after the match budget.
+//     Array(n)) refuse results over a limit. A call whose wall time reaches
+//     its budget is stopped, whatever it returned (Pool.Run).
+//   - No result depends on how fast the machine is. The host chooses the
+//     budget: a live session's (the pack's scripting.budget, its outcome
+//     recorded) or, for anything offline or replayed, ReplayBudget, which
+//     only a runaway reaches. A backtracking regular expression is bounded
+//     by RegexpBound alone, which is longer than any budget, so a match
+//     that gives up has always outlived its call's budget and the call is
+//     stopped: a script never sees a "no match" that a faster machine
+//     would have found.
 package script
 
 import (
@@ -45,6 +53,8 @@ import (
 const (
 	// DefaultBudget is a call's time budget when the pack sets none.
 	DefaultBudget = 20 * time.Millisecond
+	// MaxBudget is the longest budget a pack may set.
+	MaxBudget = time.Second
 	// MaxStack bounds JavaScript call depth.
 	MaxStack = 256
 	// MaxInputString truncates strings handed to a script.
@@ -54,15 +64,39 @@ const (
 	// MaxBuiltinResult bounds strings and arrays built by uninterruptible
 	// builtins.
 	MaxBuiltinResult = 1 << 20
-	// RegexpBudget bounds one backtracking regular-expression match.
-	RegexpBudget = 50 * time.Millisecond
+	// ReplayBudget bounds a call of an offline or replayed session
+	// (Call.Replay): long enough that only a runaway script reaches it on
+	// any machine, so the same inputs give the same result everywhere.
+	// It is far above MaxBudget: a call that finished live finishes again.
+	ReplayBudget = 30 * time.Second
+	// RegexpBound bounds one backtracking regular-expression match: a
+	// runaway bound, not a budget (see init).
+	RegexpBound = ReplayBudget + 5*time.Second
 )
+
+// A call that reached ReplayBudget or RegexpBound reached every budget.
+const _ = uint64(ReplayBudget-MaxBudget) + uint64(RegexpBound-ReplayBudget)
 
 func init() {
 	// goja falls back to regexp2 for patterns RE2 cannot run (lookaround,
-	// backreferences); those can backtrack exponentially inside Go code
-	// that Interrupt cannot reach. A match past the budget finds nothing.
-	regexp2.DefaultMatchTimeout = RegexpBudget
+	// backreferences). Those backtrack inside Go code that Interrupt cannot
+	// reach, so only regexp2's own timeout stops one, and goja turns that
+	// timeout into "no match", which the script cannot tell from a real
+	// one. So the timeout must never decide a result: it is longer than
+	// every call's budget, and a call that ran that long has run past its
+	// budget and is stopped (Run), whatever the match returned.
+	//
+	// It exceeds ReplayBudget by a margin because regexp2 measures it on a
+	// clock a background goroutine updates every 100ms, which can lag on
+	// a loaded machine: a match may give up somewhat before RegexpBound
+	// has passed, but not before ReplayBudget has.
+	//
+	// It is process-wide because that is all regexp2 offers: goja compiles
+	// a pattern (a literal when the script compiles) with the default and
+	// shares it between runtimes and goroutines, with no way to set a
+	// pattern's or a call's timeout. regexp2 reads it when a pattern is
+	// compiled, so it is set before any script is.
+	regexp2.DefaultMatchTimeout = RegexpBound
 }
 
 // File is one compiled script file.
@@ -190,6 +224,9 @@ type Pool struct {
 	// session builds one runtime, and one that never calls a script
 	// freezes none.
 	checked *vm
+	// now reads the wall clock a call's time is measured on (a test
+	// moves it).
+	now func() time.Time
 }
 
 // MaxIdle bounds how many warm runtimes a pool keeps.
@@ -199,7 +236,7 @@ const MaxIdle = 64
 // A file whose top-level code fails is reported as an Error, at the
 // position goja gives (Line 0 when it gives none).
 func NewPool(files []*File) (*Pool, error) {
-	p := &Pool{files: files, funcs: map[string]bool{}}
+	p := &Pool{files: files, funcs: map[string]bool{}, now: time.Now}
 	for _, f := range files {
 		for _, fn := range f.funcs {
 			p.funcs[fn] = true
@@ -634,19 +671,19 @@ type Call struct {
 	// Arg is the one argument the function receives, as plain data
 	// (maps, slices, strings, numbers, booleans) or an Object whose
 	// fields are read when the script reads them.
-	Arg    any
-	NowMS  int64
-	Rand   func() float64
+	Arg   any
+	NowMS int64
+	Rand  func() float64
+	// Budget is the call's time limit on the wall clock, for a live
+	// session; 0 is DefaultBudget.
 	Budget time.Duration
-	// Replay runs a call that is known to have finished when it first
-	// ran, under ReplayBudget instead of Budget, so a slower machine does
-	// not stop it; the wider bound only keeps a replay of a changed
-	// script from running forever.
+	// Replay runs the call under ReplayBudget instead of Budget: a call
+	// of an offline session (a dry run, a pack test, a sweep), or of a
+	// replay that knows the call finished when it first ran. A slower
+	// machine then never stops it; the bound only keeps a runaway, or a
+	// replay of a changed script, from running forever.
 	Replay bool
 }
-
-// ReplayBudget bounds a replayed call (Call.Replay).
-const ReplayBudget = 30 * time.Second
 
 // RunError is a script that threw, ran out of time or stack, or returned
 // something unusable.
@@ -667,6 +704,12 @@ func (e *RunError) Error() string {
 
 // Run calls a function on a pooled runtime and returns its result as Go
 // data (string, int64, float64, bool, nil, []any, map[string]any).
+//
+// A call whose wall time reached its budget is stopped at its budget: a
+// timeout, whether Interrupt landed or the call returned, threw or
+// panicked first. One rule, so a call is never accepted for having
+// returned just before the interrupt landed, and a regular expression
+// that gave up (RegexpBound) is a stopped call, never a quiet "no match".
 func (p *Pool) Run(c Call) (out any, err error) {
 	if !p.funcs[c.Func] {
 		return nil, &RunError{Kind: "result", Msg: "no function " + c.Func}
@@ -676,6 +719,12 @@ func (p *Pool) Run(c Call) (out any, err error) {
 		return nil, &RunError{Kind: "panic", Msg: err.Error()}
 	}
 	v.now, v.rand = c.NowMS, c.Rand
+	defer func() {
+		v.now, v.rand = 0, nil
+		if !v.spent {
+			p.put(v)
+		}
+	}()
 	budget := c.Budget
 	if budget <= 0 {
 		budget = DefaultBudget
@@ -683,43 +732,58 @@ func (p *Pool) Run(c Call) (out any, err error) {
 	if c.Replay {
 		budget = ReplayBudget
 	}
-	start := time.Now()
-	timer := time.AfterFunc(budget, func() { v.rt.Interrupt("time budget") })
-	defer func() {
-		if !timer.Stop() {
-			// The budget ran out just as the call returned: the interrupt
-			// is sticky and would hit the next caller, so drop the runtime.
-			v.spent = true
-		}
-		if r := recover(); r != nil {
-			// A panicking host function may leave the runtime inconsistent.
-			v.spent = true
-			out, err = nil, &RunError{Kind: "panic", Msg: fmt.Sprint(r)}
-		}
-		v.now, v.rand = 0, nil
-		if !v.spent {
-			p.put(v)
-		}
-	}()
 	var arg any = map[string]any{}
 	if c.Arg != nil {
 		arg = c.Arg
 	}
-	res, err := v.fns[c.Func](goja.Undefined(), toJS(v.rt, arg))
+	start := p.now()
+	timer := time.AfterFunc(budget, func() { v.rt.Interrupt("time budget") })
+	out, err = v.call(c.Func, arg)
+	took := p.now().Sub(start)
+	fired := !timer.Stop()
+	if fired {
+		// The interrupt is sticky: had the call returned before it
+		// landed, it would hit the next caller. Drop the runtime.
+		v.spent = true
+	}
+	var ie *goja.InterruptedError
+	if interrupted := errors.As(err, &ie); interrupted || fired || took >= budget {
+		at := ""
+		if interrupted {
+			at = stackPos(ie.Stack())
+		}
+		return nil, &RunError{Kind: "timeout", Pos: at, Msg: fmt.Sprintf("%s: stopped after its %s budget", c.Func, budget), Took: took}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n := size(out, 0); n > MaxResultBytes {
+		return nil, &RunError{Kind: "result", Msg: fmt.Sprintf("%s returned about %d bytes; the limit is %d", c.Func, n, MaxResultBytes)}
+	}
+	return out, nil
+}
+
+// call runs fn with its argument and returns its result as plain data. A
+// panic is returned as a RunError, and the runtime, which a panicking
+// host function may leave inconsistent, is dropped.
+func (v *vm) call(fn string, arg any) (out any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v.spent = true
+			out, err = nil, &RunError{Kind: "panic", Msg: fmt.Sprint(r)}
+		}
+	}()
+	res, err := v.fns[fn](goja.Undefined(), toJS(v.rt, arg))
 	if err != nil {
 		var ie *goja.InterruptedError
 		if errors.As(err, &ie) {
 			// Interrupted mid-call: drop the runtime rather than trust it.
 			v.spent = true
-			return nil, &RunError{Kind: "timeout", Pos: stackPos(ie.Stack()), Msg: fmt.Sprintf("%s: stopped after its %s budget", c.Func, budget), Took: time.Since(start)}
+			return nil, err
 		}
 		return nil, describe(err)
 	}
-	exp := plain(res.Export())
-	if n := size(exp, 0); n > MaxResultBytes {
-		return nil, &RunError{Kind: "result", Msg: fmt.Sprintf("%s returned about %d bytes; the limit is %d", c.Func, n, MaxResultBytes)}
-	}
-	return exp, nil
+	return plain(res.Export()), nil
 }
 
 func describe(err error) *RunError {

@@ -2,11 +2,17 @@ package script_test
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dlclark/regexp2/v2"
 
 	"github.com/batonhq/baton/rules/script"
 	"github.com/batonhq/baton/scenarios"
@@ -32,7 +38,7 @@ function bigRepeat() { return 'x'.repeat(1e9); }
 function bigPad() { return ''.padStart(1e9, 'x'); }
 function bigArray() { return new Array(1e9).fill(0).length; }
 function bigJoin() { const a = []; a.length = 1e9; return a.join(','); }
-function regex(ctx) { return /^(a+)+$/.test(ctx.text) || /^(a|a)*\1$/.test(ctx.text); }
+function regex(ctx) { return /^(a+)+$/.test(ctx.text); }
 function throwString() { throw "plain string"; }
 function throwError() { throw new TypeError("bad type"); }
 function nothing() {}
@@ -91,8 +97,9 @@ func TestHostileScripts(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.fn, func(t *testing.T) {
 			start := time.Now()
-			// A generous budget: only spin should hit it, even on a busy machine.
-			_, err := p.Run(script.Call{Func: c.fn, Arg: c.arg, Budget: 300 * time.Millisecond})
+			// Only spin runs under a budget; the rest run under the
+			// offline bound, which no busy machine reaches.
+			_, err := p.Run(script.Call{Func: c.fn, Arg: c.arg, Budget: 300 * time.Millisecond, Replay: c.kind != "timeout"})
 			var re *script.RunError
 			if !errors.As(err, &re) {
 				t.Fatalf("want a RunError, got %v", err)
@@ -109,29 +116,109 @@ func TestHostileScripts(t *testing.T) {
 			}
 		})
 	}
-	// The catastrophic regex on a long input is bounded and the pool still
-	// answers: every failure above left it healthy.
-	if _, err := p.Run(script.Call{Func: "regex", Arg: map[string]any{"text": long}, Budget: time.Second}); err != nil {
-		var re *script.RunError
-		if !errors.As(err, &re) || re.Kind != "timeout" {
-			t.Fatalf("regex: %v", err)
-		}
+	// A pattern that backtracks exponentially elsewhere runs in linear
+	// time on RE2, and the pool still answers: every failure above left
+	// it healthy. (Patterns only regexp2 runs: TestRegexp*.)
+	if got, err := p.Run(script.Call{Func: "regex", Arg: map[string]any{"text": long}, Replay: true}); err != nil || got != false {
+		t.Fatalf("regex: %v %v", got, err)
 	}
-	got, err := p.Run(script.Call{Func: "ok", Arg: map[string]any{"text": "One? Two. Three?"}})
+	got, err := p.Run(script.Call{Func: "ok", Arg: map[string]any{"text": "One? Two. Three?"}, Replay: true})
 	if err != nil || got != "2:3" {
 		t.Fatalf("healthy call after hostile ones: %v %v", got, err)
 	}
-	got, err = p.Run(script.Call{Func: "readLeak"})
+	got, err = p.Run(script.Call{Func: "readLeak", Replay: true})
 	if err != nil || got != "undefined/undefined/0/0/0" {
 		t.Fatalf("state leaked between calls: %v %v", got, err)
 	}
 	// What a call builds for itself stays changeable.
-	if got, err := p.Run(script.Call{Func: "ownMap"}); err != nil || got != int64(5) {
+	if got, err := p.Run(script.Call{Func: "ownMap", Replay: true}); err != nil || got != int64(5) {
 		t.Fatalf("a Map and a Date built in the call: %v %v", got, err)
 	}
-	got, _ = p.Run(script.Call{Func: "nothing"})
+	got, _ = p.Run(script.Call{Func: "nothing", Replay: true})
 	if got != nil {
 		t.Fatalf("undefined should export as nil, got %#v", got)
+	}
+}
+
+// repeatedJS finds a word said twice with a backreference, which RE2
+// cannot run: goja hands it to regexp2, which backtracks. On repeatedText
+// it does about a quarter of a second of work on an idle machine.
+const repeatedJS = `function repeated(ctx) {
+  const m = /\b(\w+)\b.*\b\1\b/.exec(ctx.text);
+  return m ? m[1] : null;
+}`
+
+// repeatedText is 500 different words and the last one again.
+func repeatedText() string {
+	var b strings.Builder
+	for i := range 500 {
+		fmt.Fprintf(&b, "w%d ", i)
+	}
+	b.WriteString("w499")
+	return b.String()
+}
+
+// busy keeps n goroutines spinning until the test ends, so that what the
+// test checks is checked on a loaded machine.
+func busy(t testing.TB, n int) {
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for !stop.Load() {
+			}
+		})
+	}
+	t.Cleanup(func() {
+		stop.Store(true)
+		wg.Wait()
+	})
+}
+
+// A backtracking match finds what it finds however loaded the machine:
+// offline it runs to its end, and under a wall-clock budget it either
+// finishes or its call is stopped, never a match given up and reported
+// as none.
+func TestRegexpResultDoesNotDependOnTheMachine(t *testing.T) {
+	p := pool(t, repeatedJS)
+	arg := map[string]any{"text": repeatedText()}
+	for _, load := range []int{0, runtime.GOMAXPROCS(0)} {
+		t.Run(fmt.Sprintf("busy=%d", load), func(t *testing.T) {
+			busy(t, load)
+			if got, err := p.Run(script.Call{Func: "repeated", Arg: arg, Replay: true}); err != nil || got != "w499" {
+				t.Fatalf("offline: %v %v, want w499", got, err)
+			}
+			got, err := p.Run(script.Call{Func: "repeated", Arg: arg, Budget: time.Millisecond})
+			var re *script.RunError
+			if got != "w499" && (!errors.As(err, &re) || re.Kind != "timeout") {
+				t.Fatalf("under a 1ms budget: %v %v, want w499 or a timeout", got, err)
+			}
+		})
+	}
+}
+
+// A match that regexp2 gives up (goja reports it as no match) stops its
+// call: the match ran past every budget, so the call did too. The bound
+// is lowered for this pattern, still above the call's budget, or the
+// test would take RegexpBound; regexp2 reads it when a pattern compiles.
+func TestRegexpGivingUpStopsItsCall(t *testing.T) {
+	saved := regexp2.DefaultMatchTimeout
+	regexp2.DefaultMatchTimeout = 200 * time.Millisecond
+	p := pool(t, `function doubled(ctx) { return /^(a+)+(?=b)\1$/.test(ctx.text); }
+function later(ctx) { const found = /^(a+)+(?=b)\1$/.test(ctx.text); return found ? "found" : "none"; }
+function ok() { return "ok"; }`)
+	regexp2.DefaultMatchTimeout = saved
+	// Exponential in the length of the run of a's.
+	arg := map[string]any{"text": strings.Repeat("a", 40) + "!"}
+	for _, fn := range []string{"doubled", "later"} {
+		got, err := p.Run(script.Call{Func: fn, Arg: arg, Budget: 20 * time.Millisecond})
+		var re *script.RunError
+		if !errors.As(err, &re) || re.Kind != "timeout" || re.Took < 20*time.Millisecond {
+			t.Fatalf("%s: %v %v, want a timeout", fn, got, err)
+		}
+	}
+	if got, err := p.Run(script.Call{Func: "ok", Replay: true}); err != nil || got != "ok" {
+		t.Fatalf("after the stopped calls: %v %v", got, err)
 	}
 }
 
@@ -162,11 +249,11 @@ function ok() { return "ok"; }
 	} {
 		t.Run(pre, func(t *testing.T) {
 			p := pool(t, pre+probes)
-			if got, err := p.Run(script.Call{Func: "ok"}); err != nil || got != "ok" {
+			if got, err := p.Run(script.Call{Func: "ok", Replay: true}); err != nil || got != "ok" {
 				t.Fatalf("ok: %v %v", got, err)
 			}
 			for _, fn := range []string{"leak", "iterLeak", "stash", "repeat"} {
-				got, err := p.Run(script.Call{Func: fn})
+				got, err := p.Run(script.Call{Func: fn, Replay: true})
 				var re *script.RunError
 				if !errors.As(err, &re) || re.Kind != "throw" {
 					t.Errorf("%s: %v, %v; want it refused", fn, got, err)
@@ -178,7 +265,7 @@ function ok() { return "ok"; }
 
 func TestDeterministicClockAndRandom(t *testing.T) {
 	p := pool(t, hostile)
-	got, err := p.Run(script.Call{Func: "clock", NowMS: 123456})
+	got, err := p.Run(script.Call{Func: "clock", NowMS: 123456, Replay: true})
 	if err != nil || got != int64(123456) {
 		t.Fatalf("Date.now() = %v (%v), want the session clock", got, err)
 	}
@@ -187,7 +274,7 @@ func TestDeterministicClockAndRandom(t *testing.T) {
 		rnd := func() float64 { x = x*6364136223846793005 + 1442695040888963407; return float64(x>>11) / (1 << 53) }
 		var out []any
 		for range 3 {
-			v, err := p.Run(script.Call{Func: "random", Rand: rnd})
+			v, err := p.Run(script.Call{Func: "random", Rand: rnd, Replay: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,7 +292,7 @@ func TestDeterministicClockAndRandom(t *testing.T) {
 
 func TestInputCapped(t *testing.T) {
 	p := pool(t, hostile)
-	got, err := p.Run(script.Call{Func: "echo", Arg: map[string]any{"text": strings.Repeat("y", 1<<20)}})
+	got, err := p.Run(script.Call{Func: "echo", Arg: map[string]any{"text": strings.Repeat("y", 1<<20)}, Replay: true})
 	if err != nil || got != int64(script.MaxInputString) {
 		t.Fatalf("input not capped: %v %v", got, err)
 	}
@@ -302,7 +389,7 @@ func TestLoadErrors(t *testing.T) {
 func TestConstantsAreFrozen(t *testing.T) {
 	p := pool(t, `const table = {a: 1};
 function bump() { table.a++; return table.a; }`)
-	if _, err := p.Run(script.Call{Func: "bump"}); err == nil {
+	if _, err := p.Run(script.Call{Func: "bump", Replay: true}); err == nil {
 		t.Fatal("a constant object could be mutated")
 	}
 }
@@ -360,7 +447,7 @@ func TestArgumentKeysInSortedOrder(t *testing.T) {
 	slices.Sort(top)
 	wantTop := strings.Join(top, ",")
 	for range 20 {
-		got, err := p.Run(script.Call{Func: "keys", Arg: map[string]any{"vars": vars}})
+		got, err := p.Run(script.Call{Func: "keys", Arg: map[string]any{"vars": vars}, Replay: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -402,17 +489,17 @@ function changeNested(ctx) { ctx.msg.text = "changed"; ctx.y = 1; return ctx; }
 function missing(ctx) { return ctx.zzz === undefined && !("zzz" in ctx); }
 `)
 	c := &counting{}
-	got, err := p.Run(script.Call{Func: "read", Arg: c})
+	got, err := p.Run(script.Call{Func: "read", Arg: c, Replay: true})
 	if err != nil || got != "hellohello" {
 		t.Fatalf("read: %v %v", got, err)
 	}
 	if !slices.Equal(c.built, []string{"msg"}) {
 		t.Fatalf("built %v for a script that reads msg; want [msg], once", c.built)
 	}
-	if got, err := p.Run(script.Call{Func: "keys", Arg: &counting{}}); err != nil || got != "a,b,msg" {
+	if got, err := p.Run(script.Call{Func: "keys", Arg: &counting{}, Replay: true}); err != nil || got != "a,b,msg" {
 		t.Fatalf("keys: %v %v", got, err)
 	}
-	got, err = p.Run(script.Call{Func: "change", Arg: &counting{}})
+	got, err = p.Run(script.Call{Func: "change", Arg: &counting{}, Replay: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,11 +507,11 @@ function missing(ctx) { return ctx.zzz === undefined && !("zzz" in ctx); }
 	if !ok || m["c"] != int64(3) || m["msg"] == nil || m["b"] == nil || len(m) != 3 {
 		t.Fatalf("change returned %#v; want b, msg and c, without a", got)
 	}
-	got, err = p.Run(script.Call{Func: "changeNested", Arg: &counting{}})
+	got, err = p.Run(script.Call{Func: "changeNested", Arg: &counting{}, Replay: true})
 	if m, ok := got.(map[string]any); err != nil || !ok || m["y"] != int64(1) || m["msg"].(map[string]any)["text"] != "changed" {
 		t.Fatalf("changeNested returned %#v, %v; want the nested change kept", got, err)
 	}
-	if got, err := p.Run(script.Call{Func: "missing", Arg: &counting{}}); err != nil || got != true {
+	if got, err := p.Run(script.Call{Func: "missing", Arg: &counting{}, Replay: true}); err != nil || got != true {
 		t.Fatalf("missing: %v %v", got, err)
 	}
 }
@@ -440,7 +527,7 @@ function hits(ctx) { return WORDS.hits(ctx.text) + "/" + baton.keywordHits(ctx.t
 		"ignored":      "0/0",
 		"nothing here": "0/0",
 	} {
-		got, err := p.Run(script.Call{Func: "hits", Arg: map[string]any{"text": text}})
+		got, err := p.Run(script.Call{Func: "hits", Arg: map[string]any{"text": text}, Replay: true})
 		if err != nil || got != want {
 			t.Errorf("%q: %v %v, want %s", text, got, err, want)
 		}

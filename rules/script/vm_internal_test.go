@@ -1,10 +1,12 @@
 package script
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/batonhq/baton/scenarios"
 )
@@ -48,6 +50,38 @@ func TestCheckedRuntimeServesFirstCall(t *testing.T) {
 				t.Fatalf("the load check's runtime was not the one used: %d idle", len(p.idle))
 			}
 		})
+	}
+}
+
+// A call whose wall time reached its budget is stopped, though it returned
+// or threw before the interrupt landed: how it ended then depends on when
+// the interrupt landed, and a match regexp2 gave up may have changed what
+// it returned. Here the clock moves a budget on during each call and the
+// timer never fires.
+func TestCallPastItsBudgetIsStopped(t *testing.T) {
+	f, errs := Compile("t.js", "function quick() { return 1; }\nfunction fail() { throw new Error('no'); }")
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	p, err := NewPool([]*File{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const budget = time.Hour
+	reads := 0
+	p.now = func() time.Time { reads++; return time.Unix(0, 0).Add(time.Duration(reads) * budget) }
+	for _, fn := range []string{"quick", "fail"} {
+		got, err := p.Run(Call{Func: fn, Budget: budget})
+		var re *RunError
+		if !errors.As(err, &re) || re.Kind != "timeout" || re.Took != budget {
+			t.Fatalf("%s: %v %v, want a timeout after %s", fn, got, err, budget)
+		}
+	}
+	// No interrupt is pending, so the runtime is kept, and a call inside
+	// its budget is answered.
+	p.now = time.Now
+	if got, err := p.Run(Call{Func: "quick", Budget: budget}); err != nil || got != int64(1) || len(p.idle) != 1 {
+		t.Fatalf("quick: %v %v, %d idle", got, err, len(p.idle))
 	}
 }
 

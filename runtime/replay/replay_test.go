@@ -9,40 +9,53 @@ import (
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
+	"github.com/batonhq/baton/runtime/internal/wal"
 	"github.com/batonhq/baton/runtime/replay"
 )
 
-// A pack script stopped at its time budget is the one outcome a replay
-// cannot recompute: the log records it with the step, and the replay
-// reproduces every effect byte for byte (the measured time included)
-// instead of running the script against its budget again.
+// A pack script stopped at its time budget in a live session is the one
+// outcome a replay cannot recompute: the log records it with the step, and
+// the replay reproduces every effect byte for byte (the measured time
+// included) instead of running the script against its budget again.
 func TestScriptBudgetReplays(t *testing.T) {
 	const dir = "../../engine/testdata/packs/scripted"
 	p, err := rules.Load(os.DirFS(dir), ".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs := []events.Timed{{T: 1000, Event: engine.CandidateEvent{Type: engine.EventMessage, Text: "loop"}}}
-	res, err := dryrun.Run(p, dryrun.Options{Events: evs, Seed: 1})
+	d, err := wal.OpenDir(t.TempDir(), wal.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopped := false
-	for _, r := range res.Records {
-		stopped = stopped || (r.Type == engine.EffectScriptError && r.Kind == engine.ScriptBudget)
+	defer d.Close()
+	// What a live host writes: its options in the header, each input and
+	// the digest of its step.
+	opts := engine.Options{Seed: 1, LiveBudgets: true}
+	l, err := d.Create(wal.Header{Engine: engine.Version, Pack: p.Name, PackRef: dir, PackHash: p.Hash, Options: opts,
+		SessionID: "live", CandidateID: "c", StartWall: time.Unix(0, 0)})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !stopped {
+	in := engine.Input{T: 1000, Type: engine.InputCandidate, Candidate: &engine.CandidateEvent{Type: engine.EventMessage, Text: "loop"}}
+	out, stepErr := engine.New(p, opts).Step(in, nil)
+	if engine.FactsOf(out) == nil {
 		t.Fatal("the looping route was not stopped at its budget")
 	}
-	path, err := replay.SaveDryRun(t.TempDir(), dir, p, 1, time.Unix(0, 0), res)
+	seq, err := l.Append(in, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := replay.File(path, func(string) (*rules.Pack, error) { return p, nil })
+	if err := l.AppendStep(seq, wal.Digest(out, stepErr)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := replay.File(d.LivePath("live"), func(string) (*rules.Pack, error) { return p, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !got.OK() || got.Verified == 0 {
+	if !got.OK() || got.Verified != 1 {
 		t.Fatalf("replay differs from the log (%d verified): %v", got.Verified, got.Diffs)
 	}
 }

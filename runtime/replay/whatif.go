@@ -30,7 +30,8 @@ import (
 //     recorded latency; any other request goes to the fallback model;
 //   - simulated: speech playback, client tool results and their change
 //     events, and the host's clock (advance and prepare inputs); pack
-//     scripts run anew against their time budgets;
+//     scripts run anew, offline as in a dry run: to completion, stopped
+//     only at script.ReplayBudget;
 //   - not replayed, said in WhatIf.Notes: an end request (the run goes on
 //     until the pack ends it) and a live voice session's lines and tool
 //     calls, which were a model speaking.
@@ -124,7 +125,7 @@ func (r *Recording) worldEvents() ([]events.Timed, []string) {
 		}
 	}
 	if budget > 0 {
-		notes = append(notes, fmt.Sprintf("%d pack script call(s) were stopped at their time budget in the recording; the what-if runs its scripts anew, against their budgets", budget))
+		notes = append(notes, fmt.Sprintf("%d pack script call(s) were stopped at their time budget in the recording; the what-if runs its scripts anew, offline, where only a runaway is stopped", budget))
 	}
 	voice := sim.NewVoice(r.Pack)
 	for i := range r.Result.Records {

@@ -202,6 +202,12 @@ func TestCrashRecoveryRealProcess(t *testing.T) {
 	if rec.End == nil || rec.Tail != nil {
 		t.Fatalf("finished log: end %+v tail %v", rec.End, rec.Tail)
 	}
+	// The session ran live, and the one recovered from its log (built
+	// with the header's options) went on holding its scripts to their
+	// budget on the wall clock.
+	if !rec.Header.Options.LiveBudgets {
+		t.Errorf("log header options %+v, want live budgets", rec.Header.Options)
+	}
 	for seq, text := range acked {
 		in := rec.Inputs[seq-1]
 		if in.Type != engine.InputCandidate || in.Candidate.Text != text {

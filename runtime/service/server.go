@@ -377,7 +377,10 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 		return nil, perr(CodeInternal, "%v", err)
 	}
 	now := srv.clock.Now()
-	hdr := wal.Header{Engine: engine.Version, Pack: p.Name, PackRef: sp.packRef, PackHash: p.Hash, Options: engine.Options{Seed: uint64(sp.seed), VoiceMode: sp.voiceMode},
+	// The session runs against real time: its scripts are held to their
+	// budget, and the outcomes are recorded (engine.Options.LiveBudgets).
+	opts := engine.Options{Seed: uint64(sp.seed), VoiceMode: sp.voiceMode, LiveBudgets: true}
+	hdr := wal.Header{Engine: engine.Version, Pack: p.Name, PackRef: sp.packRef, PackHash: p.Hash, Options: opts,
 		SessionID: sp.sessionID, CandidateID: sp.candidateID, StartWall: now, Host: host}
 	wl, err := srv.logs().Create(hdr)
 	switch {
