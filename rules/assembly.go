@@ -24,6 +24,10 @@ func (a *AssemblyItem) decodeNode(d *decoder, n *yaml.Node) {
 	a.Name = n.Value
 }
 
+// promptPartWords are the parts of a turn's system prompt the engine
+// fills, as llm.assembly names them.
+var promptPartWords = []string{"persona", "role", "goal", "context", "constraints"}
+
 // builtinPart says whether name is a part the engine fills: one of the
 // prompt's, or a sequence's context (empty outside a sequence's calls).
 func builtinPart(name string) bool {

@@ -224,24 +224,6 @@ func ParseVoiceMode(s string) (VoiceMode, bool) {
 	return 0, false
 }
 
-// PromptPart is one part of a turn's system prompt, in llm.assembly.
-type PromptPart uint8
-
-// Prompt parts.
-const (
-	PartPersona PromptPart = iota
-	PartRole
-	PartGoal
-	PartContext
-	PartConstraints
-)
-
-var promptPartWords = []string{"persona", "role", "goal", "context", "constraints"}
-
-func (p PromptPart) String() string                       { return word(promptPartWords, uint8(p)) }
-func (PromptPart) enumWords() []string                    { return promptPartWords }
-func (p *PromptPart) decodeNode(d *decoder, n *yaml.Node) { decodeEnum(d, n, p, promptPartWords) }
-
 // StalePolicy is what happens to a prepared line whose request has
 // changed by the time it is due (a new candidate message, another role
 // speaking, a memory written).

@@ -69,15 +69,6 @@ func Coverage(p *rules.Pack, results []Result) (Report, error) {
 // exercise.
 func (r *Report) Total() int { return len(r.Items) }
 
-// Percent is the share of items covered, 0 to 100. A pack that declares
-// nothing coverable is wholly covered: no test could do more.
-func (r *Report) Percent() float64 {
-	if len(r.Items) == 0 {
-		return 100
-	}
-	return 100 * float64(r.Covered) / float64(len(r.Items))
-}
-
 // Uncovered lists the items no test exercised, in pack order.
 func (r *Report) Uncovered() []ItemCoverage {
 	var out []ItemCoverage

@@ -259,17 +259,6 @@ func (c *Conn) Initiation() map[string]any {
 	return c.received[0].Fields
 }
 
-// Refusal is why the fake closed this connection, "" if it did not.
-func (c *Conn) Refusal() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.refusal
-}
-
-// ScriptDone is closed when the script has run every step, or stopped
-// because the connection ended or a write failed.
-func (c *Conn) ScriptDone() <-chan struct{} { return c.scriptDone }
-
 // Gone is closed when the connection has ended and the fake is done with
 // it.
 func (c *Conn) Gone() <-chan struct{} { return c.gone }

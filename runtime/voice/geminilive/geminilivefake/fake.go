@@ -20,7 +20,6 @@ package geminilivefake
 import (
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -377,15 +376,6 @@ func (c *Conn) ToolCall(id, name string, args map[string]any) {
 	c.Send(map[string]any{"toolCall": map[string]any{"functionCalls": []any{
 		map[string]any{"id": id, "name": name, "args": args},
 	}}})
-}
-
-// Close sends a close frame with code and reason, as the service does
-// when it ends a session.
-func (c *Conn) Close(code int, reason string) {
-	err := c.WS.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason))
-	if err != nil && !errors.Is(err, websocket.ErrCloseSent) {
-		c.errorf("write close: %v", err)
-	}
 }
 
 func at(v any, path ...string) any {
