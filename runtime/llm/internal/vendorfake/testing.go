@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"testing"
+
+	"github.com/batonhq/baton/runtime/llm/llmtest"
 )
 
 // Send sends req and returns the status, the body and the headers of the
@@ -33,4 +35,31 @@ func Do(t testing.TB, req *http.Request) (int, map[string]any) {
 		t.Fatalf("answer is not JSON: %v\n%s", err, raw)
 	}
 	return status, out
+}
+
+// RequireValid fails t unless the server accepted every request it has
+// received, and returns them.
+func (s *Server[R, P]) RequireValid(t testing.TB) []Received[R] {
+	t.Helper()
+	got := s.Requests()
+	for _, r := range got {
+		if r.Err != nil {
+			t.Fatalf("request %d refused: %v\n%s", r.Index, r.Err, r.Body)
+		}
+	}
+	return got
+}
+
+// Neutral lists the requests received so far in llmtest's terms, view
+// reading each valid one the way the model does.
+func (s *Server[R, P]) Neutral(view func(*R) llmtest.View) []llmtest.Received {
+	var out []llmtest.Received
+	for _, r := range s.Requests() {
+		rec := llmtest.Received{Body: r.Body, Err: r.Err}
+		if r.Request != nil {
+			rec.View = view(r.Request)
+		}
+		out = append(out, rec)
+	}
+	return out
 }
