@@ -2,6 +2,7 @@ package vendorfake
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,9 +35,9 @@ type Kind uint8
 const (
 	String    Kind = iota // a string; Values makes it an enum, Valid a format
 	Bytes                 // a string Valid decodes (base64)
-	Bool                  //
+	Bool                  // true or false
 	Int                   // a whole number within Bits
-	Number                //
+	Number                // any number
 	Object                // Fields; with Elem, a map whose every value is Elem
 	List                  // of Elem
 	Union                 // one of Variants, picked by Tag or by JSON type
@@ -55,9 +56,8 @@ type Node struct {
 	Pattern  string            // String: Valid's pattern, for messages
 	MinLen   int               // String: characters; List: items
 	MaxLen   int               // as MinLen; 0 for no limit
-	Bits     int               // Int: 32, 53 or 64 bits, outside which a value is of another type; 0 for any
-	Min      *float64          // Int, Number: the documented bounds
-	Max      *float64          //
+	Bits     int               // Int: the 32, 53 or 64 bits a value of the type fits in; 0 for any
+	Min, Max *float64          // Int, Number: the documented bounds
 	Fields   map[string]*Field // Object: by every name it is accepted under
 	Required []string          // Object: in the order they are reported
 	Elem     *Node             // List: the items; Object: a map's values
@@ -106,7 +106,7 @@ const (
 	Undecodable             // Value is a string Node.Valid cannot decode
 	Mismatch                // Value does not have Node's format
 	TooShort                // a string of Len characters, a list of Len items
-	TooLong                 //
+	TooLong                 // as TooShort
 	BelowMin                // Value is below Node.Min
 	AboveMax                // Value is above Node.Max
 	NoTag                   // the union object at Path has no Node.Tag
@@ -145,7 +145,7 @@ type walker struct {
 
 func (w *walker) fail(v Violation) { w.errs = append(w.errs, v) }
 
-func (w *walker) join(path, name string) string {
+func join(path, name string) string {
 	if path == "" {
 		return name
 	}
@@ -212,12 +212,13 @@ func (w *walker) check(path string, n *Node, val any) any {
 		if n.Kind == Number {
 			return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
 		}
-		// Proto3 JSON keeps all the digits of an int64; other APIs read
+		// Proto3 JSON keeps every digit of an int64; the other APIs read
 		// numbers as float64s.
-		if i, err := strconv.ParseInt(fmt.Sprint(val), 10, 64); err == nil && w.ProtoJSON {
-			return json.Number(strconv.FormatInt(i, 10))
-		}
-		if !w.ProtoJSON && math.Abs(f) < 1<<63 {
+		if w.ProtoJSON {
+			if i, err := strconv.ParseInt(fmt.Sprint(val), 10, 64); err == nil {
+				return json.Number(strconv.FormatInt(i, 10))
+			}
+		} else if math.Abs(f) < 1<<63 {
 			return json.Number(strconv.FormatInt(int64(f), 10))
 		}
 		return json.Number(strconv.FormatFloat(f, 'f', -1, 64))
@@ -240,7 +241,7 @@ func (w *walker) check(path string, n *Node, val any) any {
 		for i, el := range arr {
 			at := fmt.Sprintf("%s[%d]", path, i)
 			if w.DotIndex {
-				at = w.join(path, strconv.Itoa(i))
+				at = join(path, strconv.Itoa(i))
 			}
 			out[i] = w.value(at, n.Elem, el)
 		}
@@ -255,7 +256,7 @@ func (w *walker) check(path string, n *Node, val any) any {
 		}
 		out := make(map[string]any, len(obj))
 		for _, k := range slices.Sorted(maps.Keys(obj)) {
-			at := w.join(path, k)
+			at := join(path, k)
 			if w.QuoteKeys {
 				at = fmt.Sprintf("%s[%q]", path, k)
 			}
@@ -317,7 +318,7 @@ func (w *walker) object(path string, n *Node, obj map[string]any) map[string]any
 			w.fail(Violation{Code: Duplicate, Path: path, Node: n, Key: key})
 			continue
 		}
-		at := w.join(path, cmpOr(f.Path, f.Key))
+		at := join(path, cmp.Or(f.Path, f.Key))
 		if val == nil {
 			if !f.Nullable {
 				w.fail(Violation{Code: Null, Path: at, Node: f.Node})
@@ -335,17 +336,10 @@ func (w *walker) object(path string, n *Node, obj map[string]any) map[string]any
 	}
 	for _, name := range n.Required {
 		if _, ok := obj[name]; !ok {
-			w.fail(Violation{Code: Missing, Path: w.join(path, name), Node: n, Key: name})
+			w.fail(Violation{Code: Missing, Path: join(path, name), Node: n, Key: name})
 		}
 	}
 	return out
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // tagNode is what a union's tag must be: a string.
@@ -367,7 +361,7 @@ func (w *walker) tagged(path string, n *Node, val any) any {
 		w.fail(Violation{Code: NoTag, Path: path, Node: n, Key: n.Tag})
 		return val
 	case !isStr:
-		w.fail(Violation{Code: WrongType, Path: w.join(path, n.Tag), Node: tagNode, Value: tag})
+		w.fail(Violation{Code: WrongType, Path: join(path, n.Tag), Node: tagNode, Value: tag})
 		return val
 	}
 	if slices.Contains(n.Unmodelled, name) {
@@ -377,7 +371,7 @@ func (w *walker) tagged(path string, n *Node, val any) any {
 	for _, x := range n.Variants {
 		if slices.Contains(x.Fields[n.Tag].Node.Values, name) {
 			if w.TagPath {
-				path = w.join(path, name)
+				path = join(path, name)
 			}
 			return w.object(path, x, obj)
 		}

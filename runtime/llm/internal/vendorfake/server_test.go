@@ -1,6 +1,7 @@
 package vendorfake
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -88,7 +89,7 @@ func say(t *testing.T, s *Server[toyRequest, toyReply], path, key, body string) 
 	path, ct, _ := strings.Cut(path, " ")
 	req, _ := http.NewRequest(http.MethodPost, s.URL+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", cmpOr(ct, "application/json; charset=utf-8"))
+	req.Header.Set("Content-Type", cmp.Or(ct, "application/json; charset=utf-8"))
 	status, raw, h := Send(t, req)
 	return status, string(raw), h
 }
