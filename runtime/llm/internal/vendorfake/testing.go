@@ -50,6 +50,17 @@ func (s *Server[R, P]) RequireValid(t testing.TB) []Received[R] {
 	return got
 }
 
+// RequireRefused fails t unless the server refused every request it has
+// received, and recorded none as valid.
+func (s *Server[R, P]) RequireRefused(t testing.TB) {
+	t.Helper()
+	for _, r := range s.Requests() {
+		if r.Err == nil || r.Request != nil {
+			t.Errorf("request %d recorded as valid", r.Index)
+		}
+	}
+}
+
 // Neutral lists the requests received so far in llmtest's terms, view
 // reading each valid one the way the model does.
 func (s *Server[R, P]) Neutral(view func(*R) llmtest.View) []llmtest.Received {
