@@ -42,11 +42,7 @@ func runDayOneDrifting(t *testing.T) (*rules.Pack, *record.Result, *drifter) {
 	srv := geminifake.New(d.behave)
 	t.Cleanup(srv.Close)
 	p, res := runBundled(t, "dayone", srv)
-	for _, r := range srv.Requests() {
-		if r.Err != nil {
-			t.Errorf("request %d refused by the strict fake: %v", r.Index, r.Err)
-		}
-	}
+	srv.RequireValid(t)
 	return p, res, d
 }
 

@@ -175,11 +175,7 @@ func runHotSeatOnGemini(t *testing.T, m *standIn) (*rules.Pack, *record.Result, 
 	srv := geminifake.New(m.behave)
 	t.Cleanup(srv.Close)
 	p, res := runBundled(t, "hotseat", srv)
-	for _, r := range srv.Requests() {
-		if r.Err != nil {
-			t.Errorf("request %d refused by the strict fake: %v", r.Index, r.Err)
-		}
-	}
+	srv.RequireValid(t)
 	return p, res, srv
 }
 

@@ -64,15 +64,7 @@ func (f *anthropicFake) Model() llm.Model { return f.m }
 func (f *anthropicFake) Validate(body []byte) error { return f.s.Validate(body) }
 
 func (f *anthropicFake) Requests() []llmtest.Received {
-	var out []llmtest.Received
-	for _, r := range f.s.Requests() {
-		rec := llmtest.Received{Body: r.Body, Err: r.Err}
-		if r.Request != nil {
-			rec.View = r.Request.View()
-		}
-		out = append(out, rec)
-	}
-	return out
+	return f.s.Neutral((*anthropicfake.Request).View)
 }
 
 func newFake(t testing.TB, b anthropicfake.Behavior) (*anthropicfake.Server, *Model) {
@@ -84,18 +76,6 @@ func newFake(t testing.TB, b anthropicfake.Behavior) (*anthropicfake.Server, *Mo
 		t.Fatal(err)
 	}
 	return s, m
-}
-
-// requireValid fails t unless the fake accepted every request it received.
-func requireValid(t *testing.T, s *anthropicfake.Server) []anthropicfake.Received {
-	t.Helper()
-	got := s.Requests()
-	for _, r := range got {
-		if r.Err != nil {
-			t.Fatalf("request %d refused: %v\n%s", r.Index, r.Err, r.Body)
-		}
-	}
-	return got
 }
 
 var hi = llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}}
@@ -125,7 +105,7 @@ func TestGenerateText(t *testing.T) {
 	if !reflect.DeepEqual(resp, want) {
 		t.Fatalf("response = %#v, want %#v", resp, want)
 	}
-	if got := requireValid(t, s); got[0].Request.Model != DefaultModel {
+	if got := s.RequireValid(t); got[0].Request.Model != DefaultModel {
 		t.Errorf("model = %q, want %q", got[0].Request.Model, DefaultModel)
 	}
 }
@@ -157,7 +137,7 @@ func TestGenerateFromTurn(t *testing.T) {
 	if reply, tag := llm.ParseReply(resp.Text); reply != "Show me the failing test." || tag != "qa_repro" {
 		t.Fatalf("ParseReply = (%q, %q)", reply, tag)
 	}
-	got := requireValid(t, s)[0].Request
+	got := s.RequireValid(t)[0].Request
 	if got.Model != "claude-haiku-4-5" {
 		t.Errorf("model = %q, want the request's", got.Model)
 	}
@@ -247,7 +227,7 @@ func TestWireToolTurn(t *testing.T) {
 	if _, err := m.Generate(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	got := requireValid(t, s)
+	got := s.RequireValid(t)
 	w := decodeWire(t, got[1].Body)
 	if r := roles(w); !reflect.DeepEqual(r, []string{"user", "assistant", "user"}) {
 		t.Fatalf("roles = %v, want strictly alternating user, assistant, user", r)
@@ -348,7 +328,7 @@ func TestGenerateErrors(t *testing.T) {
 				t.Errorf("message spans lines: %q", e.Message)
 			}
 			// The SDK must not retry behind WithPolicy's back.
-			if n := len(requireValid(t, s)); n != 1 {
+			if n := len(s.RequireValid(t)); n != 1 {
 				t.Errorf("server saw %d requests, want exactly 1", n)
 			}
 		})
@@ -426,7 +406,7 @@ func TestMaxTokens(t *testing.T) {
 		if resp.Text != "ok" {
 			t.Errorf("MaxOutputTokens %d: text %q", tt.in, resp.Text)
 		}
-		if got := requireValid(t, s)[0].Request.MaxTokens; got != tt.want {
+		if got := s.RequireValid(t)[0].Request.MaxTokens; got != tt.want {
 			t.Errorf("MaxOutputTokens %d: max_tokens = %d, want %d", tt.in, got, tt.want)
 		}
 	}
@@ -445,7 +425,7 @@ func TestTemperature(t *testing.T) {
 		if _, err := m.Generate(context.Background(), req); err != nil {
 			t.Fatal(err)
 		}
-		got := decodeWire(t, requireValid(t, s)[0].Body).Temperature
+		got := decodeWire(t, s.RequireValid(t)[0].Body).Temperature
 		if !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("temperature %v: wire %v, want %v", tt.in, got, tt.want)
 		}
@@ -478,7 +458,7 @@ func TestStructuredOutput(t *testing.T) {
 			if resp.Text != `{"text":"ok"}` {
 				t.Errorf("text = %q", resp.Text)
 			}
-			oc := decodeWire(t, requireValid(t, s)[0].Body).OutputConfig
+			oc := decodeWire(t, s.RequireValid(t)[0].Body).OutputConfig
 			if oc == nil || oc.Format.Type != "json_schema" {
 				t.Fatalf("output_config = %+v", oc)
 			}
@@ -527,7 +507,7 @@ func TestAttachmentsWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	var content []map[string]any
-	_ = json.Unmarshal(decodeWire(t, requireValid(t, s)[0].Body).Messages[0]["content"], &content)
+	_ = json.Unmarshal(decodeWire(t, s.RequireValid(t)[0].Body).Messages[0]["content"], &content)
 	want := []map[string]any{
 		{"type": "text", "text": "Read these."},
 		{"type": "text", "text": `Attached file "cv.pdf" (application/pdf):`},
@@ -607,7 +587,7 @@ func TestNewBaseURL(t *testing.T) {
 	if _, err := m.Generate(context.Background(), hi); err != nil {
 		t.Fatalf("via Config.BaseURL: %v", err)
 	}
-	if n := len(requireValid(t, s)); n != 2 {
+	if n := len(s.RequireValid(t)); n != 2 {
 		t.Errorf("the fake saw %d requests, want 2", n)
 	}
 	for _, bad := range []string{"not a url", "/v1", "http://"} {

@@ -65,17 +65,7 @@ func (f *geminiFake) Model() llm.Model { return f.m }
 
 func (f *geminiFake) Validate(body []byte) error { return f.s.Validate(DefaultModel, body) }
 
-func (f *geminiFake) Requests() []llmtest.Received {
-	var out []llmtest.Received
-	for _, r := range f.s.Requests() {
-		rec := llmtest.Received{Body: r.Body, Err: r.Err}
-		if r.Request != nil {
-			rec.View = view(r.Request)
-		}
-		out = append(out, rec)
-	}
-	return out
-}
+func (f *geminiFake) Requests() []llmtest.Received { return f.s.Neutral(view) }
 
 // view reads a request the way the model does.
 func view(req *geminifake.Request) llmtest.View {
@@ -135,18 +125,6 @@ func newFake(t *testing.T, b geminifake.Behavior) (*geminifake.Server, *Model) {
 	return s, m
 }
 
-// requireValid fails t unless the fake accepted every request it received.
-func requireValid(t *testing.T, s *geminifake.Server) []geminifake.Received {
-	t.Helper()
-	got := s.Requests()
-	for _, r := range got {
-		if r.Err != nil {
-			t.Fatalf("request %d refused: %v\n%s", r.Index, r.Err, r.Body)
-		}
-	}
-	return got
-}
-
 var hi = llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}}
 
 // TestGenerateText covers what the suite leaves to each vendor: Gemini
@@ -170,7 +148,7 @@ func TestGenerateText(t *testing.T) {
 	if !reflect.DeepEqual(resp, want) {
 		t.Fatalf("response = %#v, want %#v", resp, want)
 	}
-	if got := requireValid(t, s); got[0].Model != DefaultModel {
+	if got := s.RequireValid(t); got[0].Model != DefaultModel {
 		t.Errorf("model = %q, want %q", got[0].Model, DefaultModel)
 	}
 }
@@ -200,7 +178,7 @@ func TestGenerateFromTurn(t *testing.T) {
 	if reply, tag := llm.ParseReply(resp.Text); reply != "Show me the failing test." || tag != "qa_repro" {
 		t.Fatalf("ParseReply = (%q, %q)", reply, tag)
 	}
-	got := requireValid(t, s)[0]
+	got := s.RequireValid(t)[0]
 	if got.Model != "gemini-3-flash-preview" {
 		t.Errorf("model = %q, want the request's", got.Model)
 	}
@@ -361,7 +339,7 @@ func TestGenerateErrors(t *testing.T) {
 				t.Errorf("message spans lines: %q", e.Message)
 			}
 			// The SDK must not retry behind WithPolicy's back.
-			if n := len(requireValid(t, s)); n != 1 {
+			if n := len(s.RequireValid(t)); n != 1 {
 				t.Errorf("server saw %d requests, want exactly 1", n)
 			}
 		})

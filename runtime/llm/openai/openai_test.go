@@ -62,17 +62,7 @@ func (f *openaiFake) Model() llm.Model { return f.m }
 
 func (f *openaiFake) Validate(body []byte) error { return f.s.Validate(body) }
 
-func (f *openaiFake) Requests() []llmtest.Received {
-	var out []llmtest.Received
-	for _, r := range f.s.Requests() {
-		rec := llmtest.Received{Body: r.Body, Err: r.Err}
-		if r.Request != nil {
-			rec.View = r.Request.View()
-		}
-		out = append(out, rec)
-	}
-	return out
-}
+func (f *openaiFake) Requests() []llmtest.Received { return f.s.Neutral((*openaifake.Request).View) }
 
 func newFake(t *testing.T, b openaifake.Behavior) (*openaifake.Server, *Model) {
 	t.Helper()
@@ -83,18 +73,6 @@ func newFake(t *testing.T, b openaifake.Behavior) (*openaifake.Server, *Model) {
 		t.Fatal(err)
 	}
 	return s, m
-}
-
-// requireValid fails t unless the fake accepted every request it received.
-func requireValid(t *testing.T, s *openaifake.Server) []openaifake.Received {
-	t.Helper()
-	got := s.Requests()
-	for _, r := range got {
-		if r.Err != nil {
-			t.Fatalf("request %d refused: %v\n%s", r.Index, r.Err, r.Body)
-		}
-	}
-	return got
 }
 
 var hi = llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}}
@@ -116,7 +94,7 @@ func TestGenerateText(t *testing.T) {
 	if !equalResponse(resp, want) {
 		t.Fatalf("response = %#v, want %#v", resp, want)
 	}
-	if got := requireValid(t, s); got[0].Request.Model != DefaultModel {
+	if got := s.RequireValid(t); got[0].Request.Model != DefaultModel {
 		t.Errorf("model = %q, want %q", got[0].Request.Model, DefaultModel)
 	}
 }
@@ -145,7 +123,7 @@ func TestWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := requireValid(t, s)[0]
+	got := s.RequireValid(t)[0]
 	var body map[string]any
 	if err := json.Unmarshal(got.Body, &body); err != nil {
 		t.Fatal(err)
@@ -178,7 +156,7 @@ func TestWire(t *testing.T) {
 	if _, err := m.Generate(context.Background(), hi); err != nil {
 		t.Fatal(err)
 	}
-	if b := requireValid(t, s)[1].Body; strings.Contains(string(b), "max_completion_tokens") || strings.Contains(string(b), "temperature") {
+	if b := s.RequireValid(t)[1].Body; strings.Contains(string(b), "max_completion_tokens") || strings.Contains(string(b), "temperature") {
 		t.Errorf("unset options are sent: %s", b)
 	}
 }
@@ -215,7 +193,7 @@ func TestWireToolTurn(t *testing.T) {
 	if _, err := m.Generate(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	msgs := requireValid(t, s)[1].Request.Messages
+	msgs := s.RequireValid(t)[1].Request.Messages
 	if len(msgs) != 4 {
 		t.Fatalf("messages = %+v", msgs)
 	}
@@ -263,7 +241,7 @@ func TestAttachments(t *testing.T) {
 	if _, err := m.Generate(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Text: "Review.", Blobs: blobs}}}); err != nil {
 		t.Fatal(err)
 	}
-	parts := requireValid(t, s)[0].Request.Messages[0].Content.Parts
+	parts := s.RequireValid(t)[0].Request.Messages[0].Content.Parts
 	if len(parts) != 9 {
 		t.Fatalf("parts = %+v", parts)
 	}
@@ -331,7 +309,7 @@ func TestGenerateErrors(t *testing.T) {
 				t.Errorf("message spans lines: %q", e.Message)
 			}
 			// The SDK must not retry behind WithPolicy's back.
-			if n := len(requireValid(t, s)); n != 1 {
+			if n := len(s.RequireValid(t)); n != 1 {
 				t.Errorf("server saw %d requests, want exactly 1", n)
 			}
 		})
@@ -460,7 +438,7 @@ func TestBaseURL(t *testing.T) {
 	if _, err := m.Generate(context.Background(), hi); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(requireValid(t, s)); n != 1 {
+	if n := len(s.RequireValid(t)); n != 1 {
 		t.Fatalf("the fake at $OPENAI_BASE_URL saw %d requests", n)
 	}
 

@@ -2,16 +2,13 @@ package anthropicfake
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/batonhq/baton/runtime/llm"
+	vf "github.com/batonhq/baton/runtime/llm/internal/vendorfake"
 	"github.com/batonhq/baton/runtime/llm/llmtest"
 )
 
@@ -33,25 +30,7 @@ func newRequest(t *testing.T, s *Server, method, path, body string) *http.Reques
 // decoded answer.
 func post(t *testing.T, s *Server, body string) (int, map[string]any) {
 	t.Helper()
-	return do(t, newRequest(t, s, http.MethodPost, Path, body))
-}
-
-func do(t *testing.T, req *http.Request) (int, map[string]any) {
-	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("answer is not JSON: %v\n%s", err, raw)
-	}
-	return resp.StatusCode, out
+	return vf.Do(t, newRequest(t, s, http.MethodPost, Path, body))
 }
 
 func start(t *testing.T, b Behavior) *Server {
@@ -110,6 +89,7 @@ func TestRejectsUndocumentedRequests(t *testing.T) {
 		{"empty model", body(`"model":"","max_tokens":5`, messages(user)), "model: String should have at least 1 character"},
 		{"max_tokens as a string", body(`"model":"m","max_tokens":"64"`, messages(user)), "max_tokens: Input should be a valid integer"},
 		{"max_tokens not whole", body(`"model":"m","max_tokens":1.5`, messages(user)), "max_tokens: Input should be a valid integer"},
+		{"max_tokens beyond a float's integers", body(`"model":"m","max_tokens":9007199254740994`, messages(user)), "max_tokens: Input should be a valid integer"},
 		{"negative max_tokens", body(`"model":"m","max_tokens":-1`, messages(user)), "max_tokens: Input should be greater than or equal to 0"},
 		{"temperature above 1", body(head, messages(user), `"temperature":1.5`), "temperature: Input should be less than or equal to 1"},
 		{"text not a string", body(head, messages(`{"role":"user","content":[{"type":"text","text":5}]}`)), "messages.0.content.0.text.text: Input should be a valid string"},
@@ -179,11 +159,7 @@ func TestRejectsUndocumentedRequests(t *testing.T) {
 			}
 		})
 	}
-	for _, r := range s.Requests() {
-		if r.Err == nil || r.Request != nil {
-			t.Errorf("request %d recorded as valid", r.Index)
-		}
-	}
+	s.RequireRefused(t)
 }
 
 func TestAcceptsDocumentedForms(t *testing.T) {
@@ -282,7 +258,7 @@ func TestCallerChecks(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req := newRequest(t, s, tt.method, tt.path, ok)
 			tt.edit(req)
-			status, answer := do(t, req)
+			status, answer := vf.Do(t, req)
 			if status != tt.status {
 				t.Fatalf("status %d, want %d: %v", status, tt.status, answer)
 			}
@@ -347,14 +323,8 @@ func TestReplies(t *testing.T) {
 			t.Errorf("error reply without request_id: %v", answer)
 		}
 	}
-	resp, err := http.DefaultClient.Do(newRequest(t, s, http.MethodPost, Path, ok))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 503 || string(raw) != "upstream" {
-		t.Errorf("raw reply: %d %q", resp.StatusCode, raw)
+	if status, raw, _ := vf.Send(t, newRequest(t, s, http.MethodPost, Path, ok)); status != 503 || string(raw) != "upstream" {
+		t.Errorf("raw reply: %d %q", status, raw)
 	}
 	// max_tokens 0 only fills the prompt cache: no content.
 	status, answer = post(t, s, body(`"model":"m","max_tokens":0`, messages(user)))
@@ -365,56 +335,7 @@ func TestReplies(t *testing.T) {
 	if _, msg := errorOf(t, status, answer); status != 500 || !strings.Contains(msg, "unscripted") {
 		t.Errorf("past the script: %d %v", status, answer)
 	}
-	if n := len(s.Requests()); n != 8 {
-		t.Errorf("recorded %d requests", n)
-	}
-}
-
-func TestHangEndsWithTheClientOrTheServer(t *testing.T) {
-	s := New(Script(Hang(), Hang()))
-	ok := body(head, messages(user))
-	client := &http.Client{Timeout: 20 * time.Millisecond}
-	if _, err := client.Do(newRequest(t, s, http.MethodPost, Path, ok)); err == nil {
-		t.Error("a hanging request answered")
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if resp, err := http.DefaultClient.Do(newRequest(t, s, http.MethodPost, Path, ok)); err == nil {
-			resp.Body.Close()
-		}
-	}()
-	for len(s.Requests()) < 2 {
-		time.Sleep(time.Millisecond)
-	}
-	s.Close() // must not wait for the hanging request
-	<-done
-}
-
-func TestConcurrentRequests(t *testing.T) {
-	const n = 16
-	s := start(t, func(r *Request) Reply {
-		return Calls(Call{Name: "f", Input: map[string]any{"who": r.Messages[0].Content[0].Text}})
-	})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			b := body(head, messages(fmt.Sprintf(`{"role":"user","content":"agent %d"}`, i)))
-			if status, answer := post(t, s, b); status != 200 {
-				t.Errorf("status %d: %v", status, answer)
-			}
-		}()
-	}
-	wg.Wait()
-	got := s.Requests()
-	if len(got) != n {
-		t.Fatalf("recorded %d requests", len(got))
-	}
-	for i, r := range got {
-		if r.Index != i || r.Err != nil || r.Request == nil {
-			t.Errorf("request %d: %+v", i, r)
-		}
+	if got := s.Requests(); len(got) != 8 || got[7].Request.Index != 7 {
+		t.Errorf("recorded %d requests: %+v", len(got), got)
 	}
 }

@@ -1,15 +1,13 @@
 package anthropicfake
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"math"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
+
+	vf "github.com/batonhq/baton/runtime/llm/internal/vendorfake"
 )
 
 // This file is the request half of the Messages API reference for POST
@@ -34,121 +32,97 @@ import (
 // an adapter test cannot pass by sending something the fake does not
 // understand.
 
-type kind int
-
-const (
-	kString kind = iota
-	kInt
-	kNumber
-	kBool
-	kEnum
-	kObject // an object with listed fields
-	kList   // a list of elem
-	kTagged // an object whose "type" picks a variant
-	kAnyMap // any JSON object (a tool's input, a JSON Schema)
-	kEither // a string or a list (content), or a string or an object
-	kBase64 // a string of standard base64
-)
-
 // spec describes the values a field accepts.
-type spec struct {
-	kind   kind
-	name   string            // the object's name in the reference, for messages
-	fields map[string]*field // kObject
-	// kTagged
-	variants   map[string]*spec
-	untagged   string // the variant used when "type" is absent ("" = required)
-	unmodelled []string
-	elem       *spec   // kList
-	alts       []*spec // kEither: one per JSON kind
-	values     []string
-	min, max   *float64
-	minLen     int // strings: characters; lists: items
-	maxLen     int // strings: characters (0 = no limit)
-	pattern    *regexp.Regexp
-	// shorthand: a string stands for [{"type": "text", "text": s}], as the
-	// reference says for message content, system and tool results.
-	shorthand bool
-}
+type spec vf.Node
 
+// field is an object's field: whether it must be present, whether it may
+// be null.
 type field struct {
 	spec     *spec
 	required bool
 	nullable bool
 }
 
-func str() *spec      { return &spec{kind: kString} }
-func nonEmpty() *spec { return &spec{kind: kString, minLen: 1} }
-func integer() *spec  { return &spec{kind: kInt} }
-func number() *spec   { return &spec{kind: kNumber} }
-func boolean() *spec  { return &spec{kind: kBool} }
-func base64s() *spec  { return &spec{kind: kBase64} }
-func anyMap() *spec   { return &spec{kind: kAnyMap} }
-func enum(values ...string) *spec {
-	return &spec{kind: kEnum, values: values}
+func node(k vf.Kind) *spec { return &spec{Kind: k} }
+func str() *spec           { return node(vf.String) }
+func nonEmpty() *spec      { return &spec{Kind: vf.String, MinLen: 1} }
+func integer() *spec       { return &spec{Kind: vf.Int, Bits: 53} }
+func number() *spec        { return node(vf.Number) }
+func boolean() *spec       { return node(vf.Bool) }
+func anyMap() *spec        { return node(vf.AnyObject) }
+func base64s() *spec {
+	return &spec{Kind: vf.Bytes, Valid: func(s string) bool { _, ok := decodeBase64(s); return ok }}
 }
-func list(elem *spec) *spec { return &spec{kind: kList, elem: elem} }
+func enum(values ...string) *spec { return &spec{Kind: vf.String, Values: values} }
+func list(elem *spec) *spec       { return &spec{Kind: vf.List, Elem: (*vf.Node)(elem)} }
 func either(alts ...*spec) *spec {
-	return &spec{kind: kEither, alts: alts}
+	s := node(vf.Union)
+	for _, a := range alts {
+		s.Variants = append(s.Variants, (*vf.Node)(a))
+	}
+	return s
 }
 
-func (s *spec) atLeast(v float64) *spec { s.min = &v; return s }
-func (s *spec) atMost(v float64) *spec  { s.max = &v; return s }
+func (s *spec) atLeast(v float64) *spec { s.Min = &v; return s }
+func (s *spec) atMost(v float64) *spec  { s.Max = &v; return s }
 func (s *spec) matching(re string) *spec {
-	s.pattern = regexp.MustCompile(re)
+	s.Valid, s.Pattern = regexp.MustCompile(re).MatchString, re
 	return s
 }
-func (s *spec) longest(n int) *spec { s.maxLen = n; return s }
-func (s *spec) items(n int) *spec   { s.minLen = n; return s }
+func (s *spec) longest(n int) *spec { s.MaxLen = n; return s }
+func (s *spec) items(n int) *spec   { s.MinLen = n; return s }
 
-// textShorthand is content that is a string or a list of blocks.
+// textShorthand is content that is a string or a list of blocks; the
+// reference says a string stands for [{"type": "text", "text": s}].
 func textShorthand(blocks *spec) *spec {
-	s := either(str(), list(blocks))
-	s.shorthand = true
-	return s
+	text := str()
+	text.Then = func(v any) any { return []any{map[string]any{"type": "text", "text": v}} }
+	return either(text, list(blocks))
 }
 
 func req(s *spec) *field     { return &field{spec: s, required: true} }
 func opt(s *spec) *field     { return &field{spec: s} }
 func optNull(s *spec) *field { return &field{spec: s, nullable: true} }
 func reqNull(s *spec) *field { return &field{spec: s, required: true, nullable: true} }
-func fieldsOf(kv ...any) map[string]*field {
-	m := make(map[string]*field, len(kv)/2)
-	for i := 0; i < len(kv); i += 2 {
-		m[kv[i].(string)] = kv[i+1].(*field)
-	}
-	return m
-}
 
 // object declares an object; a variant of a tagged union lists its own
-// "type" among its fields.
+// "type" among its fields. Missing fields are reported in name order.
 func object(name string, kv ...any) *spec {
-	return &spec{kind: kObject, name: name, fields: fieldsOf(kv...)}
+	s := &spec{Kind: vf.Object, Name: name, Fields: map[string]*vf.Field{}}
+	for i := 0; i < len(kv); i += 2 {
+		k, f := kv[i].(string), kv[i+1].(*field)
+		s.Fields[k] = &vf.Field{Key: k, Node: (*vf.Node)(f.spec), Nullable: f.nullable}
+		if f.required {
+			s.Required = append(s.Required, k)
+		}
+	}
+	slices.Sort(s.Required)
+	return s
 }
 
 // variant declares the object a tagged union's tag selects: "type" must be
 // tag (or absent, for the union's untagged variant).
 func variant(name, tag string, kv ...any) *spec {
-	s := object(name, kv...)
-	s.fields["type"] = req(enum(tag))
-	return s
+	return object(name, append(kv, "type", req(enum(tag)))...)
 }
 
 func tagged(variants ...*spec) *spec {
-	s := &spec{kind: kTagged, variants: map[string]*spec{}}
-	for _, v := range variants {
-		s.variants[v.fields["type"].spec.values[0]] = v
-	}
+	s := either(variants...)
+	s.Tag = "type"
 	return s
 }
 
 func (s *spec) withUntagged(tag string) *spec {
-	s.untagged = tag
-	s.variants[tag].fields["type"].required = false
+	s.Untagged = tag
+	for _, v := range s.Variants {
+		if v.Fields["type"].Node.Values[0] == tag {
+			v.Required = slices.DeleteFunc(v.Required, func(k string) bool { return k == "type" })
+		}
+	}
 	return s
 }
 
-func (s *spec) withUnmodelled(tags ...string) *spec { s.unmodelled = tags; return s }
+func (s *spec) withUnmodelled(tags ...string) *spec { s.Unmodelled = tags; return s }
 
 // Patterns the service enforces on names and IDs.
 const (
@@ -156,8 +130,8 @@ const (
 	toolIDPattern   = `^[a-zA-Z0-9_-]+$`
 )
 
-// messageCreateRequest is the body of POST /v1/messages.
-var messageCreateRequest = func() *spec {
+// requestSchema is the body of POST /v1/messages.
+var requestSchema = &vf.Schema{DotIndex: true, TagPath: true, Root: (*vf.Node)(func() *spec {
 	cacheControl := object("CacheControlEphemeral",
 		"type", req(enum("ephemeral")),
 		"ttl", opt(enum("5m", "1h")))
@@ -339,20 +313,58 @@ var messageCreateRequest = func() *spec {
 		"cache_control", optNull(cacheControl),
 		"diagnostics", optNull(object("Diagnostics", "previous_message_id", optNull(str()))),
 	)
-}()
+}())}
 
-// validator walks a decoded body, collecting violations and building the
-// normalized body (shorthand strings expanded to block lists).
-type validator struct {
-	errs []string
-}
-
-func (v *validator) fail(path, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	if path != "" {
-		msg = path + ": " + msg
+// message words a violation as the service does.
+func message(v vf.Violation) string {
+	at, n := v.Path, v.Node
+	var msg string
+	switch v.Code {
+	case vf.Unknown:
+		at, msg = join(at, v.Key), "Extra inputs are not permitted"
+	case vf.Missing:
+		msg = "Field required"
+	case vf.Null:
+		msg = "Input should be a valid " + kindName(n)
+	case vf.WrongType, vf.NotInEnum:
+		switch {
+		case n.Values != nil:
+			msg = "Input should be " + quoteList(n.Values, "or")
+		case n.Kind == vf.Object || n.Tag != "":
+			msg = "Input should be a valid dictionary or object to extract fields from"
+		default:
+			msg = "Input should be a valid " + kindName(n)
+		}
+	case vf.Undecodable:
+		msg = "Input should be a valid base64 string"
+	case vf.TooShort:
+		msg = fmt.Sprintf("String should have at least %d character", n.MinLen)
+		if n.Kind == vf.List {
+			msg = fmt.Sprintf("List should have at least %d item after validation, not %d", n.MinLen, v.Len)
+		}
+	case vf.TooLong:
+		msg = fmt.Sprintf("String should have at most %d characters", n.MaxLen)
+	case vf.Mismatch:
+		msg = fmt.Sprintf("String should match pattern '%s'", n.Pattern)
+	case vf.BelowMin:
+		msg = "Input should be greater than or equal to " + fmtNum(*n.Min)
+	case vf.AboveMax:
+		msg = "Input should be less than or equal to " + fmtNum(*n.Max)
+	case vf.NoTag:
+		msg = "Unable to extract tag using discriminator 'type'"
+	case vf.Unmodelled:
+		msg = fmt.Sprintf("anthropicfake: type %q is in the API reference but this fake does not model it", v.Value)
+	case vf.UnknownTag:
+		tags := append(n.Tags(), n.Unmodelled...)
+		slices.Sort(tags)
+		msg = fmt.Sprintf("Input tag '%s' found using 'type' does not match any of the expected tags: %s", v.Value, quoteList(tags, ","))
+	default:
+		msg = fmt.Sprintf("anthropicfake: violation %d", v.Code)
 	}
-	v.errs = append(v.errs, msg)
+	if at == "" {
+		return msg
+	}
+	return at + ": " + msg
 }
 
 func join(path, name string) string {
@@ -362,209 +374,24 @@ func join(path, name string) string {
 	return path + "." + name
 }
 
-// value validates val against s at path and returns it normalized.
-func (v *validator) value(path string, s *spec, val any) any {
-	switch s.kind {
-	case kString:
-		text, ok := val.(string)
-		if !ok {
-			v.fail(path, "Input should be a valid string")
-			return val
-		}
-		n := len([]rune(text))
-		switch {
-		case n < s.minLen:
-			v.fail(path, "String should have at least %d character", s.minLen)
-		case s.maxLen > 0 && n > s.maxLen:
-			v.fail(path, "String should have at most %d characters", s.maxLen)
-		case s.pattern != nil && !s.pattern.MatchString(text):
-			v.fail(path, "String should match pattern '%s'", s.pattern)
-		}
-	case kBase64:
-		text, ok := val.(string)
-		if !ok {
-			v.fail(path, "Input should be a valid string")
-			return val
-		}
-		if _, ok := decodeBase64(text); !ok {
-			v.fail(path, "Input should be a valid base64 string")
-		}
-	case kBool:
-		if _, ok := val.(bool); !ok {
-			v.fail(path, "Input should be a valid boolean")
-		}
-	case kInt:
-		n, ok := val.(json.Number)
-		f, err := n.Float64()
-		if !ok || err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-			v.fail(path, "Input should be a valid integer")
-			return val
-		}
-		v.bounds(path, s, f)
-		return json.Number(strconv.FormatInt(int64(f), 10))
-	case kNumber:
-		n, ok := val.(json.Number)
-		f, err := n.Float64()
-		if !ok || err != nil {
-			v.fail(path, "Input should be a valid number")
-			return val
-		}
-		v.bounds(path, s, f)
-	case kEnum:
-		text, ok := val.(string)
-		if !ok || !slices.Contains(s.values, text) {
-			v.fail(path, "Input should be %s", quoteList(s.values, "or"))
-		}
-	case kAnyMap:
-		if _, ok := val.(map[string]any); !ok {
-			v.fail(path, "Input should be a valid dictionary")
-		}
-	case kList:
-		arr, ok := val.([]any)
-		if !ok {
-			v.fail(path, "Input should be a valid list")
-			return val
-		}
-		if len(arr) < s.minLen {
-			v.fail(path, "List should have at least %d item after validation, not %d", s.minLen, len(arr))
-		}
-		out := make([]any, len(arr))
-		for i, el := range arr {
-			out[i] = v.value(join(path, strconv.Itoa(i)), s.elem, el)
-		}
-		return out
-	case kEither:
-		for _, alt := range s.alts {
-			if !sameJSONKind(alt, val) {
-				continue
-			}
-			out := v.value(path, alt, val)
-			if text, isStr := val.(string); isStr && s.shorthand {
-				return []any{map[string]any{"type": "text", "text": text}}
-			}
-			return out
-		}
-		var kinds []string
-		for _, alt := range s.alts {
-			kinds = append(kinds, kindName(alt))
-		}
-		v.fail(path, "Input should be a valid %s", strings.Join(kinds, " or "))
-	case kObject:
-		obj, ok := val.(map[string]any)
-		if !ok {
-			v.fail(path, "Input should be a valid dictionary or object to extract fields from")
-			return val
-		}
-		return v.object(path, s, obj)
-	case kTagged:
-		obj, ok := val.(map[string]any)
-		if !ok {
-			v.fail(path, "Input should be a valid dictionary or object to extract fields from")
-			return val
-		}
-		tag, present := obj["type"]
-		name, isStr := tag.(string)
-		switch {
-		case !present && s.untagged != "":
-			name = s.untagged
-		case !present:
-			v.fail(path, "Unable to extract tag using discriminator 'type'")
-			return val
-		case !isStr:
-			v.fail(join(path, "type"), "Input should be a valid string")
-			return val
-		}
-		if slices.Contains(s.unmodelled, name) {
-			v.fail(path, "anthropicfake: type %q is in the API reference but this fake does not model it", name)
-			return val
-		}
-		vs, ok := s.variants[name]
-		if !ok {
-			tags := make([]string, 0, len(s.variants)+len(s.unmodelled))
-			for t := range s.variants {
-				tags = append(tags, t)
-			}
-			tags = append(tags, s.unmodelled...)
-			sort.Strings(tags)
-			v.fail(path, "Input tag '%s' found using 'type' does not match any of the expected tags: %s", name, quoteList(tags, ","))
-			return val
-		}
-		return v.object(join(path, name), vs, obj)
-	}
-	return val
-}
-
-func (v *validator) bounds(path string, s *spec, f float64) {
-	if s.min != nil && f < *s.min {
-		v.fail(path, "Input should be greater than or equal to %s", fmtNum(*s.min))
-	}
-	if s.max != nil && f > *s.max {
-		v.fail(path, "Input should be less than or equal to %s", fmtNum(*s.max))
-	}
-}
-
-func (v *validator) object(path string, s *spec, obj map[string]any) map[string]any {
-	out := make(map[string]any, len(obj))
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys) // deterministic messages
-	for _, k := range keys {
-		f, ok := s.fields[k]
-		if !ok {
-			v.fail(join(path, k), "Extra inputs are not permitted")
-			continue
-		}
-		val := obj[k]
-		if val == nil {
-			if !f.nullable {
-				v.fail(join(path, k), "Input should be a valid %s", kindName(f.spec))
-			}
-			continue
-		}
-		out[k] = v.value(join(path, k), f.spec, val)
-	}
-	names := make([]string, 0, len(s.fields))
-	for k := range s.fields {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		if _, ok := obj[k]; !ok && s.fields[k].required {
-			v.fail(join(path, k), "Field required")
-		}
-	}
-	return out
-}
-
-func sameJSONKind(s *spec, val any) bool {
-	switch val.(type) {
-	case string:
-		return s.kind == kString
-	case []any:
-		return s.kind == kList
-	case map[string]any:
-		return s.kind == kObject || s.kind == kTagged || s.kind == kAnyMap
-	}
-	return false
-}
-
-func kindName(s *spec) string {
-	switch s.kind {
-	case kString, kBase64, kEnum:
+func kindName(n *vf.Node) string {
+	switch n.Kind {
+	case vf.String, vf.Bytes:
 		return "string"
-	case kInt:
+	case vf.Int:
 		return "integer"
-	case kNumber:
+	case vf.Number:
 		return "number"
-	case kBool:
+	case vf.Bool:
 		return "boolean"
-	case kList:
+	case vf.List:
 		return "list"
-	case kEither:
+	case vf.Union:
+		if n.Tag != "" {
+			break
+		}
 		var names []string
-		for _, a := range s.alts {
+		for _, a := range n.Variants {
 			names = append(names, kindName(a))
 		}
 		return strings.Join(names, " or ")
@@ -585,17 +412,3 @@ func quoteList(values []string, last string) string {
 }
 
 func fmtNum(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-
-// decodeBody parses body as one JSON value with numbers kept exact.
-func decodeBody(body []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var raw any
-	if err := dec.Decode(&raw); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("unexpected data after the top-level value")
-	}
-	return raw, nil
-}

@@ -46,13 +46,10 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
-	"net/http/httptest"
 	"slices"
-	"strings"
-	"sync"
+
+	vf "github.com/batonhq/baton/runtime/llm/internal/vendorfake"
 )
 
 // DefaultAPIKey is the key a Server expects when Config.APIKey is empty.
@@ -111,13 +108,7 @@ func Text(s string) Reply { return Reply{Text: s} }
 
 // JSON replies with v marshalled as the text, as a model asked for JSON
 // output does. It panics if v cannot be marshalled.
-func JSON(v any) Reply {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic("anthropicfake.JSON: " + err.Error())
-	}
-	return Reply{Text: string(b)}
-}
+func JSON(v any) Reply { return Reply{Text: vf.MustJSON("anthropicfake", v)} }
 
 // Calls replies with tool uses.
 func Calls(calls ...Call) Reply { return Reply{Calls: calls} }
@@ -132,20 +123,7 @@ func Hang() Reply { return Reply{Hang: true} }
 // fails any request past the end with 500 and a message saying so. Only
 // valid requests reach a Behavior, so refused ones do not use up a reply.
 // It is safe for concurrent use.
-func Script(replies ...Reply) Behavior {
-	var mu sync.Mutex
-	next := 0
-	return func(*Request) Reply {
-		mu.Lock()
-		n := next
-		next++
-		mu.Unlock()
-		if n < len(replies) {
-			return replies[n]
-		}
-		return Error(http.StatusInternalServerError, fmt.Sprintf("anthropicfake: unscripted request: the script has %d replies", len(replies)))
-	}
-}
+func Script(replies ...Reply) Behavior { return vf.Script[Request]("anthropicfake", replies, Error) }
 
 // Config configures a Server.
 type Config struct {
@@ -156,78 +134,52 @@ type Config struct {
 }
 
 // Received is one request as the server saw it.
-type Received struct {
-	Index  int
-	Method string
-	Path   string
-	Header http.Header
-	Body   []byte
-	// Err is why the server refused the request (a *RequestError), nil
-	// when it passed validation and went to the Behavior.
-	Err error
-	// Request is the decoded body of a valid request, nil otherwise.
-	Request *Request
-}
+type Received = vf.Received[Request]
 
 // RequestError is a request the server refused: the HTTP status and error
 // type it answered, and every violation found.
-type RequestError struct {
-	Status     int
-	Type       string
-	Violations []string
-}
-
-func (e *RequestError) Error() string { return strings.Join(e.Violations, "\n") }
+type RequestError = vf.RequestError
 
 func invalid(violations ...string) *RequestError {
-	return &RequestError{Status: http.StatusBadRequest, Type: "invalid_request_error", Violations: violations}
+	return vf.Refuse(http.StatusBadRequest, "invalid_request_error", violations...)
 }
 
-// Server is a running fake.
-type Server struct {
-	// URL is the base URL to give the client, without the /v1 path.
-	URL string
-	// APIKey is the key the server expects.
-	APIKey string
+// Server is a running fake. Its URL is the base URL to give the client,
+// without the /v1 path; its APIKey the key it expects.
+type Server struct{ *server }
 
-	behavior Behavior
-	srv      *httptest.Server
-	done     chan struct{}
-	once     sync.Once
-
-	mu       sync.Mutex
-	received []Received
-}
+type server = vf.Server[Request, Reply]
 
 // New starts a server with the default key and b (nil: always "ok").
 func New(b Behavior) *Server { return Start(Config{Behavior: b}) }
 
 // Start starts a server on a loopback port. Close it when done.
 func Start(cfg Config) *Server {
-	s := &Server{APIKey: cfg.APIKey, behavior: cfg.Behavior, done: make(chan struct{})}
-	if s.APIKey == "" {
-		s.APIKey = DefaultAPIKey
-	}
-	if s.behavior == nil {
-		s.behavior = func(*Request) Reply { return Text("ok") }
-	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.URL = s.srv.URL
+	s := &Server{}
+	s.server = vf.Start(vf.Wire[Request, Reply]{
+		Name:        "anthropicfake",
+		Key:         DefaultAPIKey,
+		OK:          Text("ok"),
+		ContentType: "application/json",
+		Errors:      errorTypes,
+		Route:       route,
+		Caller:      s.checkCaller,
+		NoQuery:     true,
+		Validate:    func(_ string, body []byte) (*Request, *RequestError) { return validate(body) },
+		Index:       func(r *Request, i int) { r.Index = i },
+		Fault: func(r Reply) vf.Fault {
+			return vf.Fault{Status: r.Status, Type: r.ErrorType, Message: r.Message, Body: r.Body, Hang: r.Hang}
+		},
+		Answer: response,
+		ErrorBody: func(e *RequestError, i int) any {
+			return ErrorBody{Type: "error", Error: ErrorObject{Type: e.Type, Message: e.Error()}, RequestID: requestID(i)}
+		},
+		Stamp: func(h http.Header, i int) { h.Set("request-id", requestID(i)) },
+	}, cfg.APIKey, cfg.Behavior)
 	return s
 }
 
-// Close releases hanging requests and stops the server.
-func (s *Server) Close() {
-	s.once.Do(func() { close(s.done) })
-	s.srv.Close()
-}
-
-// Requests returns every request received so far, in arrival order.
-func (s *Server) Requests() []Received {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Received(nil), s.received...)
-}
+func requestID(i int) string { return fmt.Sprintf("req_fake_%d", i) }
 
 // Validate checks body as a Messages request with the rules the server
 // applies to the bodies it receives. It returns a *RequestError or nil.
@@ -235,34 +187,23 @@ func (s *Server) Validate(body []byte) error { return Validate(body) }
 
 // Validate checks body as a Messages request. It returns a *RequestError or
 // nil.
-func Validate(body []byte) error {
-	if _, err := validate(body); err != nil {
-		return err
-	}
-	return nil
-}
+func Validate(body []byte) error { return vf.Err(validate(body)) }
 
 // validate parses, checks and decodes a request body.
 func validate(body []byte) (*Request, *RequestError) {
-	raw, err := decodeBody(body)
+	raw, err := vf.DecodeJSON(body)
 	if err != nil {
 		return nil, invalid(fmt.Sprintf("There was an issue with your request body: invalid JSON: %v", err))
 	}
-	obj, ok := raw.(map[string]any)
-	if !ok {
+	if _, ok := raw.(map[string]any); !ok {
 		return nil, invalid("Input should be a valid dictionary or object to extract fields from")
 	}
-	var v validator
-	normalized := v.object("", messageCreateRequest, obj)
-	if len(v.errs) > 0 {
-		return nil, invalid(v.errs...)
+	normalized, errs := vf.Check(requestSchema, raw, message)
+	if len(errs) > 0 {
+		return nil, invalid(errs...)
 	}
-	b, err := json.Marshal(normalized)
+	req, err := vf.Decode[Request](normalized)
 	if err != nil {
-		return nil, invalid("anthropicfake: " + err.Error())
-	}
-	req := new(Request)
-	if err := json.Unmarshal(b, req); err != nil {
 		return nil, invalid("anthropicfake: decode the validated request: " + err.Error())
 	}
 	keepRaw(req, body)
@@ -316,51 +257,24 @@ func keepRaw(req *Request, body []byte) {
 	}
 }
 
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	body, readErr := io.ReadAll(r.Body)
-	rec := Received{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
-	var req *Request
-	var refused *RequestError
+func route(r *http.Request) (string, *RequestError) {
 	switch {
-	case readErr != nil:
-		refused = invalid("anthropicfake: read body: " + readErr.Error())
 	case r.URL.Path != Path:
-		refused = &RequestError{Status: http.StatusNotFound, Type: "not_found_error", Violations: []string{"Not Found"}}
+		return "", vf.Refuse(http.StatusNotFound, "not_found_error", "Not Found")
 	case r.Method != http.MethodPost:
-		refused = &RequestError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Violations: []string{fmt.Sprintf("Method Not Allowed: %s takes POST, not %s", Path, r.Method)}}
-	default:
-		refused = s.checkCaller(r)
-		if refused == nil {
-			req, refused = validate(body)
-		}
+		return "", vf.Refuse(http.StatusMethodNotAllowed, "invalid_request_error", fmt.Sprintf("Method Not Allowed: %s takes POST, not %s", Path, r.Method))
 	}
-	s.mu.Lock()
-	rec.Index = len(s.received)
-	if refused != nil {
-		rec.Err = refused
-	} else {
-		rec.Request = req
-		req.Index = rec.Index
-	}
-	s.received = append(s.received, rec)
-	s.mu.Unlock()
-
-	w.Header().Set("request-id", fmt.Sprintf("req_fake_%d", rec.Index))
-	if refused != nil {
-		writeError(w, refused.Status, refused.Type, refused.Error())
-		return
-	}
-	s.answer(w, r, req, body, s.behavior(req))
+	return "", nil
 }
 
-// checkCaller checks the headers and the query.
+// checkCaller checks the headers.
 func (s *Server) checkCaller(r *http.Request) *RequestError {
 	key := r.Header.Get("x-api-key")
 	switch {
 	case key == "":
-		return &RequestError{Status: http.StatusUnauthorized, Type: "authentication_error", Violations: []string{"x-api-key header is required"}}
+		return vf.Refuse(http.StatusUnauthorized, "authentication_error", "x-api-key header is required")
 	case key != s.APIKey:
-		return &RequestError{Status: http.StatusUnauthorized, Type: "authentication_error", Violations: []string{"invalid x-api-key"}}
+		return vf.Refuse(http.StatusUnauthorized, "authentication_error", "invalid x-api-key")
 	}
 	switch v := r.Header.Get("anthropic-version"); {
 	case v == "":
@@ -371,56 +285,11 @@ func (s *Server) checkCaller(r *http.Request) *RequestError {
 	if b := r.Header.Get("anthropic-beta"); b != "" {
 		return invalid(fmt.Sprintf("anthropicfake: beta features are not modelled (anthropic-beta: %s)", b))
 	}
-	if len(r.URL.Query()) > 0 {
-		return invalid(fmt.Sprintf("anthropicfake: %s takes no query parameters, got %q", Path, r.URL.RawQuery))
-	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return invalid(fmt.Sprintf("anthropicfake: the body must be sent as application/json, not %q", r.Header.Get("Content-Type")))
-	}
 	return nil
 }
 
-// answer writes reply for a valid request.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, req *Request, body []byte, reply Reply) {
-	switch {
-	case reply.Hang:
-		select {
-		case <-r.Context().Done():
-		case <-s.done:
-			writeError(w, http.StatusServiceUnavailable, "api_error", "anthropicfake: server closed")
-		}
-		return
-	case reply.Body != nil:
-		status := reply.Status
-		if status == 0 {
-			status = http.StatusOK
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = w.Write(reply.Body)
-		return
-	case reply.Status != 0 && reply.Status != http.StatusOK:
-		msg := reply.Message
-		if msg == "" {
-			msg = http.StatusText(reply.Status)
-		}
-		typ := reply.ErrorType
-		if typ == "" {
-			typ = ErrorType(reply.Status)
-		}
-		writeError(w, reply.Status, typ, msg)
-		return
-	}
-	resp, err := response(req, body, reply)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "api_error", err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, resp)
-}
-
 // response builds the body of a successful reply.
-func response(req *Request, body []byte, reply Reply) (*Response, error) {
+func response(req *Request, body []byte, reply Reply) (any, error) {
 	resp := &Response{
 		ID:        "msg_fake_" + digest(body, -1),
 		Type:      "message",
@@ -484,44 +353,17 @@ func digest(body []byte, i int) string {
 	return fmt.Sprintf("%x", h.Sum(nil))[:24]
 }
 
+// errorTypes are the error types the reference gives HTTP statuses.
+var errorTypes = vf.Errors{
+	Types: map[int]string{
+		400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
+		403: "permission_error", 404: "not_found_error", 408: "timeout_error",
+		413: "request_too_large", 429: "rate_limit_error", 504: "timeout_error",
+		529: "overloaded_error",
+	},
+	Server: "api_error",
+	Other:  "invalid_request_error",
+}
+
 // ErrorType is the error type the reference gives an HTTP status.
-func ErrorType(status int) string {
-	switch status {
-	case 400:
-		return "invalid_request_error"
-	case 401:
-		return "authentication_error"
-	case 402:
-		return "billing_error"
-	case 403:
-		return "permission_error"
-	case 404:
-		return "not_found_error"
-	case 408, 504:
-		return "timeout_error"
-	case 413:
-		return "request_too_large"
-	case 429:
-		return "rate_limit_error"
-	case 529:
-		return "overloaded_error"
-	}
-	if status >= 500 {
-		return "api_error"
-	}
-	return "invalid_request_error"
-}
-
-func writeError(w http.ResponseWriter, status int, typ, message string) {
-	writeJSON(w, status, ErrorBody{Type: "error", Error: ErrorObject{Type: typ, Message: message}, RequestID: w.Header().Get("request-id")})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"type":"error","error":{"type":"api_error","message":"anthropicfake: marshal"}}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
+func ErrorType(status int) string { return errorTypes.Type(status) }

@@ -3,20 +3,16 @@ package geminifake
 import (
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
-	"time"
+
+	vf "github.com/batonhq/baton/runtime/llm/internal/vendorfake"
 )
 
 const model3 = "gemini-3.8-flash"
 
-// post sends body as a generateContent request for model and returns the
-// status and the decoded answer.
-func post(t *testing.T, s *Server, model, body string) (int, map[string]any) {
+func newRequest(t *testing.T, s *Server, model, body string) *http.Request {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, s.URL+pathPrefix+model+pathSuffix, strings.NewReader(body))
 	if err != nil {
@@ -24,25 +20,14 @@ func post(t *testing.T, s *Server, model, body string) (int, map[string]any) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("x-goog-api-key", s.APIKey)
-	return do(t, req)
+	return req
 }
 
-func do(t *testing.T, req *http.Request) (int, map[string]any) {
+// post sends body as a generateContent request for model and returns the
+// status and the decoded answer.
+func post(t *testing.T, s *Server, model, body string) (int, map[string]any) {
 	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("answer is not JSON: %v\n%s", err, raw)
-	}
-	return resp.StatusCode, out
+	return vf.Do(t, newRequest(t, s, model, body))
 }
 
 func start(t *testing.T, b Behavior) *Server {
@@ -116,11 +101,7 @@ func TestRejectsUndocumentedRequests(t *testing.T) {
 			}
 		})
 	}
-	for _, r := range s.Requests() {
-		if r.Err == nil || r.Request != nil {
-			t.Errorf("request %d recorded as valid", r.Index)
-		}
-	}
+	s.RequireRefused(t)
 }
 
 func TestAcceptsDocumentedForms(t *testing.T) {
@@ -176,7 +157,7 @@ func TestCallerChecks(t *testing.T) {
 		if key != "" {
 			req.Header.Set("x-goog-api-key", key)
 		}
-		status, answer := do(t, req)
+		status, answer := vf.Do(t, req)
 		return status, errorOf(t, status, answer)
 	}
 	ok := pathPrefix + model3 + pathSuffix
@@ -199,7 +180,7 @@ func TestCallerChecks(t *testing.T) {
 			if tt.status == 200 {
 				req, _ := http.NewRequest(tt.method, s.URL+tt.path, strings.NewReader(body))
 				req.Header.Set("Content-Type", tt.contentType)
-				if status, answer := do(t, req); status != 200 {
+				if status, answer := vf.Do(t, req); status != 200 {
 					t.Fatalf("status %d: %v", status, answer)
 				}
 				return
@@ -367,17 +348,8 @@ func TestReplies(t *testing.T) {
 	if status != 429 || errorOf(t, status, answer) != "slow down" || answer["error"].(map[string]any)["status"] != "RESOURCE_EXHAUSTED" {
 		t.Errorf("error reply: %d %v", status, answer)
 	}
-	req, _ := http.NewRequest(http.MethodPost, s.URL+pathPrefix+model3+pathSuffix, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-goog-api-key", s.APIKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 503 || string(raw) != "upstream" {
-		t.Errorf("raw reply: %d %q", resp.StatusCode, raw)
+	if status, raw, _ := vf.Send(t, newRequest(t, s, model3, body)); status != 503 || string(raw) != "upstream" {
+		t.Errorf("raw reply: %d %q", status, raw)
 	}
 	status, answer = post(t, s, model3, body)
 	if status != 200 || answer["candidates"] != nil || answer["promptFeedback"].(map[string]any)["blockReason"] != "SAFETY" {
@@ -387,62 +359,7 @@ func TestReplies(t *testing.T) {
 	if status != 500 || !strings.Contains(errorOf(t, status, answer), "unscripted") {
 		t.Errorf("past the script: %d %v", status, answer)
 	}
-	if n := len(s.Requests()); n != 6 {
-		t.Errorf("recorded %d requests", n)
-	}
-}
-
-func TestHangEndsWithTheClientOrTheServer(t *testing.T) {
-	s := New(Script(Hang(), Hang()))
-	body := `{"contents":[{"parts":[{"text":"hi"}]}]}`
-	client := &http.Client{Timeout: 20 * time.Millisecond}
-	req, _ := http.NewRequest(http.MethodPost, s.URL+pathPrefix+model3+pathSuffix, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-goog-api-key", s.APIKey)
-	if _, err := client.Do(req); err == nil {
-		t.Error("a hanging request answered")
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		req, _ := http.NewRequest(http.MethodPost, s.URL+pathPrefix+model3+pathSuffix, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("x-goog-api-key", s.APIKey)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-		}
-	}()
-	for len(s.Requests()) < 2 {
-		time.Sleep(time.Millisecond)
-	}
-	s.Close() // must not wait for the hanging request
-	<-done
-}
-
-func TestConcurrentRequests(t *testing.T) {
-	const n = 16
-	s := start(t, func(r *Request) Reply {
-		return Calls(Call{Name: "f", Args: map[string]any{"who": r.Contents[0].Parts[0].TextOf()}})
-	})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			body := fmt.Sprintf(`{"contents":[{"parts":[{"text":"agent %d"}]}]}`, i)
-			if status, answer := post(t, s, model3, body); status != 200 {
-				t.Errorf("status %d: %v", status, answer)
-			}
-		}()
-	}
-	wg.Wait()
-	got := s.Requests()
-	if len(got) != n {
-		t.Fatalf("recorded %d requests", len(got))
-	}
-	for i, r := range got {
-		if r.Index != i || r.Err != nil || r.Request == nil {
-			t.Errorf("request %d: %+v", i, r)
-		}
+	if got := s.Requests(); len(got) != 6 || got[5].Request.Index != 5 {
+		t.Errorf("recorded %d requests: %+v", len(got), got)
 	}
 }

@@ -1,14 +1,12 @@
 package geminifake
 
 import (
-	"encoding/json"
 	"fmt"
-	"math"
 	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
+
+	vf "github.com/batonhq/baton/runtime/llm/internal/vendorfake"
 )
 
 // This file is the request half of the public REST reference for
@@ -28,81 +26,65 @@ import (
 // name, as proto3 JSON endpoints do; after validation a request is
 // rewritten to the JSON names before it is decoded into Request.
 
-type kind int
-
-const (
-	kString kind = iota
-	kBytes
-	kBool
-	kInt32
-	kInt64
-	kFloat
-	kEnum
-	kMessage
-	kStruct    // google.protobuf.Struct: any JSON object
-	kValue     // google.protobuf.Value: any JSON value
-	kDuration  // google.protobuf.Duration: "1.5s"
-	kTimestamp // google.protobuf.Timestamp: RFC 3339
+// The scalar types, named as the service's messages name them.
+var (
+	tString    = &vf.Node{Kind: vf.String, Name: "TYPE_STRING"}
+	tBytes     = &vf.Node{Kind: vf.Bytes, Name: "TYPE_BYTES", Valid: func(s string) bool { _, ok := decodeBase64(s); return ok }}
+	tBool      = &vf.Node{Kind: vf.Bool, Name: "TYPE_BOOL"}
+	tInt32     = &vf.Node{Kind: vf.Int, Name: "TYPE_INT32", Bits: 32}
+	tInt64     = &vf.Node{Kind: vf.Int, Name: "TYPE_INT64", Bits: 64}
+	tFloat     = &vf.Node{Kind: vf.Number, Name: "TYPE_FLOAT"}
+	tStruct    = &vf.Node{Kind: vf.AnyObject, Name: typeURL + "google.protobuf.Struct"}
+	tValue     = &vf.Node{Kind: vf.Any, Name: typeURL + "google.protobuf.Value"}
+	tDuration  = &vf.Node{Kind: vf.String, Name: typeURL + "google.protobuf.Duration", Valid: regexp.MustCompile(`^-?[0-9]+(\.[0-9]{1,9})?s$`).MatchString}
+	tTimestamp = &vf.Node{Kind: vf.String, Name: typeURL + "google.protobuf.Timestamp", Valid: func(s string) bool {
+		_, err := time.Parse(time.RFC3339Nano, s)
+		return err == nil
+	}}
 )
 
-type enumType struct {
-	name   string
-	values []string
+const typeURL = "type.googleapis.com/"
+
+// field is a message's field under its proto name; null is its default
+// value, so every field takes it.
+type field vf.Field
+
+func fld(proto string, n *vf.Node) *field {
+	return &field{Key: lowerCamel(proto), Path: proto, Node: n, Nullable: true}
+}
+func str(proto string) *field                { return fld(proto, tString) }
+func boolean(proto string) *field            { return fld(proto, tBool) }
+func int32f(proto string) *field             { return fld(proto, tInt32) }
+func int64f(proto string) *field             { return fld(proto, tInt64) }
+func float(proto string) *field              { return fld(proto, tFloat) }
+func bytesf(proto string) *field             { return fld(proto, tBytes) }
+func structf(proto string) *field            { return fld(proto, tStruct) }
+func value(proto string) *field              { return fld(proto, tValue) }
+func duration(proto string) *field           { return fld(proto, tDuration) }
+func timestamp(proto string) *field          { return fld(proto, tTimestamp) }
+func object(proto string, m *vf.Node) *field { return fld(proto, m) }
+func enum(proto string, e *vf.Node) *field   { return fld(proto, e) }
+func (f *field) in(oneof string) *field      { f.Oneof = oneof; return f }
+func (f *field) jsonName(n string) *field    { f.Key = n; return f }
+func (f *field) repeated() *field            { f.Node = &vf.Node{Kind: vf.List, Elem: f.Node}; return f }
+func msg(name string) *vf.Node               { return &vf.Node{Kind: vf.Object, Name: typeURL + pkg + name} }
+func enumOf(name string, v ...string) *vf.Node {
+	return &vf.Node{Kind: vf.String, Name: typeURL + name, Values: v}
+}
+func (f *field) mapOfMessages() *field {
+	f.Node = &vf.Node{Kind: vf.Object, Elem: f.Node, Name: "map<string, " + strings.TrimPrefix(f.Node.Name, typeURL) + ">"}
+	return f
 }
 
-type field struct {
-	proto string // snake_case proto name, used in error paths
-	json  string // JSON name
-	kind  kind
-	list  bool // repeated
-	mapOf bool // map<string, msg>
-	msg   *message
-	enum  *enumType
-	oneof string
-}
-
-// message is a documented object: its fields by JSON name and by proto
+// set lists a message's fields, each under its JSON name and its proto
 // name, both of which the service accepts.
-type message struct {
-	name  string
-	byKey map[string]*field
-}
-
-func (m *message) set(fields ...*field) {
-	m.byKey = map[string]*field{}
+func set(m *vf.Node, fields ...*field) {
+	m.Fields = map[string]*vf.Field{}
 	for _, f := range fields {
-		m.byKey[f.json] = f
-		m.byKey[f.proto] = f
+		m.Fields[f.Key] = (*vf.Field)(f)
+		m.Fields[f.Path] = (*vf.Field)(f)
 	}
 }
-
-func fld(proto string, k kind) *field { return &field{proto: proto, json: lowerCamel(proto), kind: k} }
-func str(proto string) *field         { return fld(proto, kString) }
-func boolean(proto string) *field     { return fld(proto, kBool) }
-func int32f(proto string) *field      { return fld(proto, kInt32) }
-func int64f(proto string) *field      { return fld(proto, kInt64) }
-func float(proto string) *field       { return fld(proto, kFloat) }
-func bytesf(proto string) *field      { return fld(proto, kBytes) }
-func object(proto string, m *message) *field {
-	f := fld(proto, kMessage)
-	f.msg = m
-	return f
-}
-func enum(proto string, e *enumType) *field {
-	f := fld(proto, kEnum)
-	f.enum = e
-	return f
-}
-
-func (f *field) repeated() *field               { f.list = true; return f }
-func (f *field) in(oneof string) *field         { f.oneof = oneof; return f }
-func (f *field) jsonName(n string) *field       { f.json = n; return f }
-func (f *field) mapOfMessages() *field          { f.mapOf = true; return f }
-func structf(proto string) *field               { return fld(proto, kStruct) }
-func value(proto string) *field                 { return fld(proto, kValue) }
-func duration(proto string) *field              { return fld(proto, kDuration) }
-func timestamp(proto string) *field             { return fld(proto, kTimestamp) }
-func enumOf(name string, v ...string) *enumType { return &enumType{name: name, values: v} }
 
 func lowerCamel(s string) string {
 	parts := strings.Split(s, "_")
@@ -119,45 +101,45 @@ const pkg = "google.ai.generativelanguage.v1beta."
 // The messages, declared first so recursive ones (Schema, Content) can
 // refer to each other; init fills them in.
 var (
-	generateContentRequest = &message{name: pkg + "GenerateContentRequest"}
-	contentMsg             = &message{name: pkg + "Content"}
-	partMsg                = &message{name: pkg + "Part"}
-	blobMsg                = &message{name: pkg + "Blob"}
-	fileDataMsg            = &message{name: pkg + "FileData"}
-	videoMetadataMsg       = &message{name: pkg + "VideoMetadata"}
-	executableCodeMsg      = &message{name: pkg + "ExecutableCode"}
-	codeExecResultMsg      = &message{name: pkg + "CodeExecutionResult"}
-	functionCallMsg        = &message{name: pkg + "FunctionCall"}
-	functionResponseMsg    = &message{name: pkg + "FunctionResponse"}
-	functionRespPartMsg    = &message{name: pkg + "FunctionResponsePart"}
-	functionRespBlobMsg    = &message{name: pkg + "FunctionResponseBlob"}
-	toolMsg                = &message{name: pkg + "Tool"}
-	googleSearchMsg        = &message{name: pkg + "Tool.GoogleSearch"}
-	computerUseMsg         = &message{name: pkg + "Tool.ComputerUse"}
-	intervalMsg            = &message{name: "google.type.Interval"}
-	googleMapsMsg          = &message{name: pkg + "GoogleMaps"}
-	urlContextMsg          = &message{name: pkg + "UrlContext"}
-	fileSearchMsg          = &message{name: pkg + "FileSearch"}
-	retrievalResourceMsg   = &message{name: pkg + "FileSearch.RetrievalResource"}
-	fsRetrievalConfigMsg   = &message{name: pkg + "FileSearch.RetrievalConfig"}
-	searchRetrievalMsg     = &message{name: pkg + "GoogleSearchRetrieval"}
-	dynRetrievalConfigMsg  = &message{name: pkg + "DynamicRetrievalConfig"}
-	codeExecutionMsg       = &message{name: pkg + "CodeExecution"}
-	toolConfigMsg          = &message{name: pkg + "ToolConfig"}
-	retrievalConfigMsg     = &message{name: pkg + "RetrievalConfig"}
-	latLngMsg              = &message{name: "google.type.LatLng"}
-	functionCallingCfgMsg  = &message{name: pkg + "FunctionCallingConfig"}
-	functionDeclMsg        = &message{name: pkg + "FunctionDeclaration"}
-	schemaMsg              = &message{name: pkg + "Schema"}
-	safetySettingMsg       = &message{name: pkg + "SafetySetting"}
-	generationConfigMsg    = &message{name: pkg + "GenerationConfig"}
-	speechConfigMsg        = &message{name: pkg + "SpeechConfig"}
-	voiceConfigMsg         = &message{name: pkg + "VoiceConfig"}
-	prebuiltVoiceMsg       = &message{name: pkg + "PrebuiltVoiceConfig"}
-	multiSpeakerMsg        = &message{name: pkg + "MultiSpeakerVoiceConfig"}
-	speakerVoiceMsg        = &message{name: pkg + "SpeakerVoiceConfig"}
-	thinkingConfigMsg      = &message{name: pkg + "ThinkingConfig"}
-	imageConfigMsg         = &message{name: pkg + "ImageConfig"}
+	generateContentRequest = msg("GenerateContentRequest")
+	contentMsg             = msg("Content")
+	partMsg                = msg("Part")
+	blobMsg                = msg("Blob")
+	fileDataMsg            = msg("FileData")
+	videoMetadataMsg       = msg("VideoMetadata")
+	executableCodeMsg      = msg("ExecutableCode")
+	codeExecResultMsg      = msg("CodeExecutionResult")
+	functionCallMsg        = msg("FunctionCall")
+	functionResponseMsg    = msg("FunctionResponse")
+	functionRespPartMsg    = msg("FunctionResponsePart")
+	functionRespBlobMsg    = msg("FunctionResponseBlob")
+	toolMsg                = msg("Tool")
+	googleSearchMsg        = msg("Tool.GoogleSearch")
+	computerUseMsg         = msg("Tool.ComputerUse")
+	intervalMsg            = &vf.Node{Kind: vf.Object, Name: typeURL + "google.type.Interval"}
+	googleMapsMsg          = msg("GoogleMaps")
+	urlContextMsg          = msg("UrlContext")
+	fileSearchMsg          = msg("FileSearch")
+	retrievalResourceMsg   = msg("FileSearch.RetrievalResource")
+	fsRetrievalConfigMsg   = msg("FileSearch.RetrievalConfig")
+	searchRetrievalMsg     = msg("GoogleSearchRetrieval")
+	dynRetrievalConfigMsg  = msg("DynamicRetrievalConfig")
+	codeExecutionMsg       = msg("CodeExecution")
+	toolConfigMsg          = msg("ToolConfig")
+	retrievalConfigMsg     = msg("RetrievalConfig")
+	latLngMsg              = &vf.Node{Kind: vf.Object, Name: typeURL + "google.type.LatLng"}
+	functionCallingCfgMsg  = msg("FunctionCallingConfig")
+	functionDeclMsg        = msg("FunctionDeclaration")
+	schemaMsg              = msg("Schema")
+	safetySettingMsg       = msg("SafetySetting")
+	generationConfigMsg    = msg("GenerationConfig")
+	speechConfigMsg        = msg("SpeechConfig")
+	voiceConfigMsg         = msg("VoiceConfig")
+	prebuiltVoiceMsg       = msg("PrebuiltVoiceConfig")
+	multiSpeakerMsg        = msg("MultiSpeakerVoiceConfig")
+	speakerVoiceMsg        = msg("SpeakerVoiceConfig")
+	thinkingConfigMsg      = msg("ThinkingConfig")
+	imageConfigMsg         = msg("ImageConfig")
 )
 
 var (
@@ -185,7 +167,7 @@ var (
 )
 
 func init() {
-	generateContentRequest.set(
+	set(generateContentRequest,
 		object("system_instruction", contentMsg),
 		object("contents", contentMsg).repeated(),
 		object("tools", toolMsg).repeated(),
@@ -194,11 +176,11 @@ func init() {
 		object("generation_config", generationConfigMsg),
 		str("cached_content"),
 	)
-	contentMsg.set(
+	set(contentMsg,
 		object("parts", partMsg).repeated(),
 		str("role"),
 	)
-	partMsg.set(
+	set(partMsg,
 		str("text").in("data"),
 		object("inline_data", blobMsg).in("data"),
 		object("function_call", functionCallMsg).in("data"),
@@ -211,13 +193,13 @@ func init() {
 		bytesf("thought_signature"),
 		structf("part_metadata"),
 	)
-	blobMsg.set(str("mime_type"), bytesf("data"))
-	fileDataMsg.set(str("mime_type"), str("file_uri"))
-	videoMetadataMsg.set(duration("start_offset"), duration("end_offset"), float("fps"))
-	executableCodeMsg.set(enum("language", language), str("code"))
-	codeExecResultMsg.set(enum("outcome", outcome), str("output"))
-	functionCallMsg.set(str("id"), str("name"), structf("args"))
-	functionResponseMsg.set(
+	set(blobMsg, str("mime_type"), bytesf("data"))
+	set(fileDataMsg, str("mime_type"), str("file_uri"))
+	set(videoMetadataMsg, duration("start_offset"), duration("end_offset"), float("fps"))
+	set(executableCodeMsg, enum("language", language), str("code"))
+	set(codeExecResultMsg, enum("outcome", outcome), str("output"))
+	set(functionCallMsg, str("id"), str("name"), structf("args"))
+	set(functionResponseMsg,
 		str("id"),
 		str("name"),
 		structf("response"),
@@ -225,9 +207,9 @@ func init() {
 		boolean("will_continue"),
 		enum("scheduling", scheduling),
 	)
-	functionRespPartMsg.set(object("inline_data", functionRespBlobMsg).in("data"))
-	functionRespBlobMsg.set(str("mime_type"), bytesf("data"))
-	toolMsg.set(
+	set(functionRespPartMsg, object("inline_data", functionRespBlobMsg).in("data"))
+	set(functionRespBlobMsg, str("mime_type"), bytesf("data"))
+	set(toolMsg,
 		object("function_declarations", functionDeclMsg).repeated(),
 		object("google_search_retrieval", searchRetrievalMsg),
 		object("code_execution", codeExecutionMsg),
@@ -237,28 +219,28 @@ func init() {
 		object("file_search", fileSearchMsg),
 		object("google_maps", googleMapsMsg),
 	)
-	googleSearchMsg.set(object("time_range_filter", intervalMsg))
-	intervalMsg.set(timestamp("start_time"), timestamp("end_time"))
-	computerUseMsg.set(enum("environment", environment), str("excluded_predefined_functions").repeated())
-	googleMapsMsg.set(boolean("enable_widget"))
-	urlContextMsg.set()
-	fileSearchMsg.set(
+	set(googleSearchMsg, object("time_range_filter", intervalMsg))
+	set(intervalMsg, timestamp("start_time"), timestamp("end_time"))
+	set(computerUseMsg, enum("environment", environment), str("excluded_predefined_functions").repeated())
+	set(googleMapsMsg, boolean("enable_widget"))
+	set(urlContextMsg)
+	set(fileSearchMsg,
 		object("retrieval_resources", retrievalResourceMsg).repeated(),
 		object("retrieval_config", fsRetrievalConfigMsg),
 	)
-	retrievalResourceMsg.set(str("rag_store_name"))
-	fsRetrievalConfigMsg.set(int32f("top_k"), str("metadata_filter"))
-	searchRetrievalMsg.set(object("dynamic_retrieval_config", dynRetrievalConfigMsg))
-	dynRetrievalConfigMsg.set(enum("mode", dynMode), float("dynamic_threshold"))
-	codeExecutionMsg.set()
-	toolConfigMsg.set(
+	set(retrievalResourceMsg, str("rag_store_name"))
+	set(fsRetrievalConfigMsg, int32f("top_k"), str("metadata_filter"))
+	set(searchRetrievalMsg, object("dynamic_retrieval_config", dynRetrievalConfigMsg))
+	set(dynRetrievalConfigMsg, enum("mode", dynMode), float("dynamic_threshold"))
+	set(codeExecutionMsg)
+	set(toolConfigMsg,
 		object("function_calling_config", functionCallingCfgMsg),
 		object("retrieval_config", retrievalConfigMsg),
 	)
-	retrievalConfigMsg.set(object("lat_lng", latLngMsg), str("language_code"))
-	latLngMsg.set(float("latitude"), float("longitude"))
-	functionCallingCfgMsg.set(enum("mode", fcMode), str("allowed_function_names").repeated())
-	functionDeclMsg.set(
+	set(retrievalConfigMsg, object("lat_lng", latLngMsg), str("language_code"))
+	set(latLngMsg, float("latitude"), float("longitude"))
+	set(functionCallingCfgMsg, enum("mode", fcMode), str("allowed_function_names").repeated())
+	set(functionDeclMsg,
 		str("name"),
 		str("description"),
 		object("parameters", schemaMsg),
@@ -267,7 +249,7 @@ func init() {
 		value("response_json_schema"),
 		enum("behavior", fnBehavior),
 	)
-	schemaMsg.set(
+	set(schemaMsg,
 		enum("type", schemaType),
 		str("format"),
 		str("title"),
@@ -291,8 +273,8 @@ func init() {
 		str("property_ordering").repeated(),
 		value("default"),
 	)
-	safetySettingMsg.set(enum("category", harmCategory), enum("threshold", harmBlockThreshold))
-	generationConfigMsg.set(
+	set(safetySettingMsg, enum("category", harmCategory), enum("threshold", harmBlockThreshold))
+	set(generationConfigMsg,
 		int32f("candidate_count"),
 		str("stop_sequences").repeated(),
 		int32f("max_output_tokens"),
@@ -317,253 +299,38 @@ func init() {
 		object("image_config", imageConfigMsg),
 		enum("media_resolution", mediaRes),
 	)
-	speechConfigMsg.set(
+	set(speechConfigMsg,
 		object("voice_config", voiceConfigMsg),
 		object("multi_speaker_voice_config", multiSpeakerMsg),
 		str("language_code"),
 	)
-	voiceConfigMsg.set(object("prebuilt_voice_config", prebuiltVoiceMsg).in("voice_config"))
-	prebuiltVoiceMsg.set(str("voice_name"))
-	multiSpeakerMsg.set(object("speaker_voice_configs", speakerVoiceMsg).repeated())
-	speakerVoiceMsg.set(str("speaker"), object("voice_config", voiceConfigMsg))
-	thinkingConfigMsg.set(boolean("include_thoughts"), int32f("thinking_budget"), enum("thinking_level", thinkingLvl))
-	imageConfigMsg.set(str("aspect_ratio"))
+	set(voiceConfigMsg, object("prebuilt_voice_config", prebuiltVoiceMsg).in("voice_config"))
+	set(prebuiltVoiceMsg, str("voice_name"))
+	set(multiSpeakerMsg, object("speaker_voice_configs", speakerVoiceMsg).repeated())
+	set(speakerVoiceMsg, str("speaker"), object("voice_config", voiceConfigMsg))
+	set(thinkingConfigMsg, boolean("include_thoughts"), int32f("thinking_budget"), enum("thinking_level", thinkingLvl))
+	set(imageConfigMsg, str("aspect_ratio"))
 }
 
-// validator walks a decoded body, collecting violations and building the
-// body rewritten to JSON names.
-type validator struct {
-	errs []string
-}
+var schema = &vf.Schema{Root: generateContentRequest, QuoteKeys: true, ProtoJSON: true}
 
-func (v *validator) fail(format string, args ...any) {
-	v.errs = append(v.errs, fmt.Sprintf(format, args...))
-}
-
-func join(path, name string) string {
-	if path == "" {
-		return name
+// message words a violation as the service does.
+func message(v vf.Violation) string {
+	at := ""
+	if v.Path != "" {
+		at = " at '" + v.Path + "'"
 	}
-	return path + "." + name
-}
-
-func at(path string) string {
-	if path == "" {
-		return ""
-	}
-	return " at '" + path + "'"
-}
-
-func short(x any) string {
-	b, _ := json.Marshal(x)
-	s := string(b)
-	if len(s) > 60 {
-		s = s[:57] + "..."
-	}
-	return s
-}
-
-// object validates obj as message m found at path, returning it with JSON
-// names.
-func (v *validator) object(path string, m *message, obj map[string]any) map[string]any {
-	out := make(map[string]any, len(obj))
-	seenOneof := map[string]bool{}
-	keys := make([]string, 0, len(obj))
-	for key := range obj {
-		keys = append(keys, key)
-	}
-	sort.Strings(keys) // deterministic messages
-	for _, key := range keys {
-		val := obj[key]
-		f, ok := m.byKey[key]
-		if !ok {
-			v.fail("Invalid JSON payload received. Unknown name %q%s: Cannot find field.", key, at(path))
-			continue
-		}
-		if _, dup := out[f.json]; dup {
-			v.fail("Invalid JSON payload received. Duplicate field %q%s.", key, at(path))
-			continue
-		}
-		if val == nil {
-			continue // proto3 JSON: null is the default value
-		}
-		if f.oneof != "" {
-			if seenOneof[f.oneof] {
-				v.fail("Invalid value%s (oneof), oneof field '%s' is already set. Cannot set '%s'", at(path), f.oneof, f.json)
-				continue
-			}
-			seenOneof[f.oneof] = true
-		}
-		out[f.json] = v.field(join(path, f.proto), f, val)
-	}
-	return out
-}
-
-func (v *validator) field(path string, f *field, val any) any {
 	switch {
-	case f.list:
-		arr, ok := val.([]any)
-		if !ok {
-			v.fail("Invalid value%s (%s), %s: Proto field is repeating, cannot start an object or a value.", at(path), typeName(f), short(val))
-			return nil
-		}
-		out := make([]any, len(arr))
-		for i, el := range arr {
-			if el == nil {
-				v.fail("Invalid value at '%s[%d]' (%s), null", path, i, typeName(f))
-				continue
-			}
-			out[i] = v.single(fmt.Sprintf("%s[%d]", path, i), f, el)
-		}
-		return out
-	case f.mapOf:
-		obj, ok := val.(map[string]any)
-		if !ok {
-			v.fail("Invalid value%s (map<string, %s>), %s", at(path), f.msg.name, short(val))
-			return nil
-		}
-		out := make(map[string]any, len(obj))
-		keys := make([]string, 0, len(obj))
-		for k := range obj {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			out[k] = v.single(fmt.Sprintf("%s[%q]", path, k), f, obj[k])
-		}
-		return out
+	case v.Code == vf.Unknown:
+		return fmt.Sprintf("Invalid JSON payload received. Unknown name %q%s: Cannot find field.", v.Key, at)
+	case v.Code == vf.Duplicate:
+		return fmt.Sprintf("Invalid JSON payload received. Duplicate field %q%s.", v.Key, at)
+	case v.Code == vf.OneofTaken:
+		return fmt.Sprintf("Invalid value%s (oneof), oneof field '%s' is already set. Cannot set '%s'", at, v.Field.Oneof, v.Field.Key)
+	case v.Code == vf.Undecodable:
+		return fmt.Sprintf("Invalid value%s (TYPE_BYTES), Base64 decoding failed for %s", at, vf.Short(v.Value))
+	case v.Node.Kind == vf.List:
+		return fmt.Sprintf("Invalid value%s (%s), %s: Proto field is repeating, cannot start an object or a value.", at, v.Node.Elem.Name, vf.Short(v.Value))
 	}
-	return v.single(path, f, val)
-}
-
-var durationRE = regexp.MustCompile(`^-?[0-9]+(\.[0-9]{1,9})?s$`)
-
-// single validates one (non-repeated) value of f.
-func (v *validator) single(path string, f *field, val any) any {
-	bad := func() any {
-		v.fail("Invalid value%s (%s), %s", at(path), typeName(f), short(val))
-		return val
-	}
-	switch f.kind {
-	case kString:
-		if _, ok := val.(string); !ok {
-			return bad()
-		}
-	case kBytes:
-		s, ok := val.(string)
-		if !ok {
-			return bad()
-		}
-		if _, ok := decodeBase64(s); !ok {
-			v.fail("Invalid value%s (TYPE_BYTES), Base64 decoding failed for %s", at(path), short(s))
-		}
-	case kBool:
-		if _, ok := val.(bool); !ok {
-			return bad()
-		}
-	case kInt32, kInt64:
-		lo, hi := float64(math.MinInt32), float64(math.MaxInt32)
-		if f.kind == kInt64 {
-			lo, hi = -(1 << 63), 1<<63-1
-		}
-		n, ok := number(val)
-		if !ok || n != math.Trunc(n) || n < lo || n > hi {
-			return bad()
-		}
-		// Normalized to a JSON number, the form Request decodes.
-		if i, err := strconv.ParseInt(fmt.Sprint(val), 10, 64); err == nil {
-			return json.Number(strconv.FormatInt(i, 10))
-		}
-		return json.Number(strconv.FormatFloat(n, 'f', -1, 64))
-	case kFloat:
-		n, ok := number(val)
-		if !ok {
-			if s, isStr := val.(string); !isStr || (s != "NaN" && s != "Infinity" && s != "-Infinity") {
-				return bad()
-			}
-			return nil // valid, but JSON numbers cannot hold it: left out of Request
-		}
-		return json.Number(strconv.FormatFloat(n, 'g', -1, 64))
-	case kEnum:
-		s, ok := val.(string)
-		if !ok || !contains(f.enum.values, s) {
-			return bad()
-		}
-	case kStruct:
-		if _, ok := val.(map[string]any); !ok {
-			return bad()
-		}
-	case kValue:
-	case kDuration:
-		s, ok := val.(string)
-		if !ok || !durationRE.MatchString(s) {
-			return bad()
-		}
-	case kTimestamp:
-		s, ok := val.(string)
-		if !ok {
-			return bad()
-		}
-		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
-			return bad()
-		}
-	case kMessage:
-		obj, ok := val.(map[string]any)
-		if !ok {
-			return bad()
-		}
-		return v.object(path, f.msg, obj)
-	}
-	return val
-}
-
-func typeName(f *field) string {
-	switch f.kind {
-	case kString:
-		return "TYPE_STRING"
-	case kBytes:
-		return "TYPE_BYTES"
-	case kBool:
-		return "TYPE_BOOL"
-	case kInt32:
-		return "TYPE_INT32"
-	case kInt64:
-		return "TYPE_INT64"
-	case kFloat:
-		return "TYPE_FLOAT"
-	case kEnum:
-		return "type.googleapis.com/" + f.enum.name
-	case kStruct:
-		return "type.googleapis.com/google.protobuf.Struct"
-	case kDuration:
-		return "type.googleapis.com/google.protobuf.Duration"
-	case kTimestamp:
-		return "type.googleapis.com/google.protobuf.Timestamp"
-	case kMessage:
-		return "type.googleapis.com/" + f.msg.name
-	}
-	return "type.googleapis.com/google.protobuf.Value"
-}
-
-// number reads a JSON number, or a string holding one (proto3 JSON allows
-// both for numeric fields).
-func number(val any) (float64, bool) {
-	switch x := val.(type) {
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	case string:
-		f, err := strconv.ParseFloat(x, 64)
-		return f, err == nil && !math.IsInf(f, 0) && !math.IsNaN(f)
-	}
-	return 0, false
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return fmt.Sprintf("Invalid value%s (%s), %s", at, v.Node.Name, vf.Short(v.Value))
 }

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
+
+	vf "github.com/batonhq/baton/runtime/llm/internal/vendorfake"
 )
 
 // Rules the reference and the guides state in prose rather than in the
@@ -261,7 +264,7 @@ func checkSignatures(model string, contents []Content, book signatureBook) []str
 			case !ok:
 				errs = append(errs, fmt.Sprintf("%s (contents[%d].parts[%d].thought_signature was not issued by this server)", CorruptedSignature, i, j))
 			case got.name != fc.Name || !sameJSON(got.args, decodeArgs(fc.Args)):
-				errs = append(errs, fmt.Sprintf("%s (contents[%d].parts[%d].thought_signature was issued with function call %s %s, not %s %s)", CorruptedSignature, i, j, got.name, short(got.args), fc.Name, short(decodeArgs(fc.Args))))
+				errs = append(errs, fmt.Sprintf("%s (contents[%d].parts[%d].thought_signature was issued with function call %s %s, not %s %s)", CorruptedSignature, i, j, got.name, vf.Short(got.args), fc.Name, vf.Short(decodeArgs(fc.Args))))
 			}
 		}
 	}
@@ -329,7 +332,7 @@ func checkGenerationConfig(gc *GenerationConfig) []string {
 	}
 	var errs []string
 	const at = "* GenerateContentRequest.generation_config"
-	if gc.ResponseMIMEType != "" && !contains(responseMIME, gc.ResponseMIMEType) {
+	if gc.ResponseMIMEType != "" && !slices.Contains(responseMIME, gc.ResponseMIMEType) {
 		errs = append(errs, fmt.Sprintf("%s.response_mime_type: allowed mimetypes are %s (got %q)", at, strings.Join(responseMIME, ", "), gc.ResponseMIMEType))
 	}
 	schemas := 0

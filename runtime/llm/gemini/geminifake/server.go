@@ -42,17 +42,16 @@
 package geminifake
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+
+	vf "github.com/batonhq/baton/runtime/llm/internal/vendorfake"
 )
 
 // DefaultAPIKey is the key a Server expects when Config.APIKey is empty.
@@ -105,13 +104,7 @@ func Text(s string) Reply { return Reply{Text: s} }
 
 // JSON replies with v marshalled as the text, as a model asked for JSON
 // output does. It panics if v cannot be marshalled.
-func JSON(v any) Reply {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic("geminifake.JSON: " + err.Error())
-	}
-	return Reply{Text: string(b)}
-}
+func JSON(v any) Reply { return Reply{Text: vf.MustJSON("geminifake", v)} }
 
 // Calls replies with function calls.
 func Calls(calls ...Call) Reply { return Reply{Calls: calls} }
@@ -126,20 +119,7 @@ func Hang() Reply { return Reply{Hang: true} }
 // fails any request past the end with 500 and a message saying so. Only
 // valid requests reach a Behavior, so refused ones do not use up a reply.
 // It is safe for concurrent use.
-func Script(replies ...Reply) Behavior {
-	var mu sync.Mutex
-	next := 0
-	return func(*Request) Reply {
-		mu.Lock()
-		n := next
-		next++
-		mu.Unlock()
-		if n < len(replies) {
-			return replies[n]
-		}
-		return Error(http.StatusInternalServerError, fmt.Sprintf("geminifake: unscripted request: the script has %d replies", len(replies)))
-	}
-}
+func Script(replies ...Reply) Behavior { return vf.Script[Request]("geminifake", replies, Error) }
 
 // Config configures a Server.
 type Config struct {
@@ -149,105 +129,64 @@ type Config struct {
 	Behavior Behavior
 }
 
-// Received is one request as the server saw it.
-type Received struct {
-	Index  int
-	Method string
-	// Path is the URL path; Model the {model} segment of a well-formed one.
-	Path   string
-	Model  string
-	Header http.Header
-	Body   []byte
-	// Err is why the server refused the request (a *RequestError), nil
-	// when it passed validation and went to the Behavior.
-	Err error
-	// Request is the decoded body of a valid request, nil otherwise.
-	Request *Request
-}
+// Received is one request as the server saw it; Model is the {model}
+// segment of a well-formed path.
+type Received = vf.Received[Request]
 
 // RequestError is a request the server refused, with the HTTP status it
 // answered and every violation found.
-type RequestError struct {
-	Status     int
-	Violations []string
-}
+type RequestError = vf.RequestError
 
-func (e *RequestError) Error() string { return strings.Join(e.Violations, "\n") }
-
-// Server is a running fake.
+// Server is a running fake. Its URL is the base URL to give the client
+// (Config.BaseURL in baton's adapter, HTTPOptions.BaseURL in the SDK), its
+// APIKey the key it expects.
 type Server struct {
-	// URL is the base URL to give the client (Config.BaseURL in baton's
-	// adapter, HTTPOptions.BaseURL in the SDK).
-	URL string
-	// APIKey is the key the server expects.
-	APIKey string
+	*server
 
-	behavior Behavior
-	srv      *httptest.Server
-	done     chan struct{}
-	once     sync.Once
-
-	mu       sync.Mutex
-	received []Received
-	issued   map[string]issuedCall
+	mu     sync.Mutex
+	issued map[string]issuedCall
 }
+
+type server = vf.Server[Request, Reply]
 
 // New starts a server with the default key and b (nil: always "ok").
 func New(b Behavior) *Server { return Start(Config{Behavior: b}) }
 
 // Start starts a server on a loopback port. Close it when done.
 func Start(cfg Config) *Server {
-	s := &Server{
-		APIKey:   cfg.APIKey,
-		behavior: cfg.Behavior,
-		done:     make(chan struct{}),
-		issued:   map[string]issuedCall{},
-	}
-	if s.APIKey == "" {
-		s.APIKey = DefaultAPIKey
-	}
-	if s.behavior == nil {
-		s.behavior = func(*Request) Reply { return Text("ok") }
-	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.URL = s.srv.URL
+	s := &Server{issued: map[string]issuedCall{}}
+	s.server = vf.Start(vf.Wire[Request, Reply]{
+		Name:        "geminifake",
+		Key:         DefaultAPIKey,
+		OK:          Text("ok"),
+		ContentType: "application/json; charset=UTF-8",
+		Errors:      vf.Errors{Types: grpcStatus, Server: "UNKNOWN", Other: "UNKNOWN"},
+		Route:       route,
+		Caller:      s.checkCaller,
+		Validate:    func(model string, body []byte) (*Request, *RequestError) { return validate(model, body, s.lookup) },
+		Index:       func(r *Request, i int) { r.Index = i },
+		Fault: func(r Reply) vf.Fault {
+			return vf.Fault{Status: r.Status, Message: r.Message, Body: r.Body, Hang: r.Hang}
+		},
+		Answer: s.response,
+		ErrorBody: func(e *RequestError, _ int) any {
+			return ErrorBody{Error: ErrorStatus{Code: e.Status, Message: e.Error(), Status: e.Type}}
+		},
+	}, cfg.APIKey, cfg.Behavior)
 	return s
-}
-
-// Close releases hanging requests and stops the server.
-func (s *Server) Close() {
-	s.once.Do(func() { close(s.done) })
-	s.srv.Close()
-}
-
-// Requests returns every request received so far, in arrival order.
-func (s *Server) Requests() []Received {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Received(nil), s.received...)
 }
 
 // Validate checks body as a generateContent request for model, with the
 // same rules the server applies, including that thought signatures are
 // ones this server issued. It returns a *RequestError or nil.
 func (s *Server) Validate(model string, body []byte) error {
-	_, err := validate(model, body, s.lookup)
-	if err != nil {
-		return err
-	}
-	return nil
+	return vf.Err(validate(model, body, s.lookup))
 }
 
 // Validate checks body as a generateContent request for model without a
 // server: every rule but the authenticity of thought signatures (their
 // presence is still checked). It returns a *RequestError or nil.
-func Validate(model string, body []byte) error {
-	_, err := validate(model, body, nil)
-	if err != nil {
-		return err
-	}
-	return nil
-}
+func Validate(model string, body []byte) error { return vf.Err(validate(model, body, nil)) }
 
 func (s *Server) lookup(sig []byte) (issuedCall, bool) {
 	s.mu.Lock()
@@ -257,35 +196,27 @@ func (s *Server) lookup(sig []byte) (issuedCall, bool) {
 }
 
 func badRequest(violations ...string) *RequestError {
-	return &RequestError{Status: http.StatusBadRequest, Violations: violations}
+	return vf.Refuse(http.StatusBadRequest, "INVALID_ARGUMENT", violations...)
 }
 
 // validate parses, checks and decodes a request body.
 func validate(model string, body []byte, book signatureBook) (*Request, *RequestError) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var raw any
-	if err := dec.Decode(&raw); err != nil {
+	raw, err := vf.DecodeJSON(body)
+	switch {
+	case errors.Is(err, vf.ErrTrailing):
+		return nil, badRequest("Invalid JSON payload received. Unexpected data after the request object.")
+	case err != nil:
 		return nil, badRequest(fmt.Sprintf("Invalid JSON payload received. %v", err))
 	}
-	if dec.More() {
-		return nil, badRequest("Invalid JSON payload received. Unexpected data after the request object.")
+	if _, ok := raw.(map[string]any); !ok {
+		return nil, badRequest(fmt.Sprintf("Invalid JSON payload received. Expected an object, got %s.", vf.Short(raw)))
 	}
-	obj, ok := raw.(map[string]any)
-	if !ok {
-		return nil, badRequest(fmt.Sprintf("Invalid JSON payload received. Expected an object, got %s.", short(raw)))
+	normalized, errs := vf.Check(schema, raw, message)
+	if len(errs) > 0 {
+		return nil, badRequest(errs...)
 	}
-	var v validator
-	normalized := v.object("", generateContentRequest, obj)
-	if len(v.errs) > 0 {
-		return nil, badRequest(v.errs...)
-	}
-	b, err := json.Marshal(normalized)
+	req, err := vf.Decode[Request](normalized)
 	if err != nil {
-		return nil, badRequest("geminifake: " + err.Error())
-	}
-	req := new(Request)
-	if err := json.Unmarshal(b, req); err != nil {
 		return nil, badRequest("geminifake: decode the validated request: " + err.Error())
 	}
 	req.Model = model
@@ -307,59 +238,20 @@ const (
 	pathSuffix = ":generateContent"
 )
 
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	body, readErr := io.ReadAll(r.Body)
-	rec := Received{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
-	model, pathOK := modelOf(r.URL.Path)
-	if pathOK {
-		rec.Model = model
-	}
-	var req *Request
-	var refused *RequestError
+// route reads the model from the path of a generateContent call.
+func route(r *http.Request) (string, *RequestError) {
+	m, ok := strings.CutPrefix(r.URL.Path, pathPrefix)
+	m, ok2 := strings.CutSuffix(m, pathSuffix)
 	switch {
-	case readErr != nil:
-		refused = badRequest("geminifake: read body: " + readErr.Error())
-	case !pathOK:
-		refused = &RequestError{Status: http.StatusNotFound, Violations: []string{fmt.Sprintf("geminifake: no method at %s; generateContent is POST %s{model}%s", r.URL.Path, pathPrefix, pathSuffix)}}
+	case !ok || !ok2 || m == "" || strings.ContainsAny(m, "/:"):
+		return "", vf.Refuse(http.StatusNotFound, "", fmt.Sprintf("geminifake: no method at %s; generateContent is POST %s{model}%s", r.URL.Path, pathPrefix, pathSuffix))
 	case r.Method != http.MethodPost:
-		refused = &RequestError{Status: http.StatusNotFound, Violations: []string{fmt.Sprintf("geminifake: generateContent takes POST, not %s", r.Method)}}
-	default:
-		refused = s.checkCaller(r)
-		if refused == nil {
-			req, refused = validate(model, body, s.lookup)
-		}
+		return m, vf.Refuse(http.StatusNotFound, "", fmt.Sprintf("geminifake: generateContent takes POST, not %s", r.Method))
 	}
-	s.mu.Lock()
-	rec.Index = len(s.received)
-	if refused != nil {
-		rec.Err = refused
-	} else {
-		rec.Request = req
-		req.Index = rec.Index
-	}
-	s.received = append(s.received, rec)
-	s.mu.Unlock()
-
-	if refused != nil {
-		writeError(w, refused.Status, refused.Error())
-		return
-	}
-	s.answer(w, r, req, body, s.behavior(req))
+	return m, nil
 }
 
-func modelOf(path string) (string, bool) {
-	if !strings.HasPrefix(path, pathPrefix) || !strings.HasSuffix(path, pathSuffix) {
-		return "", false
-	}
-	m := strings.TrimSuffix(strings.TrimPrefix(path, pathPrefix), pathSuffix)
-	if m == "" || strings.ContainsAny(m, "/:") {
-		return "", false
-	}
-	return m, true
-}
-
-// checkCaller checks the query parameters, the API key and the content
-// type.
+// checkCaller checks the query parameters and the API key.
 func (s *Server) checkCaller(r *http.Request) *RequestError {
 	q := r.URL.Query()
 	for name := range q {
@@ -373,53 +265,15 @@ func (s *Server) checkCaller(r *http.Request) *RequestError {
 	}
 	switch {
 	case key == "":
-		return &RequestError{Status: http.StatusForbidden, Violations: []string{"Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API."}}
+		return vf.Refuse(http.StatusForbidden, "", "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.")
 	case key != s.APIKey:
 		return badRequest("API key not valid. Please pass a valid API key.")
-	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return badRequest(fmt.Sprintf("geminifake: the body must be sent as application/json, not %q", r.Header.Get("Content-Type")))
 	}
 	return nil
 }
 
-// answer writes reply for a valid request.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, req *Request, body []byte, reply Reply) {
-	switch {
-	case reply.Hang:
-		select {
-		case <-r.Context().Done():
-		case <-s.done:
-			writeError(w, http.StatusServiceUnavailable, "geminifake: server closed")
-		}
-		return
-	case reply.Body != nil:
-		status := reply.Status
-		if status == 0 {
-			status = http.StatusOK
-		}
-		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-		w.WriteHeader(status)
-		_, _ = w.Write(reply.Body)
-		return
-	case reply.Status != 0 && reply.Status != http.StatusOK:
-		msg := reply.Message
-		if msg == "" {
-			msg = http.StatusText(reply.Status)
-		}
-		writeError(w, reply.Status, msg)
-		return
-	}
-	resp, err := s.response(req, body, reply)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, resp)
-}
-
 // response builds the body of a successful reply, issuing signatures.
-func (s *Server) response(req *Request, body []byte, reply Reply) (*Response, error) {
+func (s *Server) response(req *Request, body []byte, reply Reply) (any, error) {
 	resp := &Response{ModelVersion: req.Model, ResponseID: fmt.Sprintf("%x", signature(body, -1))[:16]}
 	usage := reply.Usage
 	if usage == nil {
@@ -495,22 +349,4 @@ var grpcStatus = map[int]string{
 	501: "UNIMPLEMENTED",
 	503: "UNAVAILABLE",
 	504: "DEADLINE_EXCEEDED",
-}
-
-func writeError(w http.ResponseWriter, status int, message string) {
-	name, ok := grpcStatus[status]
-	if !ok {
-		name = "UNKNOWN"
-	}
-	writeJSON(w, status, ErrorBody{Error: ErrorStatus{Code: status, Message: message, Status: name}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":500,"message":"geminifake: marshal","status":"INTERNAL"}}`)
-	}
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
 }

@@ -2,22 +2,17 @@ package openaifake
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/batonhq/baton/runtime/llm"
+	vf "github.com/batonhq/baton/runtime/llm/internal/vendorfake"
 	"github.com/batonhq/baton/runtime/llm/llmtest"
 )
 
-// post sends body to s's endpoint with its key and returns the status and
-// the decoded answer.
-func post(t *testing.T, s *Server, body string) (int, map[string]any) {
+func newRequest(t *testing.T, s *Server, body string) *http.Request {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, s.URL+"/chat/completions", strings.NewReader(body))
 	if err != nil {
@@ -25,25 +20,14 @@ func post(t *testing.T, s *Server, body string) (int, map[string]any) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+s.APIKey)
-	return do(t, req)
+	return req
 }
 
-func do(t *testing.T, req *http.Request) (int, map[string]any) {
+// post sends body to s's endpoint with its key and returns the status and
+// the decoded answer.
+func post(t *testing.T, s *Server, body string) (int, map[string]any) {
 	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("answer is not JSON: %v\n%s", err, raw)
-	}
-	return resp.StatusCode, out
+	return vf.Do(t, newRequest(t, s, body))
 }
 
 func start(t *testing.T, b Behavior) *Server {
@@ -110,6 +94,7 @@ func TestRejectsUndocumentedRequests(t *testing.T) {
 		{"temperature is a string", body(`"temperature":"hot"`), "temperature", "expected a number, but got a string"},
 		{"fractional token limit", body(`"max_completion_tokens":1.5`), "max_completion_tokens", "expected an integer, but got a decimal"},
 		{"null where not nullable", body(`"parallel_tool_calls":null,` + toolDecl), "parallel_tool_calls", "expected a boolean, but got null"},
+		{"unknown enum value", body(`"verbosity":"loud"`), "verbosity", "Invalid value: 'loud'. Supported values are: 'low', 'medium', and 'high'."},
 		{"temperature out of range", body(`"temperature":2.5`), "temperature", "decimal above maximum value. Expected a value <= 2, but got 2.5 instead."},
 		{"too many stop sequences", body(`"stop":["a","b","c","d","e"]`), "stop", "array too long"},
 		{"no model", `{"messages":[` + user + `]}`, "model", "Missing required parameter: 'model'."},
@@ -170,11 +155,7 @@ func TestRejectsUndocumentedRequests(t *testing.T) {
 			}
 		})
 	}
-	for _, r := range s.Requests() {
-		if r.Err == nil || r.Request != nil {
-			t.Errorf("request %d recorded as valid", r.Index)
-		}
-	}
+	s.RequireRefused(t)
 }
 
 // TestAcceptsDocumentedForms sends fields and forms the adapter does not
@@ -280,7 +261,7 @@ func TestCallerChecks(t *testing.T) {
 		if key != "" {
 			req.Header.Set("Authorization", key)
 		}
-		return do(t, req)
+		return vf.Do(t, req)
 	}
 	endpoint := s.URL + "/chat/completions"
 	bearer := "Bearer " + s.APIKey
@@ -379,17 +360,8 @@ func TestReplies(t *testing.T) {
 		t.Errorf("error reply: %d %v", status, answer)
 	}
 
-	req, _ := http.NewRequest(http.MethodPost, s.URL+"/chat/completions", strings.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+s.APIKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 503 || string(raw) != "upstream" {
-		t.Errorf("raw reply: %d %q", resp.StatusCode, raw)
+	if status, raw, _ := vf.Send(t, newRequest(t, s, b)); status != 503 || string(raw) != "upstream" {
+		t.Errorf("raw reply: %d %q", status, raw)
 	}
 
 	_, answer = post(t, s, b)
@@ -401,8 +373,8 @@ func TestReplies(t *testing.T) {
 	if e := errorOf(t, status, answer); status != 500 || !strings.Contains(e["message"].(string), "unscripted") || e["type"] != "server_error" {
 		t.Errorf("past the script: %d %v", status, answer)
 	}
-	if n := len(s.Requests()); n != 7 {
-		t.Errorf("recorded %d requests", n)
+	if got := s.Requests(); len(got) != 7 || got[6].Request.Index != 6 {
+		t.Errorf("recorded %d requests: %+v", len(got), got)
 	}
 }
 
@@ -421,60 +393,6 @@ func TestViewOfAToolRound(t *testing.T) {
 	}
 	if got := req.View().Messages; !reflect.DeepEqual(got, want) {
 		t.Errorf("view:\n got %+v\nwant %+v", got, want)
-	}
-}
-
-func TestHangEndsWithTheClientOrTheServer(t *testing.T) {
-	s := New(Script(Hang(), Hang()))
-	b := body("")
-	newReq := func() *http.Request {
-		req, _ := http.NewRequest(http.MethodPost, s.URL+"/chat/completions", strings.NewReader(b))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+s.APIKey)
-		return req
-	}
-	client := &http.Client{Timeout: 20 * time.Millisecond}
-	if _, err := client.Do(newReq()); err == nil {
-		t.Error("a hanging request answered")
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if resp, err := http.DefaultClient.Do(newReq()); err == nil {
-			resp.Body.Close()
-		}
-	}()
-	for len(s.Requests()) < 2 {
-		time.Sleep(time.Millisecond)
-	}
-	s.Close() // must not wait for the hanging request
-	<-done
-}
-
-func TestConcurrentRequests(t *testing.T) {
-	const n = 16
-	s := start(t, func(r *Request) Reply {
-		return Calls(Call{Name: "f", Args: map[string]any{"who": r.Messages[0].Content.String()}})
-	})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if status, answer := post(t, s, body("", fmt.Sprintf(`{"role":"user","content":"agent %d"}`, i))); status != 200 {
-				t.Errorf("status %d: %v", status, answer)
-			}
-		}()
-	}
-	wg.Wait()
-	got := s.Requests()
-	if len(got) != n {
-		t.Fatalf("recorded %d requests", len(got))
-	}
-	for i, r := range got {
-		if r.Index != i || r.Err != nil || r.Request == nil || r.Request.Index != i {
-			t.Errorf("request %d: %+v", i, r)
-		}
 	}
 }
 

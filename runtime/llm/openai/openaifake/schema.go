@@ -3,9 +3,10 @@ package openaifake
 import (
 	"encoding/json"
 	"fmt"
-	"math"
-	"sort"
+	"slices"
 	"strings"
+
+	vf "github.com/batonhq/baton/runtime/llm/internal/vendorfake"
 )
 
 // This file is the request half of the public reference for
@@ -27,78 +28,65 @@ import (
 //
 // Rules the spec states in prose live in semantics.go.
 
-type kind int
+// schema is one node of the transcribed spec. Its methods set what the
+// spec's keywords say: required, minItems and maxItems, maxLength,
+// minimum and maximum.
+type schema vf.Node
 
-const (
-	kString kind = iota
-	kInteger
-	kNumber
-	kBoolean
-	kObject
-	kArray
-	kUnion // by JSON type, or by a discriminating property for objects
-)
+func node(kind vf.Kind) *schema                   { return &schema{Kind: kind} }
+func str() *schema                                { return node(vf.String) }
+func boolean() *schema                            { return node(vf.Bool) }
+func enumOf(values ...string) *schema             { return &schema{Kind: vf.String, Values: values} }
+func integer() *schema                            { return node(vf.Int) }
+func number() *schema                             { return node(vf.Number) }
+func arrayOf(items *schema) *schema               { return &schema{Kind: vf.List, Elem: (*vf.Node)(items)} }
+func (s *schema) require(names ...string) *schema { s.Required = names; return s }
+func (s *schema) items1(lo, hi int) *schema       { s.MinLen, s.MaxLen = lo, hi; return s }
+func (s *schema) maxLength(n int) *schema         { s.MaxLen = n; return s }
+func (s *schema) between(lo, hi float64) *schema  { s.Min, s.Max = &lo, &hi; return s }
 
-// schema is one node of the transcribed spec.
-type schema struct {
-	kind     kind
-	nullable bool
-	enum     []string
-	min, max *float64
-	maxLen   int // strings; 0: no limit
-	minItems int
-	maxItems int // 0: no limit
+// nullable is a schema whose field may be null.
+type nullable struct{ *schema }
 
-	props    map[string]*schema
-	required []string
-	values   *schema // additionalProperties schema (maps)
-	open     bool    // any additional property is allowed (free-form JSON)
-
-	items *schema
-
-	variants      []*schema
-	discriminator string // property naming the variant of a union of objects
-}
-
-func str() *schema                    { return &schema{kind: kString} }
-func boolean() *schema                { return &schema{kind: kBoolean} }
-func enumOf(values ...string) *schema { return &schema{kind: kString, enum: values} }
-func integer() *schema                { return &schema{kind: kInteger} }
-func number() *schema                 { return &schema{kind: kNumber} }
-func arrayOf(items *schema) *schema   { return &schema{kind: kArray, items: items} }
+func (s *schema) orNull() nullable { return nullable{s} }
 
 // object is a closed object with the given properties, in pairs of name
-// and schema.
+// and schema (or nullable schema).
 func object(props ...any) *schema {
-	s := &schema{kind: kObject, props: map[string]*schema{}}
+	s := &schema{Kind: vf.Object, Fields: map[string]*vf.Field{}}
 	for i := 0; i+1 < len(props); i += 2 {
-		s.props[props[i].(string)] = props[i+1].(*schema)
+		f := &vf.Field{Key: props[i].(string)}
+		switch p := props[i+1].(type) {
+		case *schema:
+			f.Node = (*vf.Node)(p)
+		case nullable:
+			f.Node, f.Nullable = (*vf.Node)(p.schema), true
+		}
+		s.Fields[f.Key] = f
 	}
 	return s
 }
 
 // freeObject is any JSON object (type: object, additionalProperties: true).
-func freeObject() *schema { return &schema{kind: kObject, open: true} }
+func freeObject() *schema { return node(vf.AnyObject) }
 
 // mapOf is an object whose every value follows values.
-func mapOf(values *schema) *schema { return &schema{kind: kObject, values: values} }
+func mapOf(values *schema) *schema { return &schema{Kind: vf.Object, Elem: (*vf.Node)(values)} }
 
 // oneOf picks a variant by JSON type.
-func oneOf(variants ...*schema) *schema { return &schema{kind: kUnion, variants: variants} }
+func oneOf(variants ...*schema) *schema { return byProp("", variants...) }
 
 // byProp picks an object variant by the enum value of prop in it.
 func byProp(prop string, variants ...*schema) *schema {
-	return &schema{kind: kUnion, variants: variants, discriminator: prop}
+	s := &schema{Kind: vf.Union, Tag: prop}
+	for _, v := range variants {
+		s.Variants = append(s.Variants, (*vf.Node)(v))
+	}
+	return s
 }
 
-func (s *schema) require(names ...string) *schema { s.required = names; return s }
-func (s *schema) orNull() *schema                 { s.nullable = true; return s }
-func (s *schema) items1(lo, hi int) *schema       { s.minItems, s.maxItems = lo, hi; return s }
-func (s *schema) maxLength(n int) *schema         { s.maxLen = n; return s }
-func (s *schema) between(lo, hi float64) *schema  { s.min, s.max = &lo, &hi; return s }
-
-// createChatCompletionRequest is the request body; init builds it.
-var createChatCompletionRequest *schema
+// requestSchema is the request body; init builds it.
+var requestSchema = &vf.Schema{}
 
 func init() {
 	promptCacheBreakpoint := object("mode", enumOf("explicit")).require("mode")
@@ -254,7 +242,7 @@ func init() {
 
 	moderationConfig := object("mode", enumOf("score", "block")).require("mode").orNull()
 
-	createChatCompletionRequest = object(
+	requestSchema.Root = (*vf.Node)(object(
 		// ModelResponseProperties
 		"metadata", mapOf(str().maxLength(512)).orNull(),
 		"top_logprobs", integer().between(0, 20).orNull(),
@@ -325,7 +313,7 @@ func init() {
 			"name", str(),
 			"parameters", freeObject(),
 		).require("name")).items1(1, 128),
-	).require("model", "messages")
+	).require("model", "messages"))
 }
 
 // violation is one reason to refuse a request, in the API's error terms.
@@ -335,7 +323,7 @@ type violation struct {
 	message string
 }
 
-// validator walks a decoded body, collecting violations.
+// validator collects the violations of the rules stated in prose.
 type validator struct {
 	errs []violation
 }
@@ -349,6 +337,53 @@ func field(path, name string) string {
 		return name
 	}
 	return path + "." + name
+}
+
+// worded is a schema violation as the API words it.
+func worded(x vf.Violation) violation {
+	at, n := x.Path, x.Node
+	say := func(param, code, format string, args ...any) violation {
+		return violation{param: param, code: code, message: fmt.Sprintf(format, args...)}
+	}
+	switch x.Code {
+	case vf.Unknown:
+		if at == "" {
+			return say(x.Key, "unknown_parameter", "Unrecognized request argument supplied: %s", x.Key)
+		}
+		at = field(at, x.Key)
+		return say(at, "unknown_parameter", "Unknown parameter: '%s'.", at)
+	case vf.NoTag:
+		at = field(at, x.Key)
+		fallthrough
+	case vf.Missing:
+		return say(at, "missing_required_parameter", "Missing required parameter: '%s'.", at)
+	case vf.WrongType, vf.Null:
+		return say(at, "invalid_type", "Invalid type for '%s': expected %s, but got %s instead.", at, expected(n), typeOf(x.Value))
+	case vf.NotInEnum:
+		return say(at, "invalid_value", "Invalid value: '%s'. Supported values are: %s.", x.Value, quoteList(n.Values))
+	case vf.UnknownTag:
+		return say(field(at, x.Key), "invalid_value", "Invalid value: '%s'. Supported values are: %s.", x.Value, quoteList(n.Tags()))
+	case vf.TooLong:
+		if n.Kind == vf.String {
+			return say(at, "string_above_max_length", "Invalid '%s': string too long. Expected a string with maximum length %d, but got a string with length %d instead.", at, n.MaxLen, x.Len)
+		}
+		return say(at, "array_above_max_length", "Invalid '%s': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", at, n.MaxLen, x.Len)
+	case vf.TooShort:
+		if x.Len == 0 {
+			return say(at, "empty_array", "Invalid '%s': empty array. Expected an array with minimum length %d, but got an empty array instead.", at, n.MinLen)
+		}
+		return say(at, "array_below_min_length", "Invalid '%s': array too short. Expected an array with minimum length %d, but got an array with length %d instead.", at, n.MinLen, x.Len)
+	case vf.BelowMin, vf.AboveMax:
+		what := "decimal"
+		if n.Kind == vf.Int {
+			what = "integer"
+		}
+		if x.Code == vf.BelowMin {
+			return say(at, what+"_below_min_value", "Invalid '%s': %s below minimum value. Expected a value >= %v, but got %v instead.", at, what, *n.Min, x.Value)
+		}
+		return say(at, what+"_above_max_value", "Invalid '%s': %s above maximum value. Expected a value <= %v, but got %v instead.", at, what, *n.Max, x.Value)
+	}
+	return say(at, "invalid_value", "openaifake: %s: violation %d", at, x.Code)
 }
 
 // typeOf names a JSON value's type the way the API's messages do.
@@ -373,218 +408,37 @@ func typeOf(val any) string {
 	return fmt.Sprintf("%T", val)
 }
 
-// expected names what s takes, for type errors.
-func (s *schema) expected() string {
-	switch s.kind {
-	case kString:
+// expected names what n takes, for type errors.
+func expected(n *vf.Node) string {
+	switch n.Kind {
+	case vf.String:
 		return "a string"
-	case kInteger:
+	case vf.Int:
 		return "an integer"
-	case kNumber:
+	case vf.Number:
 		return "a number"
-	case kBoolean:
+	case vf.Bool:
 		return "a boolean"
-	case kObject:
-		return "an object"
-	case kArray:
+	case vf.List:
 		return "an array"
-	}
-	if s.discriminator != "" {
+	case vf.Union:
+		if n.Tag == "" {
+			break
+		}
+		fallthrough
+	default:
 		return "an object"
 	}
 	var names []string
-	for _, x := range s.variants {
-		if n := x.expected(); !contains(names, n) {
-			names = append(names, n)
+	for _, x := range n.Variants {
+		if name := expected(x); !slices.Contains(names, name) {
+			names = append(names, name)
 		}
 	}
 	if len(names) == 1 {
 		return names[0]
 	}
 	return "one of " + strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
-
-func (v *validator) wrongType(path string, s *schema, val any) {
-	v.fail(path, "invalid_type", "Invalid type for '%s': expected %s, but got %s instead.", path, s.expected(), typeOf(val))
-}
-
-// check validates val, found at path, against s.
-func (v *validator) check(path string, s *schema, val any) {
-	if val == nil {
-		if !s.nullable {
-			v.wrongType(path, s, val)
-		}
-		return
-	}
-	switch s.kind {
-	case kString:
-		str, ok := val.(string)
-		if !ok {
-			v.wrongType(path, s, val)
-			return
-		}
-		if s.enum != nil && !contains(s.enum, str) {
-			v.fail(path, "invalid_value", "Invalid value: '%s'. Supported values are: %s.", str, quoteList(s.enum))
-		}
-		if n := len([]rune(str)); s.maxLen > 0 && n > s.maxLen {
-			v.fail(path, "string_above_max_length", "Invalid '%s': string too long. Expected a string with maximum length %d, but got a string with length %d instead.", path, s.maxLen, n)
-		}
-	case kBoolean:
-		if _, ok := val.(bool); !ok {
-			v.wrongType(path, s, val)
-		}
-	case kInteger, kNumber:
-		num, ok := val.(json.Number)
-		if !ok {
-			v.wrongType(path, s, val)
-			return
-		}
-		f, err := num.Float64()
-		if err != nil || math.IsInf(f, 0) {
-			v.wrongType(path, s, val)
-			return
-		}
-		what := "decimal"
-		if s.kind == kInteger {
-			what = "integer"
-			if f != math.Trunc(f) {
-				v.wrongType(path, s, val)
-				return
-			}
-		}
-		if s.min != nil && f < *s.min {
-			v.fail(path, what+"_below_min_value", "Invalid '%s': %s below minimum value. Expected a value >= %v, but got %v instead.", path, what, *s.min, num)
-		}
-		if s.max != nil && f > *s.max {
-			v.fail(path, what+"_above_max_value", "Invalid '%s': %s above maximum value. Expected a value <= %v, but got %v instead.", path, what, *s.max, num)
-		}
-	case kArray:
-		arr, ok := val.([]any)
-		if !ok {
-			v.wrongType(path, s, val)
-			return
-		}
-		switch {
-		case len(arr) == 0 && s.minItems > 0:
-			v.fail(path, "empty_array", "Invalid '%s': empty array. Expected an array with minimum length %d, but got an empty array instead.", path, s.minItems)
-		case len(arr) < s.minItems:
-			v.fail(path, "array_below_min_length", "Invalid '%s': array too short. Expected an array with minimum length %d, but got an array with length %d instead.", path, s.minItems, len(arr))
-		case s.maxItems > 0 && len(arr) > s.maxItems:
-			v.fail(path, "array_above_max_length", "Invalid '%s': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", path, s.maxItems, len(arr))
-		}
-		for i, el := range arr {
-			v.check(fmt.Sprintf("%s[%d]", path, i), s.items, el)
-		}
-	case kObject:
-		obj, ok := val.(map[string]any)
-		if !ok {
-			v.wrongType(path, s, val)
-			return
-		}
-		v.object(path, s, obj)
-	case kUnion:
-		v.union(path, s, val)
-	}
-}
-
-func (v *validator) object(path string, s *schema, obj map[string]any) {
-	if s.open {
-		return
-	}
-	for _, key := range sortedKeys(obj) {
-		val := obj[key]
-		at := field(path, key)
-		switch {
-		case s.props[key] != nil:
-			v.check(at, s.props[key], val)
-		case s.values != nil:
-			v.check(at, s.values, val)
-		case path == "":
-			v.fail(key, "unknown_parameter", "Unrecognized request argument supplied: %s", key)
-		default:
-			v.fail(at, "unknown_parameter", "Unknown parameter: '%s'.", at)
-		}
-	}
-	for _, name := range s.required {
-		if _, ok := obj[name]; !ok {
-			v.fail(field(path, name), "missing_required_parameter", "Missing required parameter: '%s'.", field(path, name))
-		}
-	}
-}
-
-// union checks val against the variant its JSON type (and, for objects of
-// a discriminated union, its discriminating property) selects.
-func (v *validator) union(path string, s *schema, val any) {
-	if s.discriminator != "" {
-		obj, ok := val.(map[string]any)
-		if !ok {
-			v.wrongType(path, s, val)
-			return
-		}
-		at := field(path, s.discriminator)
-		tag, present := obj[s.discriminator]
-		if !present {
-			v.fail(at, "missing_required_parameter", "Missing required parameter: '%s'.", at)
-			return
-		}
-		name, ok := tag.(string)
-		if !ok {
-			v.fail(at, "invalid_type", "Invalid type for '%s': expected a string, but got %s instead.", at, typeOf(tag))
-			return
-		}
-		var supported []string
-		for _, x := range s.variants {
-			if d := x.props[s.discriminator]; d != nil && contains(d.enum, name) {
-				v.check(path, x, val)
-				return
-			}
-			supported = append(supported, x.props[s.discriminator].enum...)
-		}
-		v.fail(at, "invalid_value", "Invalid value: '%s'. Supported values are: %s.", name, quoteList(supported))
-		return
-	}
-	for _, x := range s.variants {
-		if matchesType(x, val) {
-			v.check(path, x, val)
-			return
-		}
-	}
-	v.wrongType(path, s, val)
-}
-
-// matchesType reports whether val has the JSON type s takes.
-func matchesType(s *schema, val any) bool {
-	switch val.(type) {
-	case string:
-		return s.kind == kString
-	case bool:
-		return s.kind == kBoolean
-	case json.Number:
-		return s.kind == kInteger || s.kind == kNumber
-	case []any:
-		return s.kind == kArray
-	case map[string]any:
-		return s.kind == kObject || (s.kind == kUnion && s.discriminator != "")
-	}
-	return false
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys) // deterministic messages
-	return keys
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // quoteList renders 'a', 'b', and 'c' as the API's messages do.
@@ -602,14 +456,4 @@ func quoteList(values []string) string {
 		return q[0] + " and " + q[1]
 	}
 	return strings.Join(q[:len(q)-1], ", ") + ", and " + q[len(q)-1]
-}
-
-// short renders a value for a message, cut to a readable length.
-func short(x any) string {
-	b, _ := json.Marshal(x)
-	s := string(b)
-	if len(s) > 60 {
-		s = s[:57] + "..."
-	}
-	return s
 }

@@ -4,11 +4,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"mime"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
+
+	vf "github.com/batonhq/baton/runtime/llm/internal/vendorfake"
 )
 
 // Rules the reference and the guides state in prose rather than in the
@@ -109,7 +113,7 @@ func (v *validator) imageURL(at, u string) {
 		switch {
 		case !ok:
 			v.fail(at, "invalid_value", "Invalid '%s': the data URL is not base64 data of the form 'data:<mime>;base64,<data>'.", at)
-		case !contains(imageMIME, mt):
+		case !slices.Contains(imageMIME, mt):
 			v.fail(at, "invalid_value", "Invalid '%s': unsupported image type %q. Supported types are %s.", at, mt, quoteList(imageMIME))
 		}
 		return
@@ -297,7 +301,7 @@ func (v *validator) functionSchema(at string, f *Function) {
 		return // the schema check has reported it
 	}
 	if t, ok := root["type"]; ok && t != "object" {
-		v.fail(at+".parameters", "invalid_function_parameters", "Invalid schema for function '%s': schema must be a JSON Schema of 'type: \"object\"', got 'type: %s'.", f.Name, short(t))
+		v.fail(at+".parameters", "invalid_function_parameters", "Invalid schema for function '%s': schema must be a JSON Schema of 'type: \"object\"', got 'type: %s'.", f.Name, vf.Short(t))
 	}
 	if f.Strict != nil && *f.Strict {
 		for _, msg := range strictViolations(root, "") {
@@ -326,7 +330,7 @@ func strictViolations(s map[string]any, context string) []string {
 			}
 		}
 		var missing []string
-		for _, name := range sortedKeys(props) {
+		for _, name := range slices.Sorted(maps.Keys(props)) {
 			if !required[name] {
 				missing = append(missing, name)
 			}
@@ -334,7 +338,7 @@ func strictViolations(s map[string]any, context string) []string {
 		if len(missing) > 0 {
 			out = append(out, fmt.Sprintf("In context=(%s), 'required' is required to be supplied and to be an array including every key in properties. Missing '%s'.", context, strings.Join(missing, "', '")))
 		}
-		for _, name := range sortedKeys(props) {
+		for _, name := range slices.Sorted(maps.Keys(props)) {
 			if sub, ok := props[name].(map[string]any); ok {
 				out = append(out, strictViolations(sub, joinContext(context, "'properties'", "'"+name+"'"))...)
 			}
@@ -352,7 +356,7 @@ func strictViolations(s map[string]any, context string) []string {
 				}
 			}
 		case map[string]any:
-			for _, name := range sortedKeys(sub) {
+			for _, name := range slices.Sorted(maps.Keys(sub)) {
 				if m, ok := sub[name].(map[string]any); ok {
 					out = append(out, strictViolations(m, joinContext(context, "'"+key+"'", "'"+name+"'"))...)
 				}
@@ -380,7 +384,7 @@ func (v *validator) options(req *Request) {
 		var root map[string]any
 		if js.Strict != nil && *js.Strict && json.Unmarshal(js.Schema, &root) == nil {
 			if root["type"] != "object" {
-				v.fail("response_format", "invalid_value", "Invalid schema for response_format '%s': schema must be a JSON Schema of 'type: \"object\"', got 'type: %s'.", js.Name, short(root["type"]))
+				v.fail("response_format", "invalid_value", "Invalid schema for response_format '%s': schema must be a JSON Schema of 'type: \"object\"', got 'type: %s'.", js.Name, vf.Short(root["type"]))
 			}
 			for _, msg := range strictViolations(root, "") {
 				v.fail("response_format", "invalid_value", "Invalid schema for response_format '%s': %s", js.Name, msg)
@@ -394,7 +398,7 @@ func (v *validator) options(req *Request) {
 	if len(req.StreamOptions) > 0 && string(req.StreamOptions) != "null" && !streaming {
 		v.fail("stream_options", "invalid_value", "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
 	}
-	if contains(req.Modalities, "audio") && (len(req.Audio) == 0 || string(req.Audio) == "null") {
+	if slices.Contains(req.Modalities, "audio") && (len(req.Audio) == 0 || string(req.Audio) == "null") {
 		v.fail("audio", "missing_required_parameter", "Missing required parameter: 'audio'. Audio output requires the 'audio' parameter.")
 	}
 	if FixedSampling(req.Model) {

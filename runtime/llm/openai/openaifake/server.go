@@ -40,19 +40,16 @@
 package openaifake
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	vf "github.com/batonhq/baton/runtime/llm/internal/vendorfake"
 )
 
 // DefaultAPIKey is the key a Server expects when Config.APIKey is empty.
@@ -109,13 +106,7 @@ func Text(s string) Reply { return Reply{Text: s} }
 // JSON replies with v marshalled as the text, as a model asked for JSON
 // output does. It panics if v cannot be marshalled, which only a test's
 // own value can cause.
-func JSON(v any) Reply {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic("openaifake.JSON: " + err.Error())
-	}
-	return Reply{Text: string(b)}
-}
+func JSON(v any) Reply { return Reply{Text: vf.MustJSON("openaifake", v)} }
 
 // Calls replies with tool calls.
 func Calls(calls ...Call) Reply { return Reply{Calls: calls} }
@@ -133,20 +124,7 @@ func Hang() Reply { return Reply{Hang: true} }
 // fails any request past the end with 500 and a message saying so. Only
 // valid requests reach a Behavior, so refused ones do not use up a reply.
 // It is safe for concurrent use.
-func Script(replies ...Reply) Behavior {
-	var mu sync.Mutex
-	next := 0
-	return func(*Request) Reply {
-		mu.Lock()
-		n := next
-		next++
-		mu.Unlock()
-		if n < len(replies) {
-			return replies[n]
-		}
-		return Error(http.StatusInternalServerError, fmt.Sprintf("openaifake: unscripted request: the script has %d replies", len(replies)))
-	}
-}
+func Script(replies ...Reply) Behavior { return vf.Script[Request]("openaifake", replies, Error) }
 
 // Config configures a Server.
 type Config struct {
@@ -157,33 +135,15 @@ type Config struct {
 }
 
 // Received is one request as the server saw it.
-type Received struct {
-	Index  int
-	Method string
-	Path   string
-	Header http.Header
-	Body   []byte
-	// Err is why the server refused the request (a *RequestError), nil
-	// when it passed validation and went to the Behavior.
-	Err error
-	// Request is the decoded body of a valid request, nil otherwise.
-	Request *Request
-}
+type Received = vf.Received[Request]
 
 // RequestError is a request the server refused, with the HTTP status and
-// error body it answered, and every violation found.
-type RequestError struct {
-	Status int
-	// Type, Param and Code are the error body's fields for the first
-	// violation; Param and Code are empty when the body has them null.
-	Type, Param, Code string
-	Violations        []string
-}
-
-func (e *RequestError) Error() string { return strings.Join(e.Violations, "\n") }
+// error body it answered (Type, and Param and Code for the first
+// violation), and every violation found.
+type RequestError = vf.RequestError
 
 func refusal(status int, typ string, vs ...violation) *RequestError {
-	e := &RequestError{Status: status, Type: typ}
+	e := vf.Refuse(status, typ)
 	for _, v := range vs {
 		e.Violations = append(e.Violations, v.message)
 	}
@@ -197,54 +157,49 @@ func invalid(vs ...violation) *RequestError {
 	return refusal(http.StatusBadRequest, "invalid_request_error", vs...)
 }
 
-// Server is a running fake.
-type Server struct {
-	// URL is the base URL to give the client, ending in /v1.
-	URL string
-	// APIKey is the key the server expects.
-	APIKey string
+// Server is a running fake. Its URL is the base URL to give the client,
+// ending in /v1; its APIKey the key it expects.
+type Server struct{ *server }
 
-	behavior Behavior
-	srv      *httptest.Server
-	done     chan struct{}
-	once     sync.Once
-
-	mu       sync.Mutex
-	received []Received
-}
+type server = vf.Server[Request, Reply]
 
 // New starts a server with the default key and b (nil: always "ok").
 func New(b Behavior) *Server { return Start(Config{Behavior: b}) }
 
 // Start starts a server on a loopback port. Close it when done.
 func Start(cfg Config) *Server {
-	s := &Server{
-		APIKey:   cfg.APIKey,
-		behavior: cfg.Behavior,
-		done:     make(chan struct{}),
-	}
-	if s.APIKey == "" {
-		s.APIKey = DefaultAPIKey
-	}
-	if s.behavior == nil {
-		s.behavior = func(*Request) Reply { return Text("ok") }
-	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.URL = s.srv.URL + strings.TrimSuffix(Path, "/chat/completions")
+	s := &Server{}
+	s.server = vf.Start(vf.Wire[Request, Reply]{
+		Name:        "openaifake",
+		Key:         DefaultAPIKey,
+		OK:          Text("ok"),
+		ContentType: "application/json",
+		Errors: vf.Errors{
+			Types: map[int]string{http.StatusTooManyRequests: "requests"}, Server: "server_error", Other: "invalid_request_error",
+			Codes: map[int]string{http.StatusUnauthorized: "invalid_api_key", http.StatusNotFound: "model_not_found", http.StatusTooManyRequests: "rate_limit_exceeded"},
+		},
+		Route:    route,
+		Caller:   s.checkCaller,
+		NoQuery:  true,
+		Validate: func(_ string, body []byte) (*Request, *RequestError) { return validate(body) },
+		Index:    func(r *Request, i int) { r.Index = i },
+		Fault: func(r Reply) vf.Fault {
+			return vf.Fault{Status: r.Status, Message: r.Message, Body: r.Body, Hang: r.Hang}
+		},
+		Answer: response,
+		ErrorBody: func(e *RequestError, _ int) any {
+			body := ErrorBody{Error: ErrorObject{Message: e.Error(), Type: e.Type}}
+			if e.Param != "" {
+				body.Error.Param = &e.Param
+			}
+			if e.Code != "" {
+				body.Error.Code = &e.Code
+			}
+			return body
+		},
+	}, cfg.APIKey, cfg.Behavior)
+	s.URL += strings.TrimSuffix(Path, "/chat/completions")
 	return s
-}
-
-// Close releases hanging requests and stops the server.
-func (s *Server) Close() {
-	s.once.Do(func() { close(s.done) })
-	s.srv.Close()
-}
-
-// Requests returns every request received so far, in arrival order.
-func (s *Server) Requests() []Received {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Received(nil), s.received...)
 }
 
 // Validate checks body as a chat completion request with the rules the
@@ -254,29 +209,19 @@ func (s *Server) Validate(body []byte) error { return Validate(body) }
 // Validate checks body as a chat completion request with the rules a
 // Server applies to the bodies it receives. It returns a *RequestError or
 // nil.
-func Validate(body []byte) error {
-	if _, err := validate(body); err != nil {
-		return err
-	}
-	return nil
-}
+func Validate(body []byte) error { return vf.Err(validate(body)) }
 
 // validate parses, checks and decodes a request body.
 func validate(body []byte) (*Request, *RequestError) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var raw any
-	if err := dec.Decode(&raw); err != nil || dec.More() {
+	raw, err := vf.DecodeJSON(body)
+	if err != nil {
 		return nil, invalid(violation{message: "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)"})
 	}
-	obj, ok := raw.(map[string]any)
-	if !ok {
+	if _, ok := raw.(map[string]any); !ok {
 		return nil, invalid(violation{code: "invalid_type", message: fmt.Sprintf("Invalid type for the request body: expected an object, but got %s instead.", typeOf(raw))})
 	}
-	var v validator
-	v.check("", createChatCompletionRequest, obj)
-	if len(v.errs) > 0 {
-		return nil, invalid(v.errs...)
+	if _, errs := vf.Check(requestSchema, raw, worded); len(errs) > 0 {
+		return nil, invalid(errs...)
 	}
 	req := new(Request)
 	if err := json.Unmarshal(body, req); err != nil {
@@ -288,43 +233,17 @@ func validate(body []byte) (*Request, *RequestError) {
 	return req, nil
 }
 
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	body, readErr := io.ReadAll(r.Body)
-	rec := Received{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
-	var req *Request
-	var refused *RequestError
+func route(r *http.Request) (string, *RequestError) {
 	switch {
-	case readErr != nil:
-		refused = invalid(violation{message: "openaifake: read body: " + readErr.Error()})
 	case r.URL.Path != Path:
-		refused = refusal(http.StatusNotFound, "invalid_request_error", violation{message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path)})
+		return "", refusal(http.StatusNotFound, "invalid_request_error", violation{message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path)})
 	case r.Method != http.MethodPost:
-		refused = refusal(http.StatusMethodNotAllowed, "invalid_request_error", violation{message: fmt.Sprintf("openaifake: only POST %s is implemented, not %s", Path, r.Method)})
-	default:
-		refused = s.checkCaller(r)
-		if refused == nil {
-			req, refused = validate(body)
-		}
+		return "", refusal(http.StatusMethodNotAllowed, "invalid_request_error", violation{message: fmt.Sprintf("openaifake: only POST %s is implemented, not %s", Path, r.Method)})
 	}
-	s.mu.Lock()
-	rec.Index = len(s.received)
-	if refused != nil {
-		rec.Err = refused
-	} else {
-		rec.Request = req
-		req.Index = rec.Index
-	}
-	s.received = append(s.received, rec)
-	s.mu.Unlock()
-
-	if refused != nil {
-		writeRefusal(w, refused)
-		return
-	}
-	s.answer(w, r, req, body, s.behavior(req))
+	return "", nil
 }
 
-// checkCaller checks the API key, the query and the content type.
+// checkCaller checks the API key.
 func (s *Server) checkCaller(r *http.Request) *RequestError {
 	auth := r.Header.Get("Authorization")
 	key, bearer := strings.CutPrefix(auth, "Bearer ")
@@ -333,12 +252,6 @@ func (s *Server) checkCaller(r *http.Request) *RequestError {
 		return refusal(http.StatusUnauthorized, "invalid_request_error", violation{message: "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."})
 	case key != s.APIKey:
 		return refusal(http.StatusUnauthorized, "invalid_request_error", violation{code: "invalid_api_key", message: fmt.Sprintf("Incorrect API key provided: %s. You can find your API key at https://platform.openai.com/account/api-keys.", redact(key))})
-	}
-	if len(r.URL.Query()) > 0 {
-		return invalid(violation{message: fmt.Sprintf("openaifake: %s takes no query parameters, got %q", Path, r.URL.RawQuery)})
-	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return invalid(violation{message: fmt.Sprintf("openaifake: the body must be sent as application/json, not %q", r.Header.Get("Content-Type"))})
 	}
 	return nil
 }
@@ -351,43 +264,8 @@ func redact(key string) string {
 	return key[:3] + strings.Repeat("*", len(key)-7) + key[len(key)-4:]
 }
 
-// answer writes reply for a valid request.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, req *Request, body []byte, reply Reply) {
-	switch {
-	case reply.Hang:
-		select {
-		case <-r.Context().Done():
-		case <-s.done:
-			writeError(w, http.StatusServiceUnavailable, "openaifake: server closed")
-		}
-		return
-	case reply.Body != nil:
-		status := reply.Status
-		if status == 0 {
-			status = http.StatusOK
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = w.Write(reply.Body)
-		return
-	case reply.Status != 0 && reply.Status != http.StatusOK:
-		msg := reply.Message
-		if msg == "" {
-			msg = http.StatusText(reply.Status)
-		}
-		writeError(w, reply.Status, msg)
-		return
-	}
-	resp, err := response(req, body, reply)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, resp)
-}
-
 // response builds the body of a successful reply.
-func response(req *Request, body []byte, reply Reply) (*Response, error) {
+func response(req *Request, body []byte, reply Reply) (any, error) {
 	msg := ResponseMessage{Role: "assistant", Annotations: []any{}}
 	switch {
 	case reply.Refusal != "":
@@ -456,57 +334,4 @@ func digest(body []byte, salt string) string {
 	h.Write([]byte("openaifake\x00" + salt + "\x00"))
 	h.Write(body)
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// errorType names the error type OpenAI's bodies give each status.
-func errorType(status int) string {
-	switch {
-	case status == http.StatusTooManyRequests:
-		return "requests"
-	case status >= 500:
-		return "server_error"
-	}
-	return "invalid_request_error"
-}
-
-// errorCode is the code OpenAI's bodies give a status, "" for null.
-func errorCode(status int) string {
-	switch status {
-	case http.StatusUnauthorized:
-		return "invalid_api_key"
-	case http.StatusNotFound:
-		return "model_not_found"
-	case http.StatusTooManyRequests:
-		return "rate_limit_exceeded"
-	}
-	return ""
-}
-
-func writeError(w http.ResponseWriter, status int, message string) {
-	writeJSON(w, status, errorBody(errorType(status), "", errorCode(status), message))
-}
-
-func writeRefusal(w http.ResponseWriter, e *RequestError) {
-	writeJSON(w, e.Status, errorBody(e.Type, e.Param, e.Code, e.Error()))
-}
-
-func errorBody(typ, param, code, message string) ErrorBody {
-	body := ErrorBody{Error: ErrorObject{Message: message, Type: typ}}
-	if param != "" {
-		body.Error.Param = &param
-	}
-	if code != "" {
-		body.Error.Code = &code
-	}
-	return body
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"openaifake: marshal","type":"server_error","param":null,"code":null}}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
 }
