@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -233,6 +234,55 @@ func TestLostConnection(t *testing.T) {
 	}
 	if readErrors != 1 {
 		t.Errorf("errors %v, want one read error", r.st.errors)
+	}
+}
+
+// Once the run stops sending, no event is sent, and the drain waits for
+// the answers still due (here a day's bound) only until they have come.
+func TestDrain(t *testing.T) {
+	r := &runner{c: config{drain: 24 * time.Hour}, st: newStats(), tickMS: 100}
+	c := &client{r: r, pending: map[string]sent{}, answered: make(chan struct{}, 1)}
+	if !r.st.open() {
+		t.Fatal("the run refused an event before it stopped")
+	}
+	c.pending["e1"] = sent{at: time.Now(), typ: "typ_e1"}
+	r.st.close()
+	if err := c.send(fixedScript[0]); !errors.Is(err, errStopped) {
+		t.Fatalf("a send after the stop: %v, want errStopped", err)
+	}
+	if n := r.st.outstanding.Load(); n != 1 || len(c.pending) != 1 {
+		t.Fatalf("%d outstanding, %d pending after a send refused; want 1 and 1", n, len(c.pending))
+	}
+	done := make(chan struct{})
+	go func() {
+		r.drain(context.Background())
+		close(done)
+	}()
+	t0 := int64(0)
+	c.acked(frame{Type: "ack", ID: "e1", T: &t0}, time.Now())
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the drain went on after every event was answered")
+	}
+}
+
+// An end frame refused because the pack ended the session as the run
+// ended it is no error: the session is over either way. Any other
+// refusal of it is.
+func TestEndCrossesPackEnd(t *testing.T) {
+	for _, tc := range []struct {
+		code string
+		errs int
+	}{{"session_ended", 0}, {"storage", 1}} {
+		t.Run(tc.code, func(t *testing.T) {
+			r := &runner{st: newStats()}
+			c := &client{r: r, pending: map[string]sent{}, answered: make(chan struct{}, 1)}
+			c.refused(frame{Type: "error", ID: "end", Code: tc.code})
+			if n := len(r.st.errors); n != tc.errs {
+				t.Fatalf("errors %v, want %d", r.st.errors, tc.errs)
+			}
+		})
 	}
 }
 
