@@ -65,7 +65,8 @@ func TestZombieIsFenced(t *testing.T) {
 		{"finish", func(l wal.SessionLog) error { return l.Finish(end) }},
 	}
 	cfg := soloConfig(t)
-	a, b := node(t, cfg, "a"), node(t, cfg, "b")
+	a, clkA := fakeNode(t, cfg, "a")
+	b, _ := fakeNode(t, cfg, "b")
 	logs := map[string]wal.SessionLog{}
 	var ids []string
 	for i, tt := range tests {
@@ -89,6 +90,7 @@ func TestZombieIsFenced(t *testing.T) {
 		return true
 	})
 	a.freeze()
+	expire(t, a)
 	// b is the only other node, so it ranks first for every orphan.
 	got := collect(t, b.Orphans(), len(ids), 10*time.Second)
 	if !slices.Equal(got, ids) {
@@ -133,11 +135,10 @@ func TestZombieIsFenced(t *testing.T) {
 	if !slices.Equal(lost, ids) {
 		t.Fatalf("lost %v, want %v", lost, ids)
 	}
-	waitFor(t, 10*time.Second, "a new incarnation of a", func() bool {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return a.inc != "" && a.inc != oldInc
-	})
+	advance(t, clkA, fakeTTL/3) // its next heartbeat registers again
+	if inc, _ := incarnation(a); inc == "" || inc == oldInc {
+		t.Fatalf("incarnation %q after the next heartbeat, want a new one (was %q)", inc, oldInc)
+	}
 }
 
 // TestOrphanTakenOnce: when a node's lease expires on the server, the
@@ -146,6 +147,9 @@ func TestZombieIsFenced(t *testing.T) {
 // exactly one wins.
 func TestOrphanTakenOnce(t *testing.T) {
 	cfg := soloConfig(t)
+	// The lease expires on the server's clock; the survivors keep
+	// theirs through any stall of a busy machine shorter than this.
+	cfg.LeaseTTL = 5 * time.Second
 	a, b, c := node(t, cfg, "a"), node(t, cfg, "b"), node(t, cfg, "c")
 	var ids []string
 	for i := range 12 {

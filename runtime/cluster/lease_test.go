@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/batonhq/baton/runtime/clock"
 )
 
@@ -299,7 +301,9 @@ func TestOrphanRankWaits(t *testing.T) {
 // TestNodeNameInUse: a node name whose lease outlives two TTLs of the
 // starting node's clock belongs to a running process, and a second
 // process of that name is refused; one whose lease expires on the
-// server meanwhile (a restart) is waited for and taken.
+// server meanwhile (a restart) is waited for and taken. Neither depends
+// on how fast the machine is: the starting node's clock moves only when
+// the test moves it.
 func TestNodeNameInUse(t *testing.T) {
 	t.Run("running process", func(t *testing.T) {
 		cfg := soloConfig(t)
@@ -320,9 +324,9 @@ func TestNodeNameInUse(t *testing.T) {
 		for {
 			// Open waits a quarter TTL between tries: move its clock
 			// on once it does.
-			if err := clk.WaitFor(ctx, func(armed []time.Time) bool { return len(armed) == 1 }); err != nil {
-				t.Fatalf("the second process neither waited nor returned: %v", err)
-			}
+			waitFor(t, 30*time.Second, "the second process waiting or returning", func() bool {
+				return len(clk.Armed()) == 1 || len(done) > 0
+			})
 			select {
 			case err := <-done:
 				t.Fatalf("second process returned %v after %s", err, waited)
@@ -345,15 +349,38 @@ func TestNodeNameInUse(t *testing.T) {
 	})
 	t.Run("restart", func(t *testing.T) {
 		cfg := soloConfig(t)
+		cfg.LeaseTTL = time.Second // the old lease expires on the server's clock
 		old := node(t, cfg, "a")
-		old.freeze() // its lease expires on the server's clock
-		cfg.Node, cfg.Logger, cfg.LeaseTTL = "a", quiet, time.Second
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		old.freeze()
+		clk := clock.NewFake(fakeStart)
+		cfg.Node, cfg.Logger, cfg.Clock = "a", quiet, clk
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		c, err := Open(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
+		done := make(chan error, 1)
+		go func() {
+			c, err := Open(ctx, cfg)
+			if err == nil {
+				c.Close()
+			}
+			done <- err
+		}()
+		// The new process finds the lease and waits a quarter TTL of its
+		// clock; its clock moves on only once the server has expired it.
+		waitFor(t, 30*time.Second, "the second process waiting or returning", func() bool {
+			return len(clk.Armed()) == 1 || len(done) > 0
+		})
+		waitFor(t, 30*time.Second, "the old lease's expiry", func() bool {
+			_, err := old.leases.Get(ctx, "a")
+			return errors.Is(err, jetstream.ErrKeyNotFound)
+		})
+		clk.Advance(fakeTTL / 4)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("restart: %v", err)
+			}
+		case <-ctx.Done():
+			t.Fatal("the restart did not take the expired lease")
 		}
-		c.Close()
 	})
 }
