@@ -17,6 +17,7 @@ import (
 
 	"github.com/batonhq/baton/runtime/llm/vendors"
 
+	"github.com/batonhq/baton/runtime/clock"
 	"github.com/batonhq/baton/runtime/cluster"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/llm/gemini"
@@ -166,7 +167,11 @@ func serve(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error 
 	if o.maxConns < 0 || o.maxConnsPerIP < 0 {
 		return usageError("--max-conns and --max-conns-per-ip must not be negative (0 turns the cap off)")
 	}
+	// One clock for the server and the cluster it joins: sessions, leases
+	// and takeovers all run on it.
+	clk := clock.Real()
 	cfg := service.Config{
+		Clock:   clk,
 		DataDir: o.data, Token: o.token, Dev: o.dev, Origins: o.origins, Packs: scenarios.FS, PackRoots: o.packRoots,
 		Logger: logger, MaxMessageBytes: o.maxMsg, EventRate: o.rate, EventBurst: o.burst, SendQueue: o.sendQueue,
 		NoSync: o.noSync, LazySync: o.syncMode == "external",
@@ -196,7 +201,7 @@ func serve(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error 
 		return err
 	}
 	if o.nats != "" {
-		cl, err := openCluster(ctx, o, ln.Addr().String(), logger)
+		cl, err := openCluster(ctx, o, ln.Addr().String(), logger, clk)
 		if err != nil {
 			ln.Close()
 			return err
@@ -245,7 +250,7 @@ func serve(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error 
 }
 
 // openCluster joins the cluster --nats names.
-func openCluster(ctx context.Context, o serveOptions, addr string, logger *slog.Logger) (*cluster.Cluster, error) {
+func openCluster(ctx context.Context, o serveOptions, addr string, logger *slog.Logger, clk clock.Clock) (*cluster.Cluster, error) {
 	if o.replicas < 1 || o.replicas > 5 {
 		return nil, usageError("--nats-replicas must be 1 to 5, not %d", o.replicas)
 	}
@@ -272,7 +277,7 @@ func openCluster(ctx context.Context, o serveOptions, addr string, logger *slog.
 		logger.Warn("one copy of each session log (--nats-replicas 1): losing that NATS server's disk loses sessions; use 3 in production")
 	}
 	cl, err := cluster.Open(ctx, cluster.Config{URLs: urls, Replicas: o.replicas, Streams: o.streams, LeaseTTL: o.leaseTTL, Node: o.node, Advertise: adv,
-		EvidenceDir: filepath.Join(o.data, service.EvidenceDir), Logger: logger})
+		EvidenceDir: filepath.Join(o.data, service.EvidenceDir), Logger: logger, Clock: clk})
 	if err != nil {
 		return nil, fmt.Errorf("joining the cluster at %s: %w", o.nats, err)
 	}

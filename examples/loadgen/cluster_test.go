@@ -209,17 +209,18 @@ func (n *fakeNode) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // runCluster runs the generator in-process against urls with a fixed
-// cycle brisk enough that every session sends events within the run. A
-// run that does not return is a failure: a deadline, not a timing
-// assertion.
-func runCluster(t *testing.T, urls []string, sessions int) *summary {
+// cycle at 50 events a second, until what the test checks has happened
+// (until) and every event sent has been answered. A run that does not
+// return is a failure: a deadline, not a timing assertion.
+func runCluster(t *testing.T, urls []string, sessions int, until func(*stats) bool) *summary {
 	t.Helper()
 	c, err := parseFlags([]string{"-url", strings.Join(urls, ","), "-prefix", "t", "-sessions", fmt.Sprint(sessions),
-		"-rate", "50", "-duration", "1s"}, io.Discard)
+		"-rate", "50", "-duration", runBound}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.drain = 200 * time.Millisecond
+	c.drain = 30 * time.Second // a bound: the run waits only for answers still due
+	c.until = until
 	type result struct {
 		s   *summary
 		err error
@@ -240,7 +241,7 @@ func runCluster(t *testing.T, urls []string, sessions int) *summary {
 		}
 		t.Logf("\n%s", text.String())
 		return r.s
-	case <-time.After(2 * time.Minute):
+	case <-time.After(5 * time.Minute):
 		t.Fatal("the run did not return")
 		return nil
 	}
@@ -297,7 +298,9 @@ func TestClusterStartMoved(t *testing.T) {
 			a.ts.Start()
 			b.ts.Start()
 			const n = 6
-			s := runCluster(t, []string{a.url, b.url}, n)
+			// Every session has started (the ramp waits for that) and
+			// sent an event.
+			s := runCluster(t, []string{a.url, b.url}, n, func(st *stats) bool { return st.sent.Load() >= n })
 			if s.Arrivals.Started != n || s.Arrivals.Failed != 0 {
 				t.Errorf("arrivals %+v, want all %d started", s.Arrivals, n)
 			}
@@ -349,7 +352,8 @@ func TestClusterMovedMidSession(t *testing.T) {
 			b.ts.Start()
 			c.ts.Start()
 			const n = 4
-			s := runCluster(t, []string{b.url}, n)
+			// Every session has been moved, at its first event.
+			s := runCluster(t, []string{b.url}, n, func(st *stats) bool { return st.movedSessions.Load() == n })
 			if s.Arrivals.Started != n {
 				t.Errorf("arrivals %+v, want all %d started", s.Arrivals, n)
 			}
@@ -387,7 +391,7 @@ func TestClusterMovedInCircles(t *testing.T) {
 	a.ts.Start()
 	b.ts.Start()
 	const n = 3
-	s := runCluster(t, []string{a.url}, n)
+	s := runCluster(t, []string{a.url}, n, func(st *stats) bool { return st.startFailures.Load() == n })
 	if s.Arrivals.Started != 0 || s.Arrivals.Failed != n {
 		t.Errorf("arrivals %+v, want all %d failed to start", s.Arrivals, n)
 	}
@@ -473,11 +477,12 @@ func TestClusterHopNextNode(t *testing.T) {
 func TestClusterRoundRobin(t *testing.T) {
 	srvA, a := startServer(t)
 	srvB, b := startServer(t)
-	c, err := parseFlags([]string{"-url", a + "," + b, "-prefix", "t", "-sessions", "6", "-rate", "4", "-duration", "2s"}, io.Discard)
+	c, err := parseFlags([]string{"-url", a + "," + b, "-prefix", "t", "-sessions", "6", "-rate", "4", "-duration", runBound}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.drain = 500 * time.Millisecond
+	c.drain = 30 * time.Second // a bound: the run waits only for answers still due
+	c.until = func(st *stats) bool { return st.sent.Load() >= 6 }
 	s, err := run(context.Background(), c, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -502,7 +507,7 @@ func TestClusterRoundRobin(t *testing.T) {
 	if s.ErrorsTotal != 0 || s.SessionsLost != 0 || s.EventsSent == 0 || s.Ack.N != int(s.EventsSent) {
 		t.Errorf("%d errors %v, %d sessions failed, %d events sent, %d acked", s.ErrorsTotal, s.Errors, s.SessionsLost, s.EventsSent, s.Ack.N)
 	}
-	for deadline := time.Now().Add(20 * time.Second); srvA.Stats(false).Sessions+srvB.Stats(false).Sessions > 0; {
+	for deadline := time.Now().Add(60 * time.Second); srvA.Stats(false).Sessions+srvB.Stats(false).Sessions > 0; {
 		if time.Now().After(deadline) {
 			t.Fatalf("sessions still running after the run: %d and %d", srvA.Stats(false).Sessions, srvB.Stats(false).Sessions)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -236,6 +238,55 @@ func TestLostConnection(t *testing.T) {
 	}
 }
 
+// Once the run stops sending, no event is sent, and the drain waits for
+// the answers still due (here a day's bound) only until they have come.
+func TestDrain(t *testing.T) {
+	r := &runner{c: config{drain: 24 * time.Hour}, st: newStats(), tickMS: 100}
+	c := &client{r: r, pending: map[string]sent{}, answered: make(chan struct{}, 1)}
+	if !r.st.open() {
+		t.Fatal("the run refused an event before it stopped")
+	}
+	c.pending["e1"] = sent{at: time.Now(), typ: "typ_e1"}
+	r.st.close()
+	if err := c.send(fixedScript[0]); !errors.Is(err, errStopped) {
+		t.Fatalf("a send after the stop: %v, want errStopped", err)
+	}
+	if n := r.st.outstanding.Load(); n != 1 || len(c.pending) != 1 {
+		t.Fatalf("%d outstanding, %d pending after a send refused; want 1 and 1", n, len(c.pending))
+	}
+	done := make(chan struct{})
+	go func() {
+		r.drain(context.Background())
+		close(done)
+	}()
+	t0 := int64(0)
+	c.acked(frame{Type: "ack", ID: "e1", T: &t0}, time.Now())
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the drain went on after every event was answered")
+	}
+}
+
+// An end frame refused because the pack ended the session as the run
+// ended it is no error: the session is over either way. Any other
+// refusal of it is.
+func TestEndCrossesPackEnd(t *testing.T) {
+	for _, tc := range []struct {
+		code string
+		errs int
+	}{{"session_ended", 0}, {"storage", 1}} {
+		t.Run(tc.code, func(t *testing.T) {
+			r := &runner{st: newStats()}
+			c := &client{r: r, pending: map[string]sent{}, answered: make(chan struct{}, 1)}
+			c.refused(frame{Type: "error", ID: "end", Code: tc.code})
+			if n := len(r.st.errors); n != tc.errs {
+				t.Fatalf("errors %v, want %d", r.st.errors, tc.errs)
+			}
+		})
+	}
+}
+
 // A flag that does not apply to the mode chosen is refused, so no
 // command line reads as a load it did not make.
 func TestParseFlags(t *testing.T) {
@@ -295,8 +346,49 @@ func startServer(t *testing.T) (*service.Server, string) {
 	return srv, "ws" + strings.TrimPrefix(ts.URL, "http") + "/ws"
 }
 
-// Whole runs against a real server over loopback, on the real clock: each
-// kept to a few seconds by -duration.
+// lockedWriter is a progress writer a test may read while the run
+// writes to it.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// intervalLines counts the -every lines in progress, and those of them
+// with answers.
+func intervalLines(progress string) (lines, answered int) {
+	for l := range strings.Lines(progress) {
+		var at float64
+		var live, acks int
+		if _, err := fmt.Sscanf(l, "# %fs live %d acks %d", &at, &live, &acks); err == nil {
+			lines++
+			if acks > 0 {
+				answered++
+			}
+		}
+	}
+	return lines, answered
+}
+
+// runBound is the -duration of the runs against a server: each ends
+// once what it checks has happened (config.until), and the bound only
+// catches a run where it never does.
+const runBound = "2m"
+
+// Whole runs against a real server over loopback, on the real clock:
+// each lasts until what it checks has happened, a few seconds on an idle
+// machine, and however long a busy one takes.
 func TestRunAgainstServer(t *testing.T) {
 	brisk, err := filepath.Abs(filepath.Join("testdata", "brisk"))
 	if err != nil {
@@ -305,17 +397,21 @@ func TestRunAgainstServer(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		args  []string
+		until func(st *stats, progress string) bool
 		check func(t *testing.T, s *summary)
 	}{
 		{
 			name: "poisson arrivals of the candidate model, sessions the pack ends",
-			args: []string{"-pack", brisk, "-arrival", "poisson", "-arrival-rate", "50", "-sessions", "20", "-events", "model", "-duration", "3s"},
+			args: []string{"-pack", brisk, "-arrival", "poisson", "-arrival-rate", "50", "-sessions", "20", "-events", "model"},
+			until: func(st *stats, _ string) bool {
+				return st.endedByPack.Load()+st.lost.Load()+st.startFailures.Load() == 20
+			},
 			check: func(t *testing.T, s *summary) {
 				if s.Arrivals.Started != 20 {
 					t.Errorf("%d of 20 sessions started", s.Arrivals.Started)
 				}
 				if s.Live.EndedByPack != 20 {
-					t.Errorf("%d of 20 two-second sessions ended by the pack in 3 s", s.Live.EndedByPack)
+					t.Errorf("%d of 20 two-second sessions ended by the pack", s.Live.EndedByPack)
 				}
 				msg := s.ByType[engine.EventMessage]
 				if msg == nil || msg.WithEffect == 0 {
@@ -328,13 +424,17 @@ func TestRunAgainstServer(t *testing.T) {
 		},
 		{
 			name: "poisson arrivals keeping five sessions alive",
-			args: []string{"-pack", brisk, "-arrival", "poisson", "-arrival-rate", "50", "-concurrent", "5", "-events", "model", "-duration", "4s"},
+			args: []string{"-pack", brisk, "-arrival", "poisson", "-arrival-rate", "50", "-concurrent", "5", "-events", "model"},
+			until: func(st *stats, _ string) bool {
+				return st.started.Load() >= 10 && st.endedByPack.Load() >= 5 || st.lost.Load()+st.startFailures.Load() > 0
+			},
 			check: func(t *testing.T, s *summary) {
 				if s.Live.Peak != 5 {
 					t.Errorf("peak %d sessions alive, want 5", s.Live.Peak)
 				}
-				// Two-second sessions over four seconds: each of the five
-				// slots is refilled at least once.
+				// Sessions replaced as they end: with five of the
+				// two-second sessions ended, each slot was refilled
+				// (on average) at least once.
 				if s.Arrivals.Started < 10 || s.Live.EndedByPack < 5 {
 					t.Errorf("%d sessions started, %d ended by the pack: the ended ones were not replaced", s.Arrivals.Started, s.Live.EndedByPack)
 				}
@@ -342,7 +442,10 @@ func TestRunAgainstServer(t *testing.T) {
 		},
 		{
 			name: "DayOne's candidate model: every session starts and runs",
-			args: []string{"-pack", "dayone", "-arrival", "poisson", "-arrival-rate", "50", "-sessions", "20", "-events", "model", "-duration", "3s"},
+			args: []string{"-pack", "dayone", "-arrival", "poisson", "-arrival-rate", "50", "-sessions", "20", "-events", "model"},
+			until: func(st *stats, _ string) bool {
+				return st.started.Load()+st.startFailures.Load() == 20
+			},
 			check: func(t *testing.T, s *summary) {
 				if s.Arrivals.Started != 20 || s.Live.Peak != 20 {
 					t.Errorf("%d of 20 sessions started, peak %d alive", s.Arrivals.Started, s.Live.Peak)
@@ -354,7 +457,14 @@ func TestRunAgainstServer(t *testing.T) {
 		},
 		{
 			name: "the ramp of fixed events, as before",
-			args: []string{"-pack", "dayone", "-sessions", "10", "-rate", "4", "-duration", "2s", "-every", "500ms"},
+			args: []string{"-pack", "dayone", "-sessions", "10", "-rate", "4", "-every", "500ms"},
+			until: func(st *stats, progress string) bool {
+				st.mu.Lock()
+				effects := len(st.effectLat)
+				st.mu.Unlock()
+				lines, answered := intervalLines(progress)
+				return effects > 0 && lines >= 3 && answered >= 2
+			},
 			check: func(t *testing.T, s *summary) {
 				if s.Arrivals.Started != 10 || s.EventsSent == 0 {
 					t.Errorf("%d of 10 sessions started, %d events sent", s.Arrivals.Started, s.EventsSent)
@@ -368,13 +478,14 @@ func TestRunAgainstServer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv, url := startServer(t)
-			c, err := parseFlags(append(tc.args, "-url", url, "-prefix", "t"), io.Discard)
+			c, err := parseFlags(append(tc.args, "-url", url, "-prefix", "t", "-duration", runBound), io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.drain = 500 * time.Millisecond
-			var progress strings.Builder
-			s, err := run(context.Background(), c, &progress)
+			c.drain = 30 * time.Second // a bound: the run waits only for answers still due
+			progress := &lockedWriter{}
+			c.until = func(st *stats) bool { return tc.until(st, progress.String()) }
+			s, err := run(context.Background(), c, progress)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -415,26 +526,15 @@ func TestRunAgainstServer(t *testing.T) {
 			if c.every > 0 {
 				// One line an interval, each with its answers: the run's
 				// events arrive in them, not all in the last.
-				lines, answered := 0, 0
-				for l := range strings.Lines(progress.String()) {
-					var at float64
-					var live, acks int
-					if _, err := fmt.Sscanf(l, "# %fs live %d acks %d", &at, &live, &acks); err == nil {
-						lines++
-						if acks > 0 {
-							answered++
-						}
-					}
-				}
-				if lines < 3 || answered < 2 {
-					t.Errorf("%d interval lines, %d with answers, for %s every %s", lines, answered, c.duration, c.every)
+				if lines, answered := intervalLines(progress.String()); lines < 3 || answered < 2 {
+					t.Errorf("%d interval lines, %d with answers, every %s", lines, answered, c.every)
 				}
 			}
 			tc.check(t, s)
 			// The run ends what it started: the server is not left
 			// running sessions into the next run. The wait is a
 			// failure deadline, not a timing assertion.
-			for deadline := time.Now().Add(20 * time.Second); srv.Stats(false).Sessions > 0; {
+			for deadline := time.Now().Add(60 * time.Second); srv.Stats(false).Sessions > 0; {
 				if time.Now().After(deadline) {
 					t.Fatalf("%d sessions still running on the server after the run", srv.Stats(false).Sessions)
 				}

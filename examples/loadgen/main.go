@@ -95,9 +95,14 @@ type config struct {
 	json        bool
 	leave       bool
 	every       time.Duration
-	// drain is how long after the last event the generator waits for
-	// answers before it counts what is missing.
+	// drain bounds how long after the last event the generator waits
+	// for the answers still to come before it counts what is missing.
 	drain time.Duration
+	// until, set by tests, ends the run as -duration would as soon as it
+	// holds of the run's figures, so that a test waits for what it checks
+	// rather than for a time a busy machine may not keep; -duration still
+	// bounds the run.
+	until func(*stats) bool
 }
 
 // parseFlags reads the command line. A flag that does not apply to the

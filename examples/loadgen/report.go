@@ -26,7 +26,8 @@ type summary struct {
 	// WindowS is how long events were measured: from the first arrival
 	// (a ramp: from when every session was up) to the last event sent.
 	WindowS float64 `json:"window_s"`
-	// DrainS is how long after the last event answers were waited for.
+	// DrainS is how long after the last event answers were waited for:
+	// until every one had come, or for the generator's bound.
 	DrainS float64 `json:"drain_s"`
 
 	Arrivals arrivals `json:"arrivals"`
@@ -117,10 +118,10 @@ func latencyOf(d []time.Duration) latency {
 	return latency{N: len(d), P50: ms(pct(d, .50)), P90: ms(pct(d, .90)), P99: ms(pct(d, .99)), Max: ms(pct(d, 1))}
 }
 
-func (r *runner) summarize(from, until time.Time, base, load serverStatsBody) *summary {
+func (r *runner) summarize(from, until time.Time, drained time.Duration, base, load serverStatsBody) *summary {
 	c, st := r.c, r.st
 	s := &summary{URL: c.url, Pack: r.pack.Name, Arrival: c.arrival, Events: c.events, Seed: c.seed,
-		WindowS: until.Sub(from).Seconds(), DrainS: c.drain.Seconds()}
+		WindowS: until.Sub(from).Seconds(), DrainS: drained.Round(time.Millisecond).Seconds()}
 	if c.arrival == arrivalPoisson {
 		s.ArrivalRate, s.Concurrent = c.arrivalRate, c.concurrent
 	}

@@ -32,6 +32,11 @@ type stats struct {
 	startFailures, lost    atomic.Int64
 	endedByPack            atomic.Int64
 	firstArrival, lastOnes time.Time // guarded by mu
+	// outstanding counts the events sent and neither answered (acked or
+	// refused) nor counted unanswered. Once the run has stopped (closed,
+	// guarded by mu) no event is sent, so it only falls.
+	outstanding atomic.Int64
+	closed      bool
 	// nodes counts the sessions each node took first (guarded by mu);
 	// movedSessions those a node sent elsewhere, and hops every move
 	// followed.
@@ -95,6 +100,25 @@ func (s *stats) arrived(now time.Time) {
 		s.firstArrival = now
 	}
 	s.lastOnes = now
+	s.mu.Unlock()
+}
+
+// open counts an event about to be sent as outstanding, and reports
+// false, counting nothing, once the run has stopped sending.
+func (s *stats) open() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.outstanding.Add(1)
+	return true
+}
+
+// close stops the sending of events: from now on outstanding only falls.
+func (s *stats) close() {
+	s.mu.Lock()
+	s.closed = true
 	s.mu.Unlock()
 }
 
@@ -243,6 +267,7 @@ func run(ctx context.Context, c config, progress io.Writer) (*summary, error) {
 			r.arrive(launch)
 		}()
 	}
+	enough := r.watch(runCtx)
 	reportCtx, stopReport := context.WithCancel(ctx)
 	reported := make(chan struct{})
 	go func() {
@@ -253,21 +278,20 @@ func run(ctx context.Context, c config, progress io.Writer) (*summary, error) {
 	}()
 	select {
 	case <-time.After(c.duration):
+	case <-enough:
 	case <-ctx.Done():
 	}
 	stopReport()
 	<-reported
 	until := time.Now()
+	r.st.close()
 	close(r.stopped)
 	r.live.close(until)
 	<-arriving
 	// Let answers to the last events arrive before counting what is
 	// missing, and take the server's figures while the sessions are
 	// still connected.
-	select {
-	case <-time.After(c.drain):
-	case <-ctx.Done():
-	}
+	drained := r.drain(ctx)
 	load, err := serverStats(ctx, c)
 	if err != nil {
 		r.st.err("stats: " + short(err))
@@ -287,7 +311,49 @@ func run(ctx context.Context, c config, progress io.Writer) (*summary, error) {
 	case <-ctx.Done():
 		<-done
 	}
-	return r.summarize(from, until, base, load), nil
+	return r.summarize(from, until, drained, base, load), nil
+}
+
+// watch returns a channel closed once c.until holds (never, without
+// one), looking every 10 ms until ctx ends.
+func (r *runner) watch(ctx context.Context) <-chan struct{} {
+	if r.c.until == nil {
+		return nil
+	}
+	ch := make(chan struct{})
+	go func() {
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for !r.c.until(r.st) {
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+		close(ch)
+	}()
+	return ch
+}
+
+// drain waits, once no more events are sent, until every event sent has
+// been answered, for up to -drain, and returns how long it waited.
+func (r *runner) drain(ctx context.Context) time.Duration {
+	start := time.Now()
+	limit := time.NewTimer(r.c.drain)
+	defer limit.Stop()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for r.st.outstanding.Load() > 0 {
+		select {
+		case <-t.C:
+		case <-limit.C:
+			return time.Since(start)
+		case <-ctx.Done():
+			return time.Since(start)
+		}
+	}
+	return time.Since(start)
 }
 
 // rampUp opens every session at -ramp a second, bounded so the listen

@@ -204,8 +204,10 @@ func (r *runner) session(ctx context.Context, i int) {
 		}
 		return
 	}
-	r.st.started.Add(1)
+	// Live before started: a run that stops once every session has
+	// started finds each of them in the live count.
 	r.live.add(1, time.Now())
+	r.st.started.Add(1)
 	defer func() { r.live.add(-1, time.Now()) }()
 	for {
 		if c.cand != nil {
@@ -228,6 +230,7 @@ func (r *runner) session(ctx context.Context, i int) {
 	// for it, and a move while ending does not send it again.
 	c.mu.Lock()
 	r.st.unanswered.Add(int64(len(c.pending)))
+	r.st.outstanding.Add(-int64(len(c.pending)))
 	clear(c.pending)
 	c.mu.Unlock()
 	if !byPack && !c.lost.Load() && ctx.Err() == nil && !r.c.leave {
@@ -498,9 +501,15 @@ func (c *client) writeData(data []byte) error {
 	return c.link.ws.WriteMessage(websocket.TextMessage, data)
 }
 
+// errStopped is a send after the run stopped sending.
+var errStopped = errors.New("the run has stopped sending")
+
 // send sends one candidate event and keeps its send time for its ack,
 // and the frame itself in case a move leaves it unanswered.
 func (c *client) send(ev engine.CandidateEvent) error {
+	if !c.r.st.open() {
+		return errStopped
+	}
 	c.n++
 	id := "e" + strconv.Itoa(c.n)
 	data, err := json.Marshal(eventFrame{ID: id, Type: "event", Event: wire(ev)})
@@ -519,6 +528,7 @@ func (c *client) send(ev engine.CandidateEvent) error {
 		c.mu.Lock()
 		delete(c.pending, id)
 		c.mu.Unlock()
+		c.r.st.outstanding.Add(-1)
 		if !c.ended.Load() {
 			c.lost.Store(true)
 			c.r.st.err("write: " + short(err))
@@ -757,7 +767,13 @@ func (c *client) refused(f frame) {
 	p, ok := c.pending[f.ID]
 	delete(c.pending, f.ID)
 	c.mu.Unlock()
+	if ok {
+		c.r.st.outstanding.Add(-1)
+	}
 	switch {
+	case !ok && f.ID == "end" && f.Code == "session_ended":
+		// The run's end crossed the pack's: the session is over
+		// either way.
 	case !ok:
 		c.r.st.err("error frame: " + f.Code)
 	case f.Code == "session_ended":
@@ -791,6 +807,7 @@ func (c *client) acked(f frame, now time.Time) {
 		return
 	}
 	delete(c.pending, f.ID)
+	c.r.st.outstanding.Add(-1)
 	c.settleLocked()
 	var t int64
 	if f.T != nil {

@@ -49,11 +49,13 @@ func runChild(spec string) int {
 	return 0
 }
 
-// child is a NATS server in its own process.
+// child is a NATS server in its own process; exited is closed once the
+// process has ended.
 type child struct {
-	name string
-	url  string
-	cmd  *exec.Cmd
+	name   string
+	url    string
+	cmd    *exec.Cmd
+	exited chan struct{}
 }
 
 // startChildCluster runs n clustered servers as processes of the test
@@ -76,14 +78,18 @@ func startChildCluster(t *testing.T, n int) []*child {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		exited := make(chan struct{})
 		t.Cleanup(func() {
 			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
+			<-exited
 		})
 		ready := make(chan bool, 1)
 		go func() {
 			line, _ := bufio.NewReader(stdout).ReadString('\n')
 			ready <- line == "ready\n"
+			// Wait only once the pipe is read; it closes the pipe.
+			_ = cmd.Wait()
+			close(exited)
 		}()
 		select {
 		case ok := <-ready:
@@ -93,7 +99,7 @@ func startChildCluster(t *testing.T, n int) []*child {
 		case <-time.After(30 * time.Second):
 			t.Fatalf("server %d did not start", i+1)
 		}
-		out[i] = &child{name: fmt.Sprintf("p%d", i+1), url: fmt.Sprintf("nats://127.0.0.1:%d", ports[i]), cmd: cmd}
+		out[i] = &child{name: fmt.Sprintf("p%d", i+1), url: fmt.Sprintf("nats://127.0.0.1:%d", ports[i]), cmd: cmd, exited: exited}
 	}
 	nc, err := nats.Connect(out[0].url)
 	if err != nil {

@@ -11,6 +11,20 @@
 // A node holds a lease (a key with a TTL) that it renews; a session is
 // owned by a node's incarnation (one lease registration), and when that
 // lease expires the surviving nodes take its sessions over.
+//
+// Two clocks are involved. Everything this package decides about leases
+// runs on Config.Clock (runtime/clock): when a renewal is due, when an
+// unrenewed lease is given up, when a lease not seen renewed is stale,
+// when an owner whose lease never showed up is dead, how long a restart
+// waits for its old lease, and how long a lower-ranked node waits before
+// it reports an orphan. What NATS decides runs on the server's clock and
+// cannot be injected: a lease key's expiry (the bucket's TTL, MaxAge),
+// the expiry marker's own lifetime, and the duplicate window of retried
+// writes. Transport bounds stay on the kernel's clock, as they do in the
+// rest of the service: how long one NATS request may take (OpTimeout and
+// the bounds derived from the TTL), the backoff between its retries, and
+// how long Open keeps asking a JetStream cluster that cannot place the
+// stream yet.
 package cluster
 
 import (
@@ -33,6 +47,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/batonhq/baton/runtime/clock"
 	"github.com/batonhq/baton/runtime/internal/wal"
 )
 
@@ -112,6 +127,9 @@ type Config struct {
 	// (credentials, TLS).
 	NATSOptions []nats.Option
 	Logger      *slog.Logger
+	// Clock is the time every lease decision is taken on (see the
+	// package comment): the service's clock. Default: the real clock.
+	Clock clock.Clock
 }
 
 var (
@@ -179,6 +197,9 @@ func (cfg *Config) fill() error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real()
+	}
 	return nil
 }
 
@@ -229,6 +250,7 @@ type ownerView struct {
 type Cluster struct {
 	cfg    Config
 	log    *slog.Logger
+	clock  clock.Clock
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	leases jetstream.KeyValue
@@ -268,7 +290,7 @@ func Open(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{
-		cfg: cfg, log: cfg.Logger.With("node", cfg.Node),
+		cfg: cfg, log: cfg.Logger.With("node", cfg.Node), clock: cfg.Clock,
 		nodes: map[string]nodeView{}, gone: map[string]time.Time{}, sessions: map[string]*ownerView{},
 		owned: map[string]uint64{}, logs: map[string]*sessionLog{},
 		kick: make(chan struct{}, 1), watchGate: make(chan struct{}),
@@ -345,16 +367,18 @@ func (c *Cluster) setup(ctx context.Context) error {
 	// A JetStream cluster that has just elected its meta leader may not
 	// yet place replicated streams (its peers have not all reported), and
 	// nodes started with it ask at once: keep asking for a while rather
-	// than fail the node's start.
-	deadline := time.Now().Add(setupPatience)
+	// than fail the node's start. Waiting for JetStream is transport, on
+	// the kernel's clock.
+	patience, stop := context.WithTimeout(ctx, setupPatience)
+	defer stop()
 	for attempt := 1; ; attempt++ {
 		err = c.createAssets(ctx, js)
-		if err == nil || errors.Is(err, ErrLayout) || ctx.Err() != nil || time.Now().After(deadline) {
+		if err == nil || errors.Is(err, ErrLayout) || patience.Err() != nil {
 			break
 		}
 		c.log.Warn("JetStream cannot take the session stream and buckets yet; retrying", "stream", c.cfg.Stream, "attempt", attempt, "err", err)
 		select {
-		case <-ctx.Done():
+		case <-patience.Done():
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
@@ -381,17 +405,19 @@ func (c *Cluster) setup(ctx context.Context) error {
 	if err := c.registerFirst(ctx); err != nil {
 		return err
 	}
+	// The tickers start now, so that Open returns with both armed.
 	c.wg.Add(2)
-	go c.heartbeat()
-	go c.scan()
+	go c.heartbeat(newTicker(c.clock, c.cfg.LeaseTTL/3))
+	go c.scan(newTicker(c.clock, c.cfg.LeaseTTL/4))
 	return nil
 }
 
 // registerFirst registers this node's lease, waiting out a lease left by
-// this node's previous run. A lease that outlives two TTLs is renewed by
-// a live process: another node of the same name.
+// this node's previous run. A lease that outlives two TTLs (on this
+// node's clock) is renewed by a live process: another node of the same
+// name.
 func (c *Cluster) registerFirst(ctx context.Context) error {
-	deadline := time.Now().Add(2*c.cfg.LeaseTTL + time.Second)
+	deadline := c.clock.Now().Add(2*c.cfg.LeaseTTL + time.Second)
 	for {
 		err := c.register(ctx)
 		if err == nil {
@@ -400,13 +426,11 @@ func (c *Cluster) registerFirst(ctx context.Context) error {
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			return fmt.Errorf("cluster: registering node %s: %w", c.cfg.Node, err)
 		}
-		if time.Now().After(deadline) {
+		if c.clock.Now().After(deadline) {
 			return fmt.Errorf("cluster: node %s is registered by a running process; give this one another node name", c.cfg.Node)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("cluster: registering node %s: %w", c.cfg.Node, ctx.Err())
-		case <-time.After(c.cfg.LeaseTTL / 4):
+		if err := clock.Sleep(ctx, c.clock, c.cfg.LeaseTTL/4); err != nil {
+			return fmt.Errorf("cluster: registering node %s: %w", c.cfg.Node, err)
 		}
 	}
 }
@@ -415,7 +439,8 @@ func (c *Cluster) registerFirst(ctx context.Context) error {
 func (c *Cluster) register(ctx context.Context) error {
 	inc := newIncarnation()
 	val, _ := json.Marshal(lease{Node: c.cfg.Node, Incarnation: inc, Advertise: c.cfg.Advertise})
-	sent := time.Now()
+	sent := c.clock.Now()
+	// The request's bound is transport, on the kernel's clock.
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.LeaseTTL)
 	defer cancel()
 	rev, err := c.leases.Create(ctx, c.cfg.Node, val)
@@ -440,21 +465,51 @@ func newIncarnation() string {
 // lease expired (this process was paused or cut off longer than the TTL)
 // and its sessions may already be someone else's; a lease not renewed for
 // a whole TTL is given up for the same reason, before anyone can be sure.
-func (c *Cluster) heartbeat() {
+func (c *Cluster) heartbeat(t *ticker) {
 	defer c.wg.Done()
-	t := time.NewTicker(c.cfg.LeaseTTL / 3)
-	defer t.Stop()
+	defer t.stop()
 	for {
 		select {
 		case <-c.ctx.Done():
 			return
-		case <-t.C:
+		case <-t.c():
 		}
-		if c.hbPaused.Load() {
-			continue
+		if !c.hbPaused.Load() {
+			c.renew()
 		}
-		c.renew()
+		t.rearm()
 	}
+}
+
+// ticker ticks every period on a clock.Clock, at fixed times as a
+// time.Ticker does; a tick handled so late that the next is already due
+// (a long renewal, a paused process, a clock moved far at once) drops the
+// ones it overran. Its receiver rearms it once it has handled a tick, so
+// a test driving a fake clock knows a tick was handled when the timer is
+// armed again.
+type ticker struct {
+	clk    clock.Clock
+	t      clock.Timer
+	period time.Duration
+	next   time.Time
+}
+
+func newTicker(clk clock.Clock, period time.Duration) *ticker {
+	return &ticker{clk: clk, t: clk.NewTimer(period), period: period, next: clk.Now().Add(period)}
+}
+
+func (k *ticker) c() <-chan time.Time { return k.t.C() }
+
+func (k *ticker) stop() { k.t.Stop() }
+
+// rearm schedules the tick after the one just handled.
+func (k *ticker) rearm() {
+	now := k.clk.Now()
+	k.next = k.next.Add(k.period)
+	if !k.next.After(now) {
+		k.next = now.Add(k.period)
+	}
+	k.t.Reset(k.next.Sub(now))
 }
 
 func (c *Cluster) renew() {
@@ -468,7 +523,9 @@ func (c *Cluster) renew() {
 		return
 	}
 	val, _ := json.Marshal(lease{Node: c.cfg.Node, Incarnation: inc, Advertise: c.cfg.Advertise})
-	sent := time.Now()
+	sent := c.clock.Now()
+	// The request's bound is transport, on the kernel's clock; whether
+	// the lease is late is decided on this node's clock below.
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.LeaseTTL/3)
 	defer cancel()
 	newRev, err := c.leases.Update(ctx, c.cfg.Node, val, rev)
@@ -499,7 +556,7 @@ func (c *Cluster) renew() {
 	case c.ctx.Err() != nil:
 	default:
 		c.mu.Lock()
-		late := c.inc == inc && time.Since(c.lastRenew) >= c.cfg.LeaseTTL
+		late := c.inc == inc && c.clock.Now().Sub(c.lastRenew) >= c.cfg.LeaseTTL
 		c.mu.Unlock()
 		c.log.Warn("could not renew the node lease", "err", err)
 		if late {
@@ -518,7 +575,7 @@ func (c *Cluster) loseLease(inc, why string) {
 		return
 	}
 	c.inc = ""
-	c.gone[owner{c.cfg.Node, inc}.key()] = time.Now()
+	c.gone[owner{c.cfg.Node, inc}.key()] = c.clock.Now()
 	ids := make([]string, 0, len(c.owned))
 	for id := range c.owned {
 		ids = append(ids, id)
@@ -596,7 +653,7 @@ func (c *Cluster) applyLease(e jetstream.KeyValueEntry) {
 	prev, had := c.nodes[node]
 	if deleted(e) {
 		if had {
-			c.gone[owner{node, prev.Incarnation}.key()] = time.Now()
+			c.gone[owner{node, prev.Incarnation}.key()] = c.clock.Now()
 			delete(c.nodes, node)
 			if node == c.cfg.Node && prev.Incarnation == c.inc {
 				lose = prev.Incarnation
@@ -615,10 +672,11 @@ func (c *Cluster) applyLease(e jetstream.KeyValueEntry) {
 		return
 	}
 	l.Node = node
+	now := c.clock.Now()
 	if had && prev.Incarnation != l.Incarnation {
-		c.gone[owner{node, prev.Incarnation}.key()] = time.Now()
+		c.gone[owner{node, prev.Incarnation}.key()] = now
 	}
-	c.nodes[node] = nodeView{lease: l, seen: time.Now()}
+	c.nodes[node] = nodeView{lease: l, seen: now}
 	c.mu.Unlock()
 }
 
@@ -642,7 +700,7 @@ func (c *Cluster) applyOwner(e jetstream.KeyValueEntry) {
 		}
 		v := c.sessions[id]
 		if v == nil || v.o != o {
-			v = &ownerView{o: o, seen: time.Now()}
+			v = &ownerView{o: o, seen: c.clock.Now()}
 			c.sessions[id] = v
 		}
 		v.rev = e.Revision()
@@ -698,18 +756,22 @@ func (c *Cluster) staleLocked(n nodeView, now time.Time) bool {
 
 // scan reports orphaned sessions: at once for those this node ranks
 // first for, later for the others in case the first ranked dies too.
-func (c *Cluster) scan() {
+func (c *Cluster) scan(t *ticker) {
 	defer c.wg.Done()
-	t := time.NewTicker(c.cfg.LeaseTTL / 4)
-	defer t.Stop()
+	defer t.stop()
 	for {
+		tick := false
 		select {
 		case <-c.ctx.Done():
 			return
 		case <-c.kick:
-		case <-t.C:
+		case <-t.c():
+			tick = true
 		}
-		c.scanOnce(time.Now())
+		c.scanOnce(c.clock.Now())
+		if tick {
+			t.rearm()
+		}
 	}
 }
 
@@ -876,9 +938,9 @@ func (c *Cluster) acquire(ctx context.Context, id string, create bool) (fresh bo
 		v := c.sessions[id]
 		if v == nil || v.o != o {
 			// Not in the view yet: judge it from now on.
-			v = &ownerView{o: o, rev: e.Revision(), seen: time.Now()}
+			v = &ownerView{o: o, rev: e.Revision(), seen: c.clock.Now()}
 		}
-		state := c.ownerStateLocked(v, time.Now())
+		state := c.ownerStateLocked(v, c.clock.Now())
 		adv := ""
 		if state == alive {
 			adv = c.nodes[o.Node].Advertise
@@ -958,7 +1020,7 @@ func (c *Cluster) Owner(id string) (node, advertise string, ok bool) {
 		return "", "", false
 	}
 	n, up := c.nodes[v.o.Node]
-	if !up || n.Incarnation != v.o.Incarnation || c.staleLocked(n, time.Now()) {
+	if !up || n.Incarnation != v.o.Incarnation || c.staleLocked(n, c.clock.Now()) {
 		return v.o.Node, "", false
 	}
 	return v.o.Node, n.Advertise, true

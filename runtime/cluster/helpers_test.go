@@ -128,7 +128,11 @@ func node(t testing.TB, cfg Config, name string) *Cluster {
 		cfg.Logger = quiet
 	}
 	if cfg.LeaseTTL == 0 {
-		cfg.LeaseTTL = time.Second
+		// Long enough that no stall of a busy machine costs a node its
+		// lease. A test that needs a lease to expire on the server sets a
+		// TTL of its own; one that needs a node dead runs on fake clocks
+		// and deletes its lease (expire).
+		cfg.LeaseTTL = 30 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -189,12 +193,24 @@ func publishRaw(t testing.TB, c *Cluster, id string, data []byte) {
 	}
 }
 
-// freeze makes c a zombie: its heartbeat stops (its lease expires) and
-// it stops learning from the buckets, but its logs still write, as a
-// process paused and resumed would for a moment.
+// freeze makes c a zombie: its heartbeat stops (its lease expires, or
+// expire removes it) and it stops learning from the buckets, but its
+// logs still write, as a process paused and resumed would for a moment.
 func (c *Cluster) freeze() {
 	c.hbPaused.Store(true)
 	c.watchPaused.Store(true)
+}
+
+// expire deletes c's lease on the server, as the server's expiry of it
+// would: the other nodes see it gone at once, and c when it next reads
+// its watch.
+func expire(t testing.TB, c *Cluster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.leases.Delete(ctx, c.cfg.Node); err != nil {
+		t.Fatalf("deleting the lease of %s: %v", c.cfg.Node, err)
+	}
 }
 
 // thaw lets a frozen Cluster carry on.

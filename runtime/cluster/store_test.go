@@ -162,7 +162,8 @@ func TestRoundTripMatchesFile(t *testing.T) {
 // writing its header is not found, and its id is free again.
 func TestOpenUnwritten(t *testing.T) {
 	cfg := soloConfig(t)
-	a, b := node(t, cfg, "a"), node(t, cfg, "b")
+	a, _ := fakeNode(t, cfg, "a")
+	b, _ := fakeNode(t, cfg, "b")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := a.Acquire(ctx, "u1"); err != nil {
@@ -170,6 +171,7 @@ func TestOpenUnwritten(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "owner view on b", func() bool { _, _, ok := b.Owner("u1"); return ok })
 	a.freeze()
+	expire(t, a)
 	if got := collect(t, b.Orphans(), 1, 10*time.Second); got[0] != "u1" {
 		t.Fatalf("orphan %v", got)
 	}

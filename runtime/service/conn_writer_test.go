@@ -373,9 +373,10 @@ func TestWriterCloseWhileWritePending(t *testing.T) {
 
 // TestWriterPingsIdleConnection: a connection with nothing to send is
 // still pinged every PingInterval, by a writer started for each ping, so
-// a client that answers stays connected well past PongWait.
+// a client that answers stays connected well past PongWait. PongWait is a
+// hundred pings long, so that a busy machine's stalls do not end it.
 func TestWriterPingsIdleConnection(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.PingInterval, c.PongWait = 10*time.Millisecond, 100*time.Millisecond })
+	h := newHarness(t, func(c *Config) { c.PingInterval, c.PongWait = 10*time.Millisecond, time.Second })
 	ws := rawDial(t, h)
 	pings := make(chan struct{}, 1000)
 	ws.SetPingHandler(func(data string) error {
@@ -395,10 +396,10 @@ func TestWriterPingsIdleConnection(t *testing.T) {
 			replies <- f
 		}
 	}()
-	// Thirty pings span three pong waits: without them the server would
-	// have closed the connection.
+	// Three hundred pings span three pong waits: without them the server
+	// would have closed the connection.
 	timeout := time.After(waitLimit)
-	for i := range 30 {
+	for i := range 300 {
 		select {
 		case <-pings:
 		case <-timeout:

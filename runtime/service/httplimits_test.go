@@ -135,9 +135,10 @@ func TestIdleKeepAliveClosed(t *testing.T) {
 // A WebSocket is hijacked from the HTTP server, which clears the HTTP
 // deadlines: it lives on many times the HTTP timeouts. The client is
 // quiet for longer than PongWait at a time, so the connection also needs
-// the server's pings and the client's pongs to keep going.
+// the server's pings and the client's pongs to keep going. PongWait is
+// forty pings long, so that a busy machine's stalls do not end it.
 func TestWebSocketOutlivesHTTPTimeouts(t *testing.T) {
-	const httpTimeout, pongWait = 100 * time.Millisecond, time.Second
+	const httpTimeout, pongWait = 100 * time.Millisecond, 2 * time.Second
 	s := serveTest(t, func(c *Config) {
 		c.HTTPReadTimeout, c.HTTPWriteTimeout, c.HTTPIdleTimeout = httpTimeout, httpTimeout, httpTimeout
 		c.PingInterval, c.PongWait = 50*time.Millisecond, pongWait

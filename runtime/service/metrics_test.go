@@ -90,7 +90,7 @@ func TestAdapterInFlightGauge(t *testing.T) {
 	c := h.dial(nil)
 	c.send(startFrame("s", "m1"))
 	c.expectAck("s")
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	for inFlight() < 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("no model call in flight while the opener is prepared")

@@ -54,7 +54,7 @@ func TestModelRetryWaitsOnServerClock(t *testing.T) {
 
 	// The pack's first backoff (1 s) waits on the fake clock.
 	backoff := h.clk.Now().Add(time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	if err := h.clk.WaitFor(ctx, func(armed []time.Time) bool { return slices.ContainsFunc(armed, backoff.Equal) }); err != nil {
 		t.Fatalf("no backoff timer on the server's clock (armed: %v): the retry waits elsewhere", h.clk.Armed())
