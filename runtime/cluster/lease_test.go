@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/runtime/clock/clocktest"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/batonhq/baton/runtime/clock"
 )
 
 // The tests in this file take every lease decision on fake clocks, one
@@ -28,9 +27,9 @@ const fakeTTL = time.Hour
 var fakeStart = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 
 // fakeNode opens a node on a fake clock of its own.
-func fakeNode(t *testing.T, cfg Config, name string) (*Cluster, *clock.Fake) {
+func fakeNode(t *testing.T, cfg Config, name string) (*Cluster, *clocktest.Fake) {
 	t.Helper()
-	clk := clock.NewFake(fakeStart)
+	clk := clocktest.NewFake(fakeStart)
 	cfg.Clock, cfg.LeaseTTL = clk, fakeTTL
 	return node(t, cfg, name), clk
 }
@@ -38,7 +37,7 @@ func fakeNode(t *testing.T, cfg Config, name string) (*Cluster, *clock.Fake) {
 // advance moves a node's clock by d and waits until its heartbeat and
 // its scan have handled the ticks that fell due: each rearms its timer
 // once it has, so both are armed after the new time.
-func advance(t *testing.T, clk *clock.Fake, d time.Duration) {
+func advance(t *testing.T, clk *clocktest.Fake, d time.Duration) {
 	t.Helper()
 	clk.Advance(d)
 	now := clk.Now()
@@ -271,7 +270,7 @@ func TestOrphanRankWaits(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		n     *Cluster
-		clk   *clock.Fake
+		clk   *clocktest.Fake
 		other string
 	}{{b, clkB, "c"}, {c, clkC, "b"}} {
 		name := tc.n.Node()
@@ -308,7 +307,7 @@ func TestNodeNameInUse(t *testing.T) {
 	t.Run("running process", func(t *testing.T) {
 		cfg := soloConfig(t)
 		fakeNode(t, cfg, "a")
-		clk := clock.NewFake(fakeStart)
+		clk := clocktest.NewFake(fakeStart)
 		cfg.Node, cfg.Logger, cfg.LeaseTTL, cfg.Clock = "a", quiet, fakeTTL, clk
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
@@ -352,7 +351,7 @@ func TestNodeNameInUse(t *testing.T) {
 		cfg.LeaseTTL = time.Second // the old lease expires on the server's clock
 		old := node(t, cfg, "a")
 		old.freeze()
-		clk := clock.NewFake(fakeStart)
+		clk := clocktest.NewFake(fakeStart)
 		cfg.Node, cfg.Logger, cfg.Clock = "a", quiet, clk
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/engine"
-	"github.com/batonhq/baton/runtime/clock"
+	"github.com/batonhq/baton/runtime/clock/clocktest"
 	"github.com/batonhq/baton/runtime/dryrun"
 )
 
@@ -44,7 +44,7 @@ func BenchmarkEventToFirstEffect(b *testing.B) {
 // connections), lets each settle into waiting, and reports the live heap
 // per session.
 func BenchmarkIdleSessionMemory(b *testing.B) {
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	cfg := Config{DataDir: b.TempDir(), Dev: true, Logger: testLogger(), Clock: clk}
 	cfg.Model = SimModel(0, nil)
 	h := startHarness(b, cfg, clk, nil)

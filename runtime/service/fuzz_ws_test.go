@@ -22,6 +22,7 @@ import (
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/clock"
+	"github.com/batonhq/baton/runtime/clock/clocktest"
 	"github.com/batonhq/baton/runtime/llm"
 	"github.com/batonhq/baton/scenarios"
 )
@@ -79,7 +80,7 @@ func FuzzSessionFrames(f *testing.F) {
 
 type fuzzServer struct {
 	srv   *Server
-	clk   *clock.Fake
+	clk   *clocktest.Fake
 	nonce uint32
 	next  atomic.Int64
 }
@@ -96,7 +97,7 @@ func newFuzzServer(f testing.TB) *fuzzServer {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { os.RemoveAll(dir) })
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	srv, err := New(Config{
 		DataDir: dir, Dev: true, Clock: clk, Packs: scenarios.FS, NoSync: true,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),

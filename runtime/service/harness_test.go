@@ -18,7 +18,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/batonhq/baton/runtime/clock"
+	"github.com/batonhq/baton/runtime/clock/clocktest"
 	"github.com/batonhq/baton/scenarios"
 )
 
@@ -33,7 +33,7 @@ type harness struct {
 	t   testing.TB
 	srv *Server
 	ts  *httptest.Server
-	clk *clock.Fake
+	clk *clocktest.Fake
 	dir string
 	cfg Config
 }
@@ -55,7 +55,7 @@ func newHarness(t testing.TB, opts ...func(*Config)) *harness {
 // newHarnessOn is newHarness with the test server's listener wrapped.
 func newHarnessOn(t testing.TB, wrap func(net.Listener) net.Listener, opts ...func(*Config)) *harness {
 	t.Helper()
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	cfg := Config{DataDir: t.TempDir(), Dev: true, Clock: clk, Logger: testLogger(), EventRate: 1000, EventBurst: 1000}
 	cfg.Model = SimModel(0, nil)
 	for _, o := range opts {
@@ -64,7 +64,7 @@ func newHarnessOn(t testing.TB, wrap func(net.Listener) net.Listener, opts ...fu
 	return startHarness(t, cfg, clk, wrap)
 }
 
-func startHarness(t testing.TB, cfg Config, clk *clock.Fake, wrap func(net.Listener) net.Listener) *harness {
+func startHarness(t testing.TB, cfg Config, clk *clocktest.Fake, wrap func(net.Listener) net.Listener) *harness {
 	t.Helper()
 	if cfg.Packs == nil {
 		cfg.Packs = scenarios.FS

@@ -17,7 +17,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/batonhq/baton/runtime/clock"
+	"github.com/batonhq/baton/runtime/clock/clocktest"
 	"github.com/batonhq/baton/scenarios"
 )
 
@@ -98,7 +98,7 @@ func BenchmarkConnectedSessionMemory(b *testing.B) {
 // ends, printing its address, and answers "settle" with "settled" once
 // every session and connection is idle.
 func memoryServer(b *testing.B) {
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	cfg := Config{DataDir: b.TempDir(), Dev: true, Logger: testLogger(), Clock: clk, Packs: scenarios.FS,
 		NoSync: true}
 	cfg.Model = SimModel(0, nil)

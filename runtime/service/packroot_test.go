@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/batonhq/baton/runtime/clock"
+	"github.com/batonhq/baton/runtime/clock/clocktest"
 	"github.com/batonhq/baton/runtime/internal/dirtest"
 )
 
@@ -34,7 +34,7 @@ func TestPackRootsHoldLinks(t *testing.T) {
 	dirtest.Write(t, top, files, links)
 	root := filepath.Join(top, "packs")
 
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	cfg := Config{DataDir: t.TempDir(), Token: "tok", Clock: clk, Logger: testLogger(),
 		EventRate: 1000, EventBurst: 1000, PackRoots: []string{root}, Model: SimModel(0, nil)}
 	h := startHarness(t, cfg, clk, nil)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/engine"
-	"github.com/batonhq/baton/runtime/clock"
+	"github.com/batonhq/baton/runtime/clock/clocktest"
 	"github.com/batonhq/baton/runtime/internal/wal/waltest"
 )
 
@@ -20,7 +20,7 @@ type plAcked struct {
 // powerLossRun runs one DayOne session over a real WebSocket on a server
 // whose data directory is mem, sending candidate events as the fake
 // clock moves, until the session or the power fails.
-func powerLossRun(t *testing.T, mem *waltest.StrictMem, clk *clock.Fake) plAcked {
+func powerLossRun(t *testing.T, mem *waltest.StrictMem, clk *clocktest.Fake) plAcked {
 	t.Helper()
 	cfg := Config{DataDir: "/data", fs: mem, Dev: true, Clock: clk, Logger: testLogger(), EventRate: 1000, EventBurst: 1000, Model: SimModel(0, nil)}
 	h := startHarness(t, cfg, clk, nil)
@@ -55,7 +55,7 @@ func powerLossRun(t *testing.T, mem *waltest.StrictMem, clk *clock.Fake) plAcked
 // must be able to resume it.
 func TestServicePowerLoss(t *testing.T) {
 	probe := waltest.NewStrictMem()
-	powerLossRun(t, probe, clock.NewFake(epoch))
+	powerLossRun(t, probe, clocktest.NewFake(epoch))
 	total := probe.Ops()
 	if total < 50 {
 		t.Fatalf("the session made only %d file operations", total)
@@ -69,7 +69,7 @@ func TestServicePowerLoss(t *testing.T) {
 		run := cut
 		mem := waltest.NewStrictMem()
 		mem.CrashAfter(cut)
-		clk := clock.NewFake(epoch)
+		clk := clocktest.NewFake(epoch)
 		acked := powerLossRun(t, mem, clk)
 		if !mem.Crashed() {
 			continue // the cut fell after the run's last operation
@@ -83,7 +83,7 @@ func TestServicePowerLoss(t *testing.T) {
 	t.Logf("%d power cuts over %d file operations", points, total)
 }
 
-func checkServiceRecovered(t *testing.T, mem *waltest.StrictMem, clk *clock.Fake, acked plAcked) error {
+func checkServiceRecovered(t *testing.T, mem *waltest.StrictMem, clk *clocktest.Fake, acked plAcked) error {
 	clk.Advance(5 * time.Second)
 	cfg := Config{DataDir: "/data", fs: mem, Dev: true, Clock: clk, Logger: testLogger(), Model: SimModel(0, nil), Packs: nil}
 	h := startHarness(t, cfg, clk, nil)

@@ -19,6 +19,7 @@ import (
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/clock"
+	"github.com/batonhq/baton/runtime/clock/clocktest"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/internal/wal"
 	"github.com/batonhq/baton/runtime/llm"
@@ -453,7 +454,7 @@ func TestSlowConsumer(t *testing.T) {
 func TestPanics(t *testing.T) {
 	var clk *panicClock
 	h := newHarness(t, func(c *Config) {
-		clk = &panicClock{Fake: c.Clock.(*clock.Fake)}
+		clk = &panicClock{Fake: c.Clock.(*clocktest.Fake)}
 		c.Clock = clk
 		sim := c.Model
 		c.Model = func(id string, p *rules.Pack, c clock.Clock) llm.Answerer {
@@ -768,7 +769,7 @@ func (c *gatedConn) Write(b []byte) (int, error) {
 // panicClock panics on the first Now after armed is set: on the session's
 // goroutine, in the tests that arm it.
 type panicClock struct {
-	*clock.Fake
+	*clocktest.Fake
 	armed atomic.Bool
 }
 

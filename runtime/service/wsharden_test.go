@@ -16,7 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/batonhq/baton/engine"
-	"github.com/batonhq/baton/runtime/clock"
+	"github.com/batonhq/baton/runtime/clock/clocktest"
 )
 
 // TestFutureTimestampDoesNotPoison: an event stamped far ahead of the
@@ -191,11 +191,11 @@ func TestPolicyCloseIsClean(t *testing.T) {
 // it sent after that reaches its session, even when the rate limit would
 // let it through again.
 func TestPolicyCloseStopsApplying(t *testing.T) {
-	var clk *clock.Fake
+	var clk *clocktest.Fake
 	logs := &logRecorder{}
 	h := newHarness(t, func(c *Config) {
 		c.EventRate, c.EventBurst, c.MaxRejected = 1, 3, 5
-		clk = c.Clock.(*clock.Fake)
+		clk = c.Clock.(*clocktest.Fake)
 		// At the decision the bucket fills up again: if the reader went
 		// on, the events sent after the flood would be admitted.
 		logs.on = func(msg string) {

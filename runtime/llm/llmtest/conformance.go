@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batonhq/baton/runtime/clock"
+	"github.com/batonhq/baton/runtime/clock/clocktest"
 	"github.com/batonhq/baton/runtime/llm"
 )
 
@@ -564,7 +564,7 @@ func testRetryIdentical(t *testing.T, v Vendor) {
 // and the third call's answer comes back.
 func testRetryPolicy(t *testing.T, v Vendor) {
 	f := v.Start(t, Fail(http.StatusTooManyRequests), Fail(http.StatusServiceUnavailable), Say("finally"))
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	m := llm.WithPolicy(f.Model(), llm.DefaultRetryPolicy(), clk)
 	type result struct {
 		resp llm.Response

@@ -19,7 +19,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/batonhq/baton/runtime/clock"
+	"github.com/batonhq/baton/runtime/clock/clocktest"
 	"github.com/batonhq/baton/runtime/internal/netguard"
 	"github.com/batonhq/baton/runtime/service"
 	"github.com/batonhq/baton/scenarios"
@@ -36,12 +36,12 @@ const waitLimit = 20 * time.Second
 
 type guardServer struct {
 	url string
-	clk *clock.Fake
+	clk *clocktest.Fake
 }
 
 func newGuardServer(t *testing.T, cfg Config) *guardServer {
 	t.Helper()
-	clk := clock.NewFake(time.Date(2026, 2, 20, 23, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 2, 20, 23, 0, 0, 0, time.UTC))
 	srv, err := service.New(service.Config{DataDir: t.TempDir(), Dev: true, Clock: clk, Logger: slog.New(slog.DiscardHandler),
 		Model: service.SimModel(0, nil), Packs: scenarios.FS, EventRate: 1000, EventBurst: 1000, Contracts: []service.Contract{New(cfg)}})
 	if err != nil {

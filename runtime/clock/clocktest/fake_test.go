@@ -1,10 +1,12 @@
-package clock
+package clocktest
 
 import (
 	"context"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton/runtime/clock"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -71,7 +73,7 @@ func TestFakeResetDropsStaleValue(t *testing.T) {
 func TestSleepAndWaitFor(t *testing.T) {
 	f := NewFake(t0)
 	done := make(chan error, 1)
-	go func() { done <- Sleep(context.Background(), f, 2*time.Second) }()
+	go func() { done <- clock.Sleep(context.Background(), f, 2*time.Second) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := f.WaitFor(ctx, func(a []time.Time) bool { return len(a) == 1 }); err != nil {
@@ -83,10 +85,10 @@ func TestSleepAndWaitFor(t *testing.T) {
 	}
 	cctx, ccancel := context.WithCancel(context.Background())
 	ccancel()
-	if err := Sleep(cctx, f, time.Hour); err == nil {
+	if err := clock.Sleep(cctx, f, time.Hour); err == nil {
 		t.Fatal("Sleep ignored a cancelled context")
 	}
-	if err := Sleep(context.Background(), Real(), time.Millisecond); err != nil {
+	if err := clock.Sleep(context.Background(), clock.Real(), time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -132,10 +134,10 @@ func TestFakeWithTimeout(t *testing.T) {
 func TestSleepHonorsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := Sleep(ctx, Real(), time.Hour); !errors.Is(err, context.Canceled) {
+	if err := clock.Sleep(ctx, clock.Real(), time.Hour); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Sleep on canceled ctx = %v", err)
 	}
-	if err := Sleep(context.Background(), Real(), 0); err != nil {
-		t.Fatalf("Sleep(0) = %v", err)
+	if err := clock.Sleep(context.Background(), clock.Real(), 0); err != nil {
+		t.Fatalf("clock.Sleep(0) = %v", err)
 	}
 }
