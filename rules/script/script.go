@@ -489,8 +489,13 @@ func newVM() (*vm, error) {
 }
 
 // LoadBudget bounds the top-level code of a pack's scripts when the pack
-// loads.
-const LoadBudget = time.Second
+// loads. Like ReplayBudget, only a runaway reaches it: top-level code
+// that takes milliseconds never decides, on a slow or saturated machine,
+// whether a pack loads.
+const LoadBudget = ReplayBudget
+
+// loadBudget is LoadBudget; tests of the runaway case shorten it.
+var loadBudget = LoadBudget
 
 // check runs the files' top-level code once, within LoadBudget, so a file
 // that loops at load is refused instead of hanging its pack's load. Only
@@ -504,13 +509,13 @@ func (p *Pool) check() (*vm, error) {
 	if err != nil {
 		return nil, err
 	}
-	timer := time.AfterFunc(LoadBudget, func() { v.rt.Interrupt("load budget") })
+	timer := time.AfterFunc(loadBudget, func() { v.rt.Interrupt("load budget") })
 	err = p.load(v)
 	if !timer.Stop() && err == nil {
 		// It fired as the load ended: over budget all the same, and the
 		// interrupt is still pending in the runtime, which is dropped.
 		// No one file is to blame.
-		err = fmt.Errorf("top-level code ran longer than %s; move the work into a function", LoadBudget)
+		err = fmt.Errorf("top-level code ran longer than %s; move the work into a function", loadBudget)
 	}
 	if err != nil {
 		return nil, err
@@ -581,7 +586,7 @@ func loadError(name string, err error) error {
 	var what string
 	switch {
 	case errors.As(err, &ie):
-		st, what = ie.Stack(), fmt.Sprintf("ran longer than %s; move the work into a function", LoadBudget)
+		st, what = ie.Stack(), fmt.Sprintf("ran longer than %s; move the work into a function", loadBudget)
 	case errors.As(err, &so):
 		st, what = so.Stack(), fmt.Sprintf("exceeded the call stack (%d frames)", MaxStack)
 	case errors.As(err, &ex):

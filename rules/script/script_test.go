@@ -534,24 +534,6 @@ function hits(ctx) { return WORDS.hits(ctx.text) + "/" + baton.keywordHits(ctx.t
 	}
 }
 
-// Top-level code that never ends is stopped at LoadBudget and placed, so
-// a pack whose script loops at load cannot hang its load.
-func TestTopLevelLoopStopped(t *testing.T) {
-	for _, c := range []struct{ src, want string }{
-		{"function f() { return 1 }\nconst x = (() => { for (;;) {} })();", "loop.js:2:12: loading: top-level code ran longer than 1s; move the work into a function"},
-		{"class C { static { for (;;) {} } }\nfunction f() { return 1 }", "loop.js:1:11: loading: top-level code ran longer than 1s; move the work into a function"},
-	} {
-		f, errs := script.Compile("loop.js", c.src)
-		if len(errs) > 0 {
-			t.Fatalf("compile: %v", errs)
-		}
-		_, err := script.NewPool([]*script.File{f})
-		if err == nil || err.Error() != c.want {
-			t.Fatalf("pool over a looping script:\ngot  %v\nwant %s", err, c.want)
-		}
-	}
-}
-
 // packFiles compiles a bundled pack's scripts.
 func packFiles(t testing.TB, pack string) []*script.File {
 	t.Helper()

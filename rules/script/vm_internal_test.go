@@ -135,3 +135,25 @@ func compiled(t testing.TB, pack string) []*File {
 	}
 	return out
 }
+
+// Top-level code that never ends is stopped at the load bound and placed, so
+// a pack whose script loops at load cannot hang its load.
+func TestTopLevelLoopStopped(t *testing.T) {
+	// The real bound is a runaway's, ReplayBudget; the test's loops
+	// never end, so a short one shows the same.
+	defer func(b time.Duration) { loadBudget = b }(loadBudget)
+	loadBudget = 100 * time.Millisecond
+	for _, c := range []struct{ src, want string }{
+		{"function f() { return 1 }\nconst x = (() => { for (;;) {} })();", "loop.js:2:12: loading: top-level code ran longer than 100ms; move the work into a function"},
+		{"class C { static { for (;;) {} } }\nfunction f() { return 1 }", "loop.js:1:11: loading: top-level code ran longer than 100ms; move the work into a function"},
+	} {
+		f, errs := Compile("loop.js", c.src)
+		if len(errs) > 0 {
+			t.Fatalf("compile: %v", errs)
+		}
+		_, err := NewPool([]*File{f})
+		if err == nil || err.Error() != c.want {
+			t.Fatalf("pool over a looping script:\ngot  %v\nwant %s", err, c.want)
+		}
+	}
+}
