@@ -63,9 +63,15 @@ func (s *Session) check(t *turn, line string) []string {
 	return v
 }
 
-// replyView is the reply guardrail conditions and templates read.
+// replyView is the reply guardrail conditions and templates read. Every
+// generated line is checked, so the session's one buffer serves, unless
+// a check runs inside another's scope (a tripwire's action said a line).
 func (s *Session) replyView(t *turn, line string, v []string) *rules.ReplyView {
-	r := &rules.ReplyView{Text: line, Role: t.role, Violations: v, Attempt: t.guard.answers}
+	r := &s.reply
+	if s.env.Reply() == r {
+		r = new(rules.ReplyView)
+	}
+	*r = rules.ReplyView{Text: line, Role: t.role, Violations: v, Attempt: t.guard.answers}
 	if role, ok := s.p.Role(t.role); ok {
 		r.Limits = role.GuardLimits()
 	}

@@ -67,7 +67,8 @@ type Session struct {
 	timers  timerTable
 	rng     *rand.Rand
 	scripts scriptRuns
-	reqs    requests // requests.go
+	reqs    requests        // requests.go
+	reply   rules.ReplyView // the reply in scope while a line is checked (guardrail.go)
 
 	cand        candidate   // candidate.go
 	conf        confidence  // confidence.go

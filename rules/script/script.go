@@ -751,12 +751,16 @@ func (p *Pool) Run(c Call) (out any, err error) {
 		// landed, it would hit the next caller. Drop the runtime.
 		v.spent = true
 	}
-	var ie *goja.InterruptedError
-	if interrupted := errors.As(err, &ie); interrupted || fired || took >= budget {
-		at := ""
-		if interrupted {
+	interrupted, at := false, ""
+	if err != nil {
+		// Only here: ie escapes, and a call that returned cleanly
+		// should not pay for it.
+		var ie *goja.InterruptedError
+		if interrupted = errors.As(err, &ie); interrupted {
 			at = stackPos(ie.Stack())
 		}
+	}
+	if interrupted || fired || took >= budget {
 		return nil, &RunError{Kind: "timeout", Pos: at, Msg: fmt.Sprintf("%s: stopped after its %s budget", c.Func, budget), Took: took}
 	}
 	if err != nil {
