@@ -3,13 +3,10 @@ package engine_test
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/fstest"
 
@@ -17,6 +14,7 @@ import (
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/rules/script/scripttest"
 )
 
 // A broken script is a load error naming the file and position. The cases
@@ -147,36 +145,6 @@ func TestScriptBudgetIsARecordedFact(t *testing.T) {
 	}
 }
 
-// repeatedWords is a message of 500 different words and the last one
-// again. The regex pack's route finds the repetition after about a quarter
-// of a second of backtracking on an idle machine: far past the pack's 1ms
-// budget, far inside script.ReplayBudget.
-func repeatedWords() string {
-	var b strings.Builder
-	for i := range 500 {
-		fmt.Fprintf(&b, "w%d ", i)
-	}
-	b.WriteString("w499")
-	return b.String()
-}
-
-// busy keeps n goroutines spinning until the test ends, so that what the
-// test checks is checked on a loaded machine.
-func busy(t testing.TB, n int) {
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			for !stop.Load() {
-			}
-		})
-	}
-	t.Cleanup(func() {
-		stop.Store(true)
-		wg.Wait()
-	})
-}
-
 func loadPack(t testing.TB, name string) *rules.Pack {
 	t.Helper()
 	p, err := rules.Load(os.DirFS(filepath.Join("testdata", "packs", name)), ".")
@@ -187,7 +155,7 @@ func loadPack(t testing.TB, name string) *rules.Pack {
 }
 
 func repeatedInput() engine.Input {
-	return engine.Input{T: 1000, Type: engine.InputCandidate, Candidate: &engine.CandidateEvent{Type: engine.EventMessage, Text: repeatedWords()}}
+	return engine.Input{T: 1000, Type: engine.InputCandidate, Candidate: &engine.CandidateEvent{Type: engine.EventMessage, Text: scripttest.RepeatedWords()}}
 }
 
 // A session no host runs live is the same on every machine: the regex
@@ -216,7 +184,7 @@ func TestOfflineScriptsIgnoreTheMachine(t *testing.T) {
 	if !bytes.Contains(idle, []byte(`"intent_tag":"repeated_w499"`)) {
 		t.Fatalf("the route did not find the repeated word: %s", idle)
 	}
-	busy(t, runtime.GOMAXPROCS(0))
+	scripttest.Busy(t, runtime.GOMAXPROCS(0))
 	if loaded := run(); !bytes.Equal(idle, loaded) {
 		t.Fatalf("effects differ under load:\nidle   %s\nloaded %s", idle, loaded)
 	}
@@ -244,7 +212,7 @@ func TestLiveScriptStopIsRecorded(t *testing.T) {
 			t.Fatalf("stop reported as %q", e.Reason)
 		}
 	}
-	busy(t, runtime.GOMAXPROCS(0))
+	scripttest.Busy(t, runtime.GOMAXPROCS(0))
 	in := repeatedInput()
 	in.Scripts = facts
 	replay, err := engine.New(p, opts).Step(in, nil)

@@ -7,14 +7,13 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dlclark/regexp2/v2"
 
 	"github.com/batonhq/baton/rules/script"
+	"github.com/batonhq/baton/rules/script/scripttest"
 	"github.com/batonhq/baton/scenarios"
 )
 
@@ -148,43 +147,16 @@ const repeatedJS = `function repeated(ctx) {
   return m ? m[1] : null;
 }`
 
-// repeatedText is 500 different words and the last one again.
-func repeatedText() string {
-	var b strings.Builder
-	for i := range 500 {
-		fmt.Fprintf(&b, "w%d ", i)
-	}
-	b.WriteString("w499")
-	return b.String()
-}
-
-// busy keeps n goroutines spinning until the test ends, so that what the
-// test checks is checked on a loaded machine.
-func busy(t testing.TB, n int) {
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			for !stop.Load() {
-			}
-		})
-	}
-	t.Cleanup(func() {
-		stop.Store(true)
-		wg.Wait()
-	})
-}
-
 // A backtracking match finds what it finds however loaded the machine:
 // offline it runs to its end, and under a wall-clock budget it either
 // finishes or its call is stopped, never a match given up and reported
 // as none.
 func TestRegexpResultDoesNotDependOnTheMachine(t *testing.T) {
 	p := pool(t, repeatedJS)
-	arg := map[string]any{"text": repeatedText()}
+	arg := map[string]any{"text": scripttest.RepeatedWords()}
 	for _, load := range []int{0, runtime.GOMAXPROCS(0)} {
 		t.Run(fmt.Sprintf("busy=%d", load), func(t *testing.T) {
-			busy(t, load)
+			scripttest.Busy(t, load)
 			if got, err := p.Run(script.Call{Func: "repeated", Arg: arg, Replay: true}); err != nil || got != "w499" {
 				t.Fatalf("offline: %v %v, want w499", got, err)
 			}

@@ -311,14 +311,7 @@ func TestNodeNameInUse(t *testing.T) {
 		cfg.Node, cfg.Logger, cfg.LeaseTTL, cfg.Clock = "a", quiet, fakeTTL, clk
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		done := make(chan error, 1)
-		go func() {
-			c, err := Open(ctx, cfg)
-			if err == nil {
-				c.Close()
-			}
-			done <- err
-		}()
+		done := openInBackground(ctx, cfg)
 		waited := time.Duration(0)
 		for {
 			// Open waits a quarter TTL between tries: move its clock
@@ -355,14 +348,7 @@ func TestNodeNameInUse(t *testing.T) {
 		cfg.Node, cfg.Logger, cfg.Clock = "a", quiet, clk
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		done := make(chan error, 1)
-		go func() {
-			c, err := Open(ctx, cfg)
-			if err == nil {
-				c.Close()
-			}
-			done <- err
-		}()
+		done := openInBackground(ctx, cfg)
 		// The new process finds the lease and waits a quarter TTL of its
 		// clock; its clock moves on only once the server has expired it.
 		waitFor(t, 30*time.Second, "the second process waiting or returning", func() bool {
@@ -382,4 +368,18 @@ func TestNodeNameInUse(t *testing.T) {
 			t.Fatal("the restart did not take the expired lease")
 		}
 	})
+}
+
+// openInBackground opens a node with cfg while the test moves its clock,
+// closes it if it opened, and sends what Open returned.
+func openInBackground(ctx context.Context, cfg Config) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		c, err := Open(ctx, cfg)
+		if err == nil {
+			c.Close()
+		}
+		done <- err
+	}()
+	return done
 }

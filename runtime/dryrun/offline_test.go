@@ -3,16 +3,13 @@ package dryrun_test
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"runtime"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/rules/script/scripttest"
 	"github.com/batonhq/baton/runtime/dryrun"
 	"github.com/batonhq/baton/runtime/events"
 )
@@ -27,12 +24,7 @@ func TestScriptsRunOffline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var text strings.Builder
-	for i := range 500 {
-		fmt.Fprintf(&text, "w%d ", i)
-	}
-	text.WriteString("w499")
-	evs := []events.Timed{{T: 1000, Event: engine.CandidateEvent{Type: engine.EventMessage, Text: text.String()}}}
+	evs := []events.Timed{{T: 1000, Event: engine.CandidateEvent{Type: engine.EventMessage, Text: scripttest.RepeatedWords()}}}
 	run := func() []byte {
 		res, err := dryrun.Run(p, dryrun.Options{Events: evs, Seed: 1})
 		if err != nil {
@@ -53,17 +45,8 @@ func TestScriptsRunOffline(t *testing.T) {
 	if !bytes.Contains(idle, []byte("repeated_w499")) {
 		t.Fatalf("the route did not find the repeated word: %s", idle)
 	}
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for !stop.Load() {
-			}
-		})
-	}
+	scripttest.Busy(t, runtime.GOMAXPROCS(0))
 	loaded := run()
-	stop.Store(true)
-	wg.Wait()
 	if !bytes.Equal(idle, loaded) {
 		t.Fatalf("the timeline differs on a loaded machine:\nidle   %s\nloaded %s", idle, loaded)
 	}
