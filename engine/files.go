@@ -34,7 +34,7 @@ func (f *files) init(s *Session) {
 	f.docs = make([]doc, len(slots))
 	for i := range slots {
 		d := &f.docs[i]
-		d.text, d.at = slots[i].Initial, -1
+		d.text, d.at = slots[i].InitialOf(s.in), -1
 		if d.text != "" {
 			// Written when the session was created: it counts.
 			d.writes, d.at = 1, 0

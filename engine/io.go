@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/batonhq/baton/rules"
 )
@@ -425,9 +427,11 @@ type Preparation struct {
 // LLMRequest is everything an LLM adapter needs for one turn. It mirrors the
 // seed's agent-workflow input (§5.3) and adds the persona and limits.
 type LLMRequest struct {
-	Role     string `json:"role"`
-	Kind     string `json:"kind"`
-	TurnGoal string `json:"turn_goal"`
+	// SessionID is the session's id (Options.SessionID), if the host set one.
+	SessionID string `json:"session_id,omitempty"`
+	Role      string `json:"role"`
+	Kind      string `json:"kind"`
+	TurnGoal  string `json:"turn_goal"`
 	// Provider, Model and MaxTokens are the role's model choice
 	// (rules.ModelChoice): the vendor ("" for the host's), the model
 	// name and the answer's token cap (0: the vendor's default).
@@ -441,7 +445,7 @@ type LLMRequest struct {
 	// CandidateLastMessage is the newest candidate message, if any.
 	CandidateLastMessage string           `json:"candidate_last_message"`
 	TranscriptTail       []TranscriptLine `json:"transcript_tail"`
-	ScenarioContext      []KV             `json:"scenario_context"`
+	ScenarioContext      Context          `json:"scenario_context"`
 	Constraints          Constraints      `json:"constraints"`
 	TimeoutMS            int64            `json:"timeout_ms"`
 	// Assembly is the role's order of the system prompt's parts: the
@@ -511,6 +515,58 @@ type TranscriptLine struct {
 type KV struct {
 	Key   string `json:"key"`
 	Value string `json:"value"`
+}
+
+// Context is the scenario context: a JSON object whose keys keep the
+// pack's order, so requests serialize identically and read as written.
+type Context []KV
+
+// MarshalJSON writes the context as an object, in order.
+func (c Context) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, kv := range c {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k, err := json.Marshal(kv.Key)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(kv.Value)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(append(b, k...), ':'), v...)
+	}
+	return append(b, '}'), nil
+}
+
+// UnmarshalJSON reads an object in its order (or the older list of
+// {key, value} pairs).
+func (c *Context) UnmarshalJSON(data []byte) error {
+	var list []KV
+	if err := json.Unmarshal(data, &list); err == nil {
+		*c = list
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return fmt.Errorf("scenario_context: want an object")
+	}
+	out := Context{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var v string
+		if err := dec.Decode(&v); err != nil {
+			return fmt.Errorf("scenario_context %q: %w", t, err)
+		}
+		out = append(out, KV{Key: t.(string), Value: v})
+	}
+	*c = out
+	return nil
 }
 
 // Constraints are the output limits the guardrails will enforce.

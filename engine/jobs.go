@@ -116,7 +116,7 @@ func (j *jobs) run(s *Session, job *rules.Job, args map[string]any, overlap rule
 	pop()
 	id := s.nextID('j')
 	req := &LLMRequest{
-		Role: role, Kind: "job", TurnGoal: job.ID, Job: job.ID,
+		SessionID: s.opts.SessionID, Role: role, Kind: "job", TurnGoal: job.ID, Job: job.ID,
 		System: s.persona(role), Prompt: prompt, Background: !phase,
 		TranscriptTail:  append([]TranscriptLine(nil), s.transcript.tail(s.p.LLM.TranscriptTail)...),
 		ScenarioContext: s.transcript.context, TimeoutMS: job.Timeout.MS,
@@ -127,8 +127,8 @@ func (j *jobs) run(s *Session, job *rules.Job, args map[string]any, overlap rule
 		req.Schema = sc.JSON()
 	}
 	if job.Attachments {
-		for _, a := range s.p.Scenario.Attachments {
-			req.Attachments = append(req.Attachments, Attachment{Name: a.ID, MIME: a.MIME, Data: a.Data})
+		for _, a := range s.p.AttachmentsOf(s.in) {
+			req.Attachments = append(req.Attachments, Attachment{Name: a.Name, MIME: a.MediaType, Data: a.Data})
 		}
 	}
 	j.running = append(j.running, jobEntry{id: id, job: job, role: role, args: args, phase: phase})

@@ -92,7 +92,10 @@ func (s *Session) slot(role, name string) string {
 	}
 	pr, ok := s.p.Role(role)
 	if !ok {
-		return s.memory.session[name]
+		if v, ok := s.memory.session[name]; ok {
+			return v
+		}
+		return s.inputText(name)
 	}
 	if v, ok := pr.Slots.Get(name); ok {
 		return v
@@ -107,6 +110,15 @@ func (s *Session) slot(role, name string) string {
 		return pr.Voice
 	case "MEMORY":
 		return strings.Join(s.memory.notes[i], "\n")
+	}
+	return s.inputText(name)
+}
+
+// inputText is a session input as a template's {{NAME}} shows it, or ""
+// when the pack declares no input of that name.
+func (s *Session) inputText(name string) string {
+	if _, ok := s.p.Input(name); ok {
+		return s.in.Text(name)
 	}
 	return ""
 }

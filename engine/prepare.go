@@ -493,8 +493,9 @@ var keyFields = map[string]string{
 	"Constraints": "compared", "TimeoutMS": "compared", "Assembly": "compared", "Files": "compared", "Tools": "compared",
 	"ToolRounds": "json", "Job": "json", "Prompt": "json", "Schema": "json", "Background": "json",
 	"Attachments": "json", "Correction": "json", "Sequence": "json", "Prepare": "left out",
-	// The pack fixes Human: two requests of one session always agree on it.
-	"Human": "left out",
+	// The pack fixes Human and the host SessionID: two requests of one
+	// session always agree on them.
+	"Human": "left out", "SessionID": "left out",
 }
 
 // changed names the parts of a request that differ, for reports.

@@ -245,6 +245,15 @@ var facadeFields = map[string]func(f *facade) (any, bool){
 		}
 		return vars, true
 	},
+	// The session's inputs, supplied or default: copies, like args.
+	"inputs": func(f *facade) (any, bool) {
+		ins := make(map[string]any, len(f.s.p.Inputs))
+		for _, d := range f.s.p.Inputs {
+			v, _ := f.s.in.Value(d.ID)
+			ins[d.ID] = cloneData(v)
+		}
+		return ins, true
+	},
 	"constants": func(f *facade) (any, bool) {
 		consts := make(map[string]any, len(f.s.p.Constants))
 		for _, c := range f.s.p.Constants {

@@ -403,7 +403,7 @@ func (q *sequences) ask(s *Session, r *seqRun, role string) {
 		timeout = min(timeout, r.deadline-s.now)
 	}
 	req := &LLMRequest{
-		Role: role, Kind: "sequence", TurnGoal: seq.ID, System: s.injected(role, s.persona(role), true),
+		SessionID: s.opts.SessionID, Role: role, Kind: "sequence", TurnGoal: seq.ID, System: s.injected(role, s.persona(role), true),
 		Prompt: r.prompt, TimeoutMS: timeout,
 		Sequence: &SequenceCall{ID: seq.ID, RunID: r.runID, Round: r.round, Call: r.calls},
 	}

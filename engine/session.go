@@ -42,6 +42,11 @@ type Options struct {
 	// is the same on every machine. In the log header, it keeps a
 	// recovered live session measuring after its replay.
 	LiveBudgets bool `json:"live_budgets,omitempty"`
+	// SessionID, if set, is the id model requests carry (session_id).
+	SessionID string `json:"session_id,omitempty"`
+	// Inputs are what the session supplied for the pack's declared
+	// inputs (rules.Supplied); the rest take their defaults.
+	Inputs rules.Supplied `json:"inputs,omitempty"`
 }
 
 // maxSettle bounds the passes settle makes after one event. A pack whose
@@ -55,10 +60,13 @@ const maxSettle = 64
 // the Session holds one of each and the clock, the timer table and the
 // effect buffer they share.
 type Session struct {
-	p    *rules.Pack
-	env  *rules.Env
-	out  []Effect
-	opts Options
+	p   *rules.Pack
+	in  *rules.Inputs
+	env *rules.Env
+	// refused is the pack's refusal of the session's inputs, if any.
+	refused error
+	out     []Effect
+	opts    Options
 
 	now     int64
 	started bool
@@ -95,8 +103,32 @@ type Session struct {
 
 // New starts a session of pack p at time 0. The first Step runs the
 // session-start rules and whatever is due at its time.
+//
+// A session whose Options.Inputs the pack refuses takes no input: every
+// Step returns the refusal (Open returns it at once).
 func New(p *rules.Pack, opts Options) *Session {
-	s := &Session{p: p, env: p.NewEnv(), opts: opts}
+	s, _ := Open(p, opts)
+	return s
+}
+
+// Open is New that returns the pack's refusal of the session's inputs
+// (rules.InputErrors) as an error; the session it returns with one takes
+// no input. Hosts that admit sessions check the inputs with Pack.Bind
+// first, so a refusal is answered before anything is logged.
+func Open(p *rules.Pack, opts Options) (*Session, error) {
+	in, err := p.Bind(opts.Inputs, rules.BindOptions{})
+	if err != nil {
+		in, _ = p.Bind(nil, rules.BindOptions{})
+	}
+	s := newSession(in, opts)
+	s.refused = err
+	return s, err
+}
+
+func newSession(in *rules.Inputs, opts Options) *Session {
+	p := in.Pack()
+	s := &Session{p: p, in: in, env: p.NewEnv(), opts: opts}
+	s.env.SetInputs(in)
 	s.rng = rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
 	s.env.SetHost(envHost{s})
 	for _, f := range [...]feature{
@@ -110,6 +142,9 @@ func New(p *rules.Pack, opts Options) *Session {
 	}
 	return s
 }
+
+// Inputs are the session's inputs, supplied or default.
+func (s *Session) Inputs() *rules.Inputs { return s.in }
 
 // feature is a part of a session with state of its own to set up. A new
 // feature is its own file, its field in Session, its place in New's
@@ -183,6 +218,9 @@ func (s *Session) Step(in Input, out []Effect) ([]Effect, error) {
 	defer func() { s.out = nil }()
 	if in.T < s.now {
 		return out, fmt.Errorf("%w: input at %dms, session at %dms", ErrTimeBackwards, in.T, s.now)
+	}
+	if s.refused != nil {
+		return out, fmt.Errorf("%w: %w", ErrBadInput, s.refused)
 	}
 	if s.ended {
 		if in.Type == InputAdvance {

@@ -4,12 +4,12 @@ package engine
 // requests, and the scenario context they all carry.
 type transcript struct {
 	lines   []TranscriptLine
-	context []KV // built once and shared by requests; hosts must not modify
+	context Context // built once and shared by requests; hosts must not modify
 }
 
 func (t *transcript) init(s *Session) {
 	p := s.p
-	for _, kv := range p.Scenario.Context {
+	for _, kv := range p.ScenarioContext(s.in) {
 		t.context = append(t.context, KV{Key: kv.Key, Value: kv.Value})
 	}
 }

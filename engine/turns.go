@@ -288,6 +288,7 @@ func (s *Session) peekRequest(t *turn) *LLMRequest { return s.request(t, false) 
 func (s *Session) request(t *turn, take bool) *LLMRequest {
 	p := s.p
 	req := &LLMRequest{
+		SessionID:            s.opts.SessionID,
 		Role:                 t.role,
 		Kind:                 t.kind,
 		TurnGoal:             t.goal,

@@ -28,6 +28,7 @@ func (c *compiler) check() {
 	c.index()
 	c.roles()
 	c.checkFiles()
+	c.checkInputRefs()
 	c.checkAssemblies()
 	p.LLM.ContextBudget.check(c)
 	for i := range p.Templates {

@@ -81,6 +81,8 @@ type compiler struct {
 	// name a turn's goal at run time; warnings look at both.
 	turns        []checkedTurn
 	dynamicGoals bool
+	// inputConsts are the inputs durations and numbers name, as constants.
+	inputConsts map[string]*Constant
 }
 
 func compile(p *Pack, errs *ErrorList) {
@@ -294,6 +296,11 @@ func (c *compiler) constants() {
 			c.errorf(k.Pos, "constant %q shadows a built-in name", k.ID)
 		}
 	}
+	for _, in := range c.p.Inputs {
+		if first, dup := seen[in.ID]; dup {
+			c.errorf(in.Pos, "input %q: a constant or variable of that name is defined at %s", in.ID, first)
+		}
+	}
 }
 
 func (c *compiler) constant(name string) (*Constant, bool) {
@@ -302,7 +309,42 @@ func (c *compiler) constant(name string) (*Constant, bool) {
 			return &c.p.Constants[i], true
 		}
 	}
-	return nil, false
+	return c.inputConstant(name)
+}
+
+func (c *compiler) isConstant(name string) bool {
+	return slices.ContainsFunc(c.p.Constants, func(k Constant) bool { return k.ID == name })
+}
+
+// inputConstant is a session input standing where a constant would: a
+// duration or number input, with the value the pack is compiled with
+// (its default, or the session's in a pack Bind compiled).
+func (c *compiler) inputConstant(name string) (*Constant, bool) {
+	in, ok := c.p.Input(name)
+	if !ok {
+		return nil, false
+	}
+	if k, ok := c.inputConsts[name]; ok {
+		return k, true
+	}
+	in.timed = true
+	v := in.def
+	if o, ok := c.p.over[name]; ok {
+		v = o
+	}
+	k := &Constant{Pos: in.Pos, ID: name, Value: v, Norm: v, IsDuration: in.Type == InputDuration}
+	switch in.Type {
+	case InputNumber, InputDuration:
+	default:
+		// Text where a time or a number belongs cannot be checked once
+		// for every session: say so where the input is declared.
+		k.Norm = in.Type.String() + " input"
+	}
+	if c.inputConsts == nil {
+		c.inputConsts = map[string]*Constant{}
+	}
+	c.inputConsts[name] = k
+	return k, true
 }
 
 var (
@@ -430,6 +472,11 @@ func (c *compiler) resolveDuration(d *Duration) {
 	if d.Ref == "" {
 		return
 	}
+	if in, ok := c.p.Input(d.Ref); ok && !c.isConstant(d.Ref) && in.Type != InputDuration {
+		c.errorf(d.Pos, "input %q is a %s input; a duration names a duration input (type: duration)", d.Ref, in.Type)
+		d.broken = true
+		return
+	}
 	k, ok := c.constant(d.Ref)
 	switch {
 	case !ok:
@@ -466,6 +513,10 @@ func (c *compiler) badDurationConstant(k *Constant, text string, use Pos) {
 
 func (c *compiler) resolveNumber(n *Number) {
 	if n.Ref == "" {
+		return
+	}
+	if in, ok := c.p.Input(n.Ref); ok && !c.isConstant(n.Ref) && in.Type != InputNumber {
+		c.errorf(n.Pos, "input %q is a %s input; a number names a number input (type: number)", n.Ref, in.Type)
 		return
 	}
 	k, ok := c.constant(n.Ref)

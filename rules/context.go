@@ -198,6 +198,13 @@ func (p *Pack) readFileSources(fsys fs.FS, errs *ErrorList, hash func(string, []
 				f.initial[k] = f.Text
 				continue
 			}
+			if id, ok := inputRef(f.From); ok {
+				// The session's (FileSlot.InitialOf); the default until then.
+				if in, ok := p.Input(id); ok {
+					f.initial[k] = in.textDefault()
+				}
+				continue
+			}
 			if role == "" && strings.Contains(f.From, "{role}") {
 				break // the checker says why
 			}

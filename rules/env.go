@@ -302,6 +302,9 @@ func (p *Pack) NewEnv() *Env {
 		e.m[v.ID] = normalize(v.Initial)
 		e.vars[v.ID] = reflect.ValueOf(e.m[v.ID]).Kind()
 	}
+	for i := range p.Inputs {
+		e.m[p.Inputs[i].ID] = p.Inputs[i].def
+	}
 	e.m["candidate"] = &e.Candidate
 	e.m["msg"] = &e.Msg
 	e.m["session"] = &e.Session
@@ -322,6 +325,17 @@ func (p *Pack) NewEnv() *Env {
 		e.roleVals[r.ID] = r.ID
 	}
 	return e
+}
+
+// SetInputs gives expressions a session's input values in place of the
+// defaults NewEnv starts with.
+func (e *Env) SetInputs(in *Inputs) {
+	for id, v := range in.vals {
+		e.m[id] = v
+	}
+	if in.pack.Scenario.ContextFrom.Val != "" {
+		e.m["scenario"] = in.pack.scenarioMapOf(in)
+	}
 }
 
 // SetHost connects the session state behind the panel functions.
@@ -546,6 +560,10 @@ func (p *Pack) buildEnvSpec() {
 		s.decl[v.ID] = normalize(v.Initial)
 		s.names[v.ID] = "variable"
 	}
+	for i := range p.Inputs {
+		s.decl[p.Inputs[i].ID] = p.Inputs[i].def
+		s.names[p.Inputs[i].ID] = "input"
+	}
 	for _, v := range views {
 		s.decl[v.name] = reflect.New(v.typ).Interface()
 	}
@@ -564,9 +582,11 @@ func (p *Pack) buildEnvSpec() {
 }
 
 // scenarioMap is the scenario context as `scenario.KEY`.
-func (p *Pack) scenarioMap() map[string]string {
+func (p *Pack) scenarioMap() map[string]string { return p.scenarioMapOf(nil) }
+
+func (p *Pack) scenarioMapOf(in *Inputs) map[string]string {
 	m := map[string]string{"id": p.Scenario.ID, "title": p.Scenario.Title}
-	for _, kv := range p.Scenario.Context {
+	for _, kv := range p.ScenarioContext(in) {
 		m[kv.Key] = kv.Value
 	}
 	return m

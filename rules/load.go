@@ -45,14 +45,19 @@ func Load(fsys fs.FS, dir string) (*Pack, error) {
 // through the pack's own view of fsys, which refuses names that a symbolic
 // link takes outside the folder; the Pack's FS is that view too, so pack
 // tests and the dry run read what the load checked.
-func LoadFS(fsys fs.FS) (*Pack, error) {
+func LoadFS(fsys fs.FS) (*Pack, error) { return loadFS(fsys, nil) }
+
+// loadFS loads a pack, with the inputs in over taking those values where
+// a duration or number names them (Bind).
+func loadFS(fsys fs.FS, over map[string]any) (*Pack, error) {
 	var errs ErrorList
 	fsys = packFS{fsys}
-	p := &Pack{FS: fsys}
+	p := &Pack{FS: fsys, boundCache: &boundCache{sources: map[string][]byte{}}, over: over}
 	h := sha256.New()
 	hashFile := func(name string, data []byte) {
 		fmt.Fprintf(h, "%s\x00%d\x00", name, len(data))
 		h.Write(data)
+		p.sources[name] = data
 	}
 
 	yamlLeft := int64(MaxYAML)
@@ -170,8 +175,12 @@ func LoadFS(fsys fs.FS) (*Pack, error) {
 	}
 
 	p.scriptFiles = loadScripts(fsys, &errs, hashFile)
+	p.readInputs(fsys, &errs, hashFile)
 	for i := range p.Scenario.Attachments {
 		a := &p.Scenario.Attachments[i]
+		if _, ok := inputRef(a.File); ok {
+			continue // the session's files (checked by the compiler)
+		}
 		clean := path.Clean(a.File)
 		if a.File == "" || !fs.ValidPath(clean) {
 			errs.add(a.Pos, "attachment %s: file must be a path inside the pack folder", a.ID)

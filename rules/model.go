@@ -32,8 +32,10 @@ type Pack struct {
 	// Tick quantizes time: deadlines round up to it, inputs round down.
 	Tick Duration `yaml:"tick"`
 	// Duration is the longest a session may run; it ends there regardless.
-	Duration         Duration         `yaml:"duration"`
-	Constants        []Constant       `yaml:"constants"`
+	Duration  Duration   `yaml:"duration"`
+	Constants []Constant `yaml:"constants"`
+	// Inputs are what each session may or must bring (inputs.go).
+	Inputs           []Input          `yaml:"inputs"`
 	Vars             []Var            `yaml:"vars"`
 	Scenario         Scenario         `yaml:"scenario"`
 	LLM              LLMConfig        `yaml:"llm"`
@@ -68,7 +70,11 @@ type Pack struct {
 	// each at file:line:col, sorted. They never stop a pack loading;
 	// a pack that does not load has none.
 	Warnings ErrorList `yaml:"-"`
-	roles    map[string]int
+	*boundCache
+	// over are input values compiled in where durations and numbers name
+	// them (Bind); nil in a pack as loaded.
+	over  map[string]any
+	roles map[string]int
 	// Context files (context.go, assembly.go).
 	fileByID   map[string]int
 	fileByPath map[string]int
@@ -118,6 +124,9 @@ type Scenario struct {
 	ID      string `yaml:"id"`
 	Title   string `yaml:"title"`
 	Context StrMap `yaml:"context"`
+	// ContextFrom, input:NAME, names an object input whose entries join
+	// the context for each session (ScenarioContext).
+	ContextFrom At[string] `yaml:"context_from"`
 	// Attachments are files in the pack folder (documents, slides, images)
 	// that jobs with attachments: true send to the model as parts.
 	Attachments []Attachment `yaml:"attachments"`
@@ -138,7 +147,8 @@ func (p *Pack) HumanName() string {
 	return DefaultHuman
 }
 
-// Attachment is a file handed to the model.
+// Attachment is a file handed to the model: a pack file, or input:NAME
+// for the files a session supplies.
 type Attachment struct {
 	Pos
 	ID   string `yaml:"id"`

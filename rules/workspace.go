@@ -24,6 +24,9 @@ type Workspace struct {
 	// Files are the starting files: path in the workspace to file in the
 	// pack folder. The first is the one open.
 	Files []WorkspaceFile `yaml:"files"`
+	// From, input:NAME, takes the starting files from a file input
+	// instead, each at its name (WorkspaceOf).
+	From At[string] `yaml:"from"`
 	// Tools binds client tools to what the workspace does: open (its
 	// numbered content) or write (replace, or line edits).
 	Tools []WorkspaceTool `yaml:"tools"`
@@ -154,7 +157,7 @@ func (w *Workspace) check(c *compiler) {
 			c.errorf(w.OnChange.Pos, "workspace.on_change: no rule has trigger: %s, so the change would go unnoticed (and a live client's event be refused)", ev)
 		}
 	}
-	if len(w.Tools) > 0 && len(w.Files) == 0 {
+	if len(w.Tools) > 0 && len(w.Files) == 0 && w.From.Val == "" {
 		c.errorf(w.Pos, "workspace: tools are bound but no files are given; add files: {index.js: files/index.js}")
 	}
 }
