@@ -22,9 +22,11 @@ const FormatVersion = 1
 // corruption, so the reader stops there instead of allocating it.
 const MaxRecord = 4 << 20
 
-// MaxHeader bounds the header record. A live log with no whole header is
-// unborn only if it is no longer than Create's one write could make it.
-const MaxHeader = 64 << 10
+// MaxHeader bounds the header record, which carries the session's inputs
+// and their files (rules.MaxInputFiles, base64 in JSON). A live log with
+// no whole header is unborn only if it is no longer than Create's one
+// write could make it.
+const MaxHeader = MaxRecord
 
 const maxUnborn = len(Magic) + frame + MaxHeader
 
