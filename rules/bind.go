@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing/fstest"
 )
 
 // Supplied is what a session brings for a pack's inputs, before Bind
@@ -289,11 +288,7 @@ func (p *Pack) compiledWith(timed []string, vals map[string]any) (*Pack, error) 
 		id, _, _ := strings.Cut(kv, "=")
 		over[id] = vals[id]
 	}
-	fsys := fstest.MapFS{}
-	for name, data := range p.sources {
-		fsys[name] = &fstest.MapFile{Data: data}
-	}
-	b, err := loadFS(fsys, over)
+	b, err := loadFS(memFS(p.sources), over)
 	if err != nil {
 		// The pack's checks hold for the values it was written with; a
 		// supplied value can break one (a window past the session's end).
