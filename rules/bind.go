@@ -146,6 +146,20 @@ func (p *Pack) Bind(sup Supplied, opt BindOptions) (*Inputs, error) {
 			timed = append(timed, decl.ID+"="+string(canon[decl.ID]))
 		}
 	}
+	if len(errs) == 0 {
+		// Each input holds to its own limit; together they hold to what a
+		// session's log carries.
+		var total int64
+		for _, files := range in.files {
+			for _, f := range files {
+				total += int64(len(f.Data))
+			}
+		}
+		if total > MaxInputFiles {
+			errs = append(errs, &InputError{Code: CodeInputTooLarge,
+				Msg: fmt.Sprintf("the session's files are %s together; at most %s", sizeWords(total), sizeWords(MaxInputFiles))})
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errs
 	}

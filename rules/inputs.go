@@ -176,7 +176,6 @@ func (in *Input) SchemaJSON() []byte {
 // pack folder.
 func (p *Pack) readInputs(fsys fs.FS, errs *ErrorList, hashFile func(string, []byte)) {
 	seen := map[string]Pos{}
-	var total int64
 	for i := range p.Inputs {
 		in := &p.Inputs[i]
 		if !isIdent(in.ID) {
@@ -190,12 +189,6 @@ func (p *Pack) readInputs(fsys fs.FS, errs *ErrorList, hashFile func(string, []b
 			errs.add(in.Pos, "input %q shadows a built-in name", in.ID)
 		}
 		in.check(fsys, errs, hashFile)
-		if in.Type == InputFile {
-			total += in.maxTotal
-		}
-	}
-	if total > MaxInputFiles {
-		errs.add(p.Inputs[0].Pos, "inputs: the file inputs may bring %s together; a session's files are at most %s (lower max_total)", sizeWords(total), sizeWords(MaxInputFiles))
 	}
 }
 
@@ -269,7 +262,7 @@ func (in *Input) check(fsys fs.FS, errs *ErrorList, hashFile func(string, []byte
 		}
 	case InputFile:
 		in.maxBytes = in.size(in.MaxBytes, "max_bytes", DefaultInputBytes, bad)
-		in.maxTotal = in.size(in.MaxTotal, "max_total", in.maxBytes*int64(in.MaxFilesOf()), bad)
+		in.maxTotal = in.size(in.MaxTotal, "max_total", min(in.maxBytes*int64(in.MaxFilesOf()), MaxInputFiles), bad)
 		if in.MaxFiles < 0 || in.MaxFiles > MaxInputCount {
 			bad("max_files %d: between 1 and %d", in.MaxFiles, MaxInputCount)
 		}
@@ -696,7 +689,12 @@ type InputError struct {
 	Msg   string `json:"message"`
 }
 
-func (e *InputError) Error() string { return "input " + e.Input + ": " + e.Msg }
+func (e *InputError) Error() string {
+	if e.Input == "" {
+		return "inputs: " + e.Msg
+	}
+	return "input " + e.Input + ": " + e.Msg
+}
 
 // InputErrors are every refused input of a start, in declaration order.
 type InputErrors []*InputError

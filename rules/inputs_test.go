@@ -206,7 +206,7 @@ func TestInputDeclarationErrors(t *testing.T) {
 		{"enum without values", `X: {type: enum}`, `an enum lists its values`},
 		{"bad default", `X: {type: number, max: 3, default: 9}`, `input X: default: 9 is above the maximum 3`},
 		{"bad size", `X: {type: file, max_bytes: lots}`, `bad size "lots"`},
-		{"files over the session limit", `X: {type: file, max_bytes: 2MiB, max_files: 2}`, `a session's files are at most 2 MiB`},
+		{"files over the session limit", `X: {type: file, max_bytes: 3MiB}`, `a session's files are at most 2 MiB`},
 		{"missing default file", `X: {type: file, default: files/none.md}`, `default "files/none.md"`},
 		{"shadows a constant", "X: {type: text}\nconstants: {X: 1}", `input "X": a constant or variable of that name`},
 		{"text as a duration", "X: {type: text}\ntick: X", `input "X" is a text input; a duration names a duration input`},

@@ -1,0 +1,3 @@
+function greeting(ctx) {
+  return [{emit: {text: "hello " + ctx.inputs.CANDIDATE + " with " + ctx.inputs.notes.length + " note file(s)"}}];
+}
