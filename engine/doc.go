@@ -13,7 +13,10 @@
 // runs one loop per session, in the manner of etcd's raft:
 //
 //  1. Build the session: s := New(pack, opts). Store opts in the log
-//     header; a replay builds the same session from them.
+//     header; a replay builds the same session from them. opts.Inputs
+//     are the session's own material (the pack's declared inputs); a host
+//     that admits sessions checks them first with pack.Bind, so a refusal
+//     is answered before anything is logged, and Open reports one.
 //  2. Prepare second 0, if the host can wait before starting the clock:
 //     when s.NeedsPrepare() reports lines due within their lead of second
 //     0, step a prepare input at T 0, ask the model for every llm_request

@@ -19,6 +19,12 @@
 //   - check (check.go): a method per section validates it and builds the
 //     indexes the engine reads (roles by id, rules by trigger).
 //
+//   - bind (inputs.go, bind.go): a session's own material, the pack's
+//     declared inputs, checked against their types and limits when the
+//     session starts. A duration or number that names an input is
+//     compiled again from the pack's own bytes (memfs.go) with the
+//     session's value, so every check above holds for it too.
+//
 // Every problem found on the way is collected into one ErrorList, sorted
 // by position, so an author fixes them all in one pass.
 //
@@ -38,6 +44,7 @@
 //
 //   - Load and LoadFS, which return a *Pack or an ErrorList of Error
 //     values at their Pos (file:line:col), and the Pack's methods;
+//   - Supplied, Pack.Bind, Inputs and InputErrors: a session's inputs;
 //   - the coverage list (CoverItem, CoverKind), the candidate model
 //     (CandidateModel, Dist), the workspace and provider settings
 //     (Workspace, Provider), and At, Number and EventData for files that
