@@ -10,12 +10,14 @@
 //     (enum.go); actions are one interface with a type per kind
 //     (action.go); a rule's trigger: is a typed Trigger (trigger.go). YAML
 //     merge keys are expanded.
+//
 //   - compile (compile.go): defaults (compiler.defaults, the one place a
 //     pack's defaults are set: an enum's zero value is its default; a say
 //     a script returns without a kind is of kind "script"),
 //     constants resolved, every expression compiled against the typed
 //     environment of env.go, every script reference checked against the
 //     pack's scripts.
+//
 //   - check (check.go): a method per section validates it and builds the
 //     indexes the engine reads (roles by id, rules by trigger).
 //
