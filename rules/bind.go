@@ -81,6 +81,11 @@ type BindOptions struct {
 // code, all at once. Bind does no I/O and is deterministic: the same
 // supplied values give the same Inputs, the same pack, the same bytes.
 func (p *Pack) Bind(sup Supplied, opt BindOptions) (*Inputs, error) {
+	// A copy of a pack (a test's variant) shares the cache but is not its
+	// pack: it binds afresh.
+	if len(sup) == 0 && p.defaults != nil && p.defaults.pack == p {
+		return p.defaults, nil
+	}
 	in := &Inputs{pack: p, vals: make(map[string]any, len(p.Inputs)), files: map[string][]File{}}
 	var errs InputErrors
 	for _, k := range slices.Sorted(mapKeys(sup)) {
@@ -328,6 +333,17 @@ type boundCache struct {
 	boundMu sync.Mutex
 	bound   map[string]*Pack
 	sources map[string][]byte // every file the pack was read from, by name
+	// defaults are the inputs of a session that supplies none, when the
+	// pack requires none: shared, read-only, so a session costs nothing.
+	defaults *Inputs
+}
+
+// bindDefaults works out the inputs of a session that supplies none.
+func (p *Pack) bindDefaults() {
+	if slices.ContainsFunc(p.Inputs, func(in Input) bool { return in.Required }) {
+		return
+	}
+	p.defaults, _ = p.Bind(nil, BindOptions{})
 }
 
 // FormatSupplied renders supplied values for a message: name=value, files
