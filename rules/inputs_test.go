@@ -267,3 +267,25 @@ func sha256hex(data []byte) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }
+
+// BenchmarkBind is what a start with inputs costs before its session is
+// built: a text, a number that recompiles the pack (cached after the
+// first) and a 100 KB file.
+func BenchmarkBind(b *testing.B) {
+	src := strings.Replace(inputsPack, "max_bytes: 64", "max_bytes: 256KiB", 1)
+	p, err := rules.LoadFS(fstest.MapFS{
+		rules.PackFile:  {Data: []byte(src)},
+		"files/deck.md": {Data: []byte("# Deck\nWe grow.")},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	doc := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("The plan holds. ", 6400)))
+	s := sup("NAME", `"Ada"`, "DEPTH", `9`, "deck", `{"name": "cv.md", "data": "`+doc+`"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Bind(s, rules.BindOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
