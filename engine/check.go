@@ -39,6 +39,42 @@ var eventChecks = map[string]func(*CandidateEvent) error{
 // understands.
 func BuiltinEventTypes() []string { return rules.BuiltinEventTypes() }
 
+// EventField is a data field of a candidate event the engine itself
+// reads, named as the wire's data object spells it.
+type EventField struct {
+	Name string `json:"name"`
+	// Required: eventChecks refuses the event without it.
+	Required bool `json:"required,omitempty"`
+	// Why says what the engine does with it.
+	Why string `json:"why"`
+}
+
+// eventData is the one table of what the engine reads of each built-in
+// type's data (candidate.go, confidence.go, routing.go), whatever the
+// pack's rules read besides; a type without an entry is read for
+// nothing but its arrival. The required ones are eventChecks'.
+var eventData = map[string][]EventField{
+	rules.EventMessage: {
+		{"text", true, "the transcript, routing (mentions, intents) and a sequence's prompt"},
+		{"stt_confidence", false, "speech_confidence: a low one is asked again, not routed"},
+		{"addressed_to", false, "addressed routes: the role the message is for"},
+	},
+	rules.EventMicState:    {{"mic_active", true, "holds turns back and pauses the silence ladder while open"}},
+	rules.EventTypingState: {{"typing", true, "holds turns back and pauses the silence ladder while typing"}},
+}
+
+// Sequence defaults: a rule on any event that starts a sequence without
+// a prompt or run_id, or cancels one without a run_id, takes them from
+// the event being handled (sequence.go).
+var (
+	SequencePromptField = EventField{Name: "text", Why: "the prompt of the exchange a rule starts"}
+	SequenceRunField    = EventField{Name: "run_id", Why: "the run id of the exchange a rule starts or cancels"}
+)
+
+// EventData lists the data fields the engine itself reads of a built-in
+// event type, in the order of the table.
+func EventData(typ string) []EventField { return append([]EventField(nil), eventData[typ]...) }
+
 // EventTypes lists every candidate event type a session of p accepts: the
 // built-in ones, then those the pack's rules name, in pack order.
 func EventTypes(p *rules.Pack) []string {

@@ -417,3 +417,22 @@ func editFile(t *testing.T, name, old, new string) {
 		t.Fatal(err)
 	}
 }
+
+// baton describe prints a bundled pack's contract as text and as JSON.
+func TestDescribeCommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"describe", "training"}, "open_file  timeout 0:03"},
+		{[]string{"describe", "--format", "json", "brain"}, `"event_type": "user_prompt"`},
+	} {
+		code, out, errs := runCLI(t, tc.args...)
+		if code != 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("%v: exit %d, stdout lacks %q:\n%s%s", tc.args, code, tc.want, out, errs)
+		}
+	}
+	if code, _, _ := runCLI(t, "describe", "--format", "yaml", "brain"); code == 0 {
+		t.Error("--format yaml: exit 0")
+	}
+}

@@ -58,7 +58,7 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		dryrunCommand, testCommand, checkCommand, initCommand, schemaCommand,
+		dryrunCommand, testCommand, checkCommand, describeCommand, initCommand, schemaCommand,
 		serveCommand, replayCommand, versionCommand, completionCommand, sweepCommand,
 	}
 }

@@ -142,6 +142,7 @@ func (srv *Server) routes() *http.ServeMux {
 	mux.Handle("GET /metrics", srv.RequireToken(promhttp.HandlerFor(srv.m.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(srv.log.Handler(), slog.LevelError)}).ServeHTTP))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", srv.handleReady)
+	mux.HandleFunc("GET /v1/packs/{name}/describe", srv.RequireToken(srv.handleDescribe))
 	mux.HandleFunc("GET /debug/stats", srv.RequireToken(srv.handleStats))
 	mux.HandleFunc("GET /debug/pprof/", srv.RequireToken(pprof.Index))
 	mux.HandleFunc("GET /debug/pprof/profile", srv.RequireToken(pprof.Profile))
