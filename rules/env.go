@@ -333,7 +333,7 @@ func (e *Env) SetInputs(in *Inputs) {
 	for id, v := range in.vals {
 		e.m[id] = v
 	}
-	if in.pack.Scenario.ContextFrom.Val != "" {
+	if in.pack.contextNamesInput() {
 		e.m["scenario"] = in.pack.scenarioMapOf(in)
 	}
 }

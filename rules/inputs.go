@@ -758,6 +758,11 @@ func (c *compiler) checkInputRefs() {
 			}
 		}
 	}
+	for _, e := range p.Scenario.Context {
+		if _, ok := inputRef(e.Value); ok {
+			want(e.Pos, "scenario.context."+e.Key, e.Value, InputText, InputEnum)
+		}
+	}
 	if s := p.Scenario.ContextFrom; s.Val != "" {
 		if _, ok := inputRef(s.Val); !ok {
 			c.errorf(s.Pos, "scenario.context_from %q: write input:NAME, naming an object input", s.Val)
@@ -767,16 +772,41 @@ func (c *compiler) checkInputRefs() {
 	}
 }
 
+// contextNamesInput reports whether the scenario's context takes any of
+// its entries from the session's inputs.
+func (p *Pack) contextNamesInput() bool {
+	if p.Scenario.ContextFrom.Val != "" {
+		return true
+	}
+	return slices.ContainsFunc(p.Scenario.Context, func(e StrEntry) bool {
+		_, ok := inputRef(e.Value)
+		return ok
+	})
+}
+
 func (p *Pack) inputNames() []string {
 	return names(p.Inputs, func(in *Input) string { return in.ID })
 }
 
 // ScenarioContext is the scenario's context for a session: the pack's
-// entries, then those of the object input context_from names (replacing
-// an entry of the same key in place, adding the rest in key order).
-// Values that are not text are written as JSON.
+// entries (an entry written input:NAME, naming a text or enum input,
+// takes the session's value), then those of the object input
+// context_from names (replacing an entry of the same key in place,
+// adding the rest in key order). Values that are not text are written
+// as JSON.
 func (p *Pack) ScenarioContext(in *Inputs) []StrEntry {
 	out := slices.Clone([]StrEntry(p.Scenario.Context))
+	for i, e := range out {
+		ref, ok := inputRef(e.Value)
+		if !ok {
+			continue
+		}
+		if in != nil {
+			out[i].Value = in.Text(ref)
+		} else if decl, ok := p.Input(ref); ok {
+			out[i].Value = decl.textDefault()
+		}
+	}
 	id, ok := inputRef(p.Scenario.ContextFrom.Val)
 	if !ok {
 		return out

@@ -69,6 +69,12 @@ type Options struct {
 	// of runs): the record OnRecord is given is then only valid during
 	// the call.
 	Lean bool
+	// Inputs are the session's values for the pack's declared inputs
+	// (engine.Options.Inputs); the rest take their defaults. A refused
+	// value fails the run before it starts.
+	Inputs rules.Supplied
+	// SessionID, if set, is the id model requests carry (session_id).
+	SessionID string
 }
 
 // CandidateModel is a pack's dryrun.candidate_model ready to play, built
@@ -122,16 +128,23 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*record.Result
 	if opt.Candidate != nil && len(opt.Events) > 0 {
 		return nil, errors.New("a run plays either events or the candidate model, not both")
 	}
+	s, err := engine.Open(p, engine.Options{Seed: opt.Seed, Inputs: opt.Inputs, SessionID: opt.SessionID})
+	if err != nil {
+		return nil, err
+	}
+	// The session runs on the pack bound to its inputs: the same pack, or
+	// one compiled with a number or duration the session supplied.
+	p = s.Inputs().Pack()
 	var model llm.Answerer = sim.NewModel(p, opt.Replies, -1)
 	if opt.Model != nil {
 		model = opt.Model
 	}
 	h := &host{
 		ctx:    ctx,
-		s:      engine.New(p, engine.Options{Seed: opt.Seed}),
+		s:      s,
 		llm:    model,
 		voice:  sim.NewVoice(p),
-		client: sim.NewClient(p),
+		client: sim.NewClient(p, s.Inputs()),
 		res:    &record.Result{},
 		micOn:  -1,
 		on:     opt.OnRecord,

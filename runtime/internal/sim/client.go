@@ -20,10 +20,12 @@ type Client struct {
 	err  error // a starting file the workspace refused
 }
 
-// NewClient seeds a workspace from p's starting files.
-func NewClient(p *rules.Pack) *Client {
+// NewClient seeds a workspace from the session's starting files: p's,
+// or those of the file input its workspace.from names (in; nil takes the
+// input's default).
+func NewClient(p *rules.Pack, in *rules.Inputs) *Client {
 	c := &Client{pack: p, ws: workspace.New(p.Workspace.RootDir())}
-	for _, f := range p.Workspace.Files {
+	for _, f := range p.WorkspaceOf(in) {
 		if err := c.ws.Put(f.Path, f.Content); err != nil && c.err == nil {
 			c.err = fmt.Errorf("workspace file %s: %w", f.Path, err)
 		}
