@@ -50,6 +50,11 @@ type Options struct {
 	Model llm.Answerer
 	// Seed seeds the pack scripts' Math.random.
 	Seed uint64
+	// Inputs are what the session supplies for the pack's declared inputs
+	// (the rest take their defaults). The run plays the pack they bind
+	// (rules.Inputs.Pack); inputs the pack refuses are the run's error, a
+	// rules.InputErrors.
+	Inputs rules.Supplied
 	// StepMS, if positive, advances the clock in fixed steps instead of
 	// jumping to the next deadline, as a live host ticking would; output
 	// must not change (tested). It may not exceed the pack's tick: a coarser
@@ -122,17 +127,24 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*record.Result
 	if opt.Candidate != nil && len(opt.Events) > 0 {
 		return nil, errors.New("a run plays either events or the candidate model, not both")
 	}
+	s, err := engine.Open(p, engine.Options{Seed: opt.Seed, Inputs: opt.Inputs})
+	if err != nil {
+		return nil, err
+	}
+	// A duration or number naming an input the session gave another
+	// value is played from the pack compiled with it.
+	p = s.Pack()
 	var model llm.Answerer = sim.NewModel(p, opt.Replies, -1)
 	if opt.Model != nil {
 		model = opt.Model
 	}
 	h := &host{
 		ctx:    ctx,
-		s:      engine.New(p, engine.Options{Seed: opt.Seed}),
+		s:      s,
 		llm:    model,
 		voice:  sim.NewVoice(p),
-		client: sim.NewClient(p),
-		res:    &record.Result{},
+		client: sim.NewClient(p, s.Inputs()),
+		res:    &record.Result{Supplied: s.Inputs().Supplied()},
 		micOn:  -1,
 		on:     opt.OnRecord,
 		lean:   opt.Lean,

@@ -20,10 +20,12 @@ type Client struct {
 	err  error // a starting file the workspace refused
 }
 
-// NewClient seeds a workspace from p's starting files.
-func NewClient(p *rules.Pack) *Client {
+// NewClient seeds a workspace from p's starting files for a session with
+// inputs in (nil: the inputs' defaults): the pack's own, or the files of
+// the input its workspace.from names.
+func NewClient(p *rules.Pack, in *rules.Inputs) *Client {
 	c := &Client{pack: p, ws: workspace.New(p.Workspace.RootDir())}
-	for _, f := range p.Workspace.Files {
+	for _, f := range p.WorkspaceOf(in) {
 		if err := c.ws.Put(f.Path, f.Content); err != nil && c.err == nil {
 			c.err = fmt.Errorf("workspace file %s: %w", f.Path, err)
 		}
