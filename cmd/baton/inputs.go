@@ -77,3 +77,16 @@ func (a *inputArgs) supplied(p *rules.Pack) (rules.Supplied, error) {
 	}
 	return sup, nil
 }
+
+// words are the flags as a command line gives them, to play a session
+// again with the same inputs.
+func (a *inputArgs) words() []string {
+	var out []string
+	if a.file != "" {
+		out = append(out, "--inputs", a.file)
+	}
+	for _, arg := range a.args {
+		out = append(out, "--input", arg)
+	}
+	return out
+}
