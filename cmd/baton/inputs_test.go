@@ -100,3 +100,20 @@ func TestSweepVary(t *testing.T) {
 		}
 	}
 }
+
+// A recorded run keeps its inputs in its log's header, and its replay
+// binds them again and reproduces every step.
+func TestReplayWithInputs(t *testing.T) {
+	rec := t.TempDir()
+	if code, _, errs := runCLI(t, "dryrun", "-record", rec, "--input", "DEPTH=6", "--input", "LENGTH=00:30", inputsPack); code != 0 {
+		t.Fatalf("recording: exit %d: %s", code, errs)
+	}
+	logs, _ := filepath.Glob(filepath.Join(rec, "*.done"))
+	if len(logs) != 1 {
+		t.Fatalf("logs: %v", logs)
+	}
+	code, out, errs := runCLI(t, "replay", logs[0])
+	if code != 0 || !strings.Contains(out, "ended time_up at 00:30.0") || !strings.Contains(out, "0 differ") {
+		t.Fatalf("replay: exit %d\n%s\n%s", code, out, errs)
+	}
+}
