@@ -147,6 +147,11 @@ func (p *Pack) Bind(sup Supplied, opt BindOptions) (*Inputs, error) {
 		}
 		in.vals[decl.ID] = val
 		canon[decl.ID], _ = json.Marshal(val)
+		if ms, ok := val.(int64); ok && decl.Type == InputDuration {
+			// As a duration Bind takes again: the canonical form re-binds
+			// (a replay binds its log header's), and ms would not.
+			canon[decl.ID], _ = json.Marshal(durationText(ms))
+		}
 		if decl.timed && !sameValue(val, decl.def) {
 			timed = append(timed, decl.ID+"="+string(canon[decl.ID]))
 		}
@@ -179,6 +184,18 @@ func (p *Pack) Bind(sup Supplied, opt BindOptions) (*Inputs, error) {
 		in.pack = bound
 	}
 	return in, nil
+}
+
+// durationText is ms as the shortest duration ParseDuration reads back
+// exactly: 5m, 90s, 1500ms.
+func durationText(ms int64) string {
+	switch {
+	case ms > 0 && ms%60000 == 0:
+		return strconv.FormatInt(ms/60000, 10) + "m"
+	case ms > 0 && ms%1000 == 0:
+		return strconv.FormatInt(ms/1000, 10) + "s"
+	}
+	return strconv.FormatInt(ms, 10) + "ms"
 }
 
 func (decl *Input) hint() string {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -46,6 +47,7 @@ type dryrunArgs struct {
 	// then plays that seed of it (the sessions baton sweep names).
 	seeded bool
 	step   time.Duration
+	inputs inputArgs
 }
 
 func dryrunFlags(fl *flag.FlagSet) runFunc {
@@ -62,6 +64,7 @@ func dryrunFlags(fl *flag.FlagSet) runFunc {
 	fl.StringVar(&a.record, "record", "", "also write the run as a session log in folder `DIR` (replay it offline with baton replay, e.g. after a run against the real model), and a pack's context files under DIR/archive/")
 	fl.DurationVar(&a.step, "step", 0, "advance the clock in fixed steps (e.g. 100ms) instead of jumping to deadlines")
 	fl.BoolVar(&a.strict, "strict", false, "exit 1 when the run reports an adapter, job, script or engine error (in CI: a model that failed is a failed run)")
+	a.inputs.register(fl)
 	fl.BoolVar(&a.failFast, "fail-fast", true, "with a real model, stop when its first calls all fail to connect or are refused (--fail-fast=false plays on with fallback lines)")
 	return func(ctx context.Context, c *cli, args []string) error {
 		fl.Visit(func(f *flag.Flag) { a.seeded = a.seeded || f.Name == "seed" })
@@ -124,6 +127,9 @@ func dryrunOnce(ctx context.Context, c *cli, a *dryrunArgs, ref string, p *rules
 	}
 	opt := dryrun.Options{StepMS: a.step.Milliseconds(), Seed: a.seed}
 	var err error
+	if opt.Inputs, err = a.inputs.supplied(p); err != nil {
+		return err
+	}
 	if a.seeded && a.events == "" && p.DryRun.CandidateModel != nil {
 		if opt.Candidate, err = dryrun.NewCandidateModel(p); err != nil {
 			return err
@@ -161,7 +167,7 @@ func dryrunOnce(ctx context.Context, c *cli, a *dryrunArgs, ref string, p *rules
 		opt.OnRecord = func(r *record.Record) error {
 			if !started && a.format == "text" {
 				// Only once the run starts: refused input prints nothing.
-				fmt.Fprintf(w, "# %s (%s)\n", p.Name, packSource(p))
+				fmt.Fprintf(w, "# %s (%s)%s\n", p.Name, packSource(p), withInputs(p, opt.Inputs))
 			}
 			started = true
 			if a.format == "jsonl" {
@@ -199,7 +205,7 @@ func dryrunOnce(ctx context.Context, c *cli, a *dryrunArgs, ref string, p *rules
 			return err
 		}
 	case "html":
-		title := fmt.Sprintf("%s (%s)", p.Name, packSource(p))
+		title := fmt.Sprintf("%s (%s)%s", p.Name, packSource(p), withInputs(p, opt.Inputs))
 		if err := timeline.WriteHTML(w, timeline.Run{Title: title, Pack: p, Result: res}); err != nil {
 			return err
 		}
@@ -225,6 +231,29 @@ func dryrunOnce(ctx context.Context, c *cli, a *dryrunArgs, ref string, p *rules
 		}
 	}
 	return nil
+}
+
+// withInputs names the inputs a run was given, for its header line.
+// A file input shows as the names of its files.
+func withInputs(p *rules.Pack, sup rules.Supplied) string {
+	if len(sup) == 0 {
+		return ""
+	}
+	shown := rules.Supplied{}
+	for k, v := range sup {
+		shown[k] = v
+		if decl, ok := p.Input(k); ok && decl.Type == rules.InputFile {
+			var files []struct{ Name string }
+			if json.Unmarshal(v, &files) == nil {
+				names := make([]string, len(files))
+				for i, f := range files {
+					names[i] = "@" + f.Name
+				}
+				shown[k] = json.RawMessage(strings.Join(names, ","))
+			}
+		}
+	}
+	return " with " + rules.FormatSupplied(shown)
 }
 
 func speedup(simMS int64, took time.Duration) string {

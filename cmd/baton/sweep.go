@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -26,7 +27,11 @@ hit each rule, anchor, window, route and step of the pack, the items none hit,
 the spread of turns, talk time, deferrals, nudges, lateness and endings, and
 the most extreme sessions, each with the "baton dryrun -seed N PACK" command
 that plays it again alone. The same -seed and -n print the same bytes whatever
--parallel is; how long it took goes to stderr (docs/sweep.md).`,
+-parallel is; how long it took goes to stderr (docs/sweep.md).
+
+--input and --inputs give every session the pack's inputs; --vary
+NAME=V1,V2,... plays input NAME at each value in turn (session i takes
+value i mod the count), and the report breaks its figures down by value.`,
 	flags: sweepFlags,
 }
 
@@ -37,6 +42,10 @@ func sweepFlags(fl *flag.FlagSet) runFunc {
 	out := fl.String("o", "", "also write the report as a self-contained HTML page to `FILE`")
 	format := fl.String("format", "text", "stdout `FORMAT`: text (a summary) or json (the whole report)")
 	sessions := fl.String("sessions", "", "play the recorded sessions in `DIR` (session logs, as baton replay reads them) through PACK instead of its candidate model: a what-if of each")
+	var inputs inputArgs
+	inputs.register(fl)
+	var vary stringList
+	fl.Var(&vary, "vary", "sweep input `NAME=V1,V2,...`: session i takes the values in turn, and the report gives each value's figures (values as --input writes them; a list or object input's as a JSON list)")
 	base := fl.String("base", "", "with -sessions: the `PACK` the sessions were recorded with, when neither their log's reference nor the bundled copy still holds it")
 	return func(ctx context.Context, c *cli, args []string) error {
 		if *format != "text" && *format != "json" {
@@ -54,6 +63,12 @@ func sweepFlags(fl *flag.FlagSet) runFunc {
 			if len(given) > 0 {
 				return usageError("%s and -sessions do not go together: -sessions plays every recorded session of the pack once, each with the seed it was recorded with", strings.Join(given, ", "))
 			}
+		}
+		if *sessions != "" && (len(vary) > 0 || len(inputs.args) > 0 || inputs.file != "") {
+			return usageError("--vary, --input and --inputs go with the candidate model: -sessions plays each recorded session with the inputs it was recorded with")
+		}
+		if len(vary) > 1 {
+			return usageError("--vary is given %d times: a sweep varies one input (give the others with --input)", len(vary))
 		}
 		if *base != "" && *sessions == "" {
 			return usageError("-base names the pack recorded sessions were made with: it goes with -sessions")
@@ -79,8 +94,22 @@ func sweepFlags(fl *flag.FlagSet) runFunc {
 				fmt.Fprintf(c.stderr, "# %d session(s) in %s are of other packs: left out\n", skipped, *sessions)
 			}
 			*n = pop.Len()
-		} else if pop, err = sweep.NewModel(p, args[0], *seed, *n); err != nil {
-			return err
+		} else {
+			m, err := sweep.NewModel(p, args[0], *seed, *n)
+			if err != nil {
+				return err
+			}
+			sup, err := inputs.supplied(p)
+			if err != nil {
+				return err
+			}
+			var v *sweep.Vary
+			if len(vary) == 1 {
+				if v, err = sweep.ParseVary(p, vary[0], os.ReadFile); err != nil {
+					return usageError("%v", err)
+				}
+			}
+			pop = m.Vary(sup, inputs.words(), v)
 		}
 		workers := *parallel
 		if workers == 0 {

@@ -222,7 +222,10 @@ type editor struct {
 
 func newEditor(p *rules.Pack) *editor {
 	e := &editor{pack: p, ws: workspace.New(p.Workspace.RootDir())}
-	for _, f := range p.Workspace.Files {
+	// This client supplies no inputs, so the session starts from the
+	// defaults: the pack's files, or those of the file input its
+	// workspace.from names.
+	for _, f := range p.WorkspaceOf(nil) {
 		_ = e.ws.Put(f.Path, f.Content) // the pack loaded, so its paths are good
 	}
 	return e

@@ -50,6 +50,11 @@ type Options struct {
 	Model llm.Answerer
 	// Seed seeds the pack scripts' Math.random.
 	Seed uint64
+	// Inputs are what the session supplies for the pack's declared inputs
+	// (the rest take their defaults). The run plays the pack they bind
+	// (rules.Inputs.Pack); inputs the pack refuses are the run's error, a
+	// rules.InputErrors.
+	Inputs rules.Supplied
 	// StepMS, if positive, advances the clock in fixed steps instead of
 	// jumping to the next deadline, as a live host ticking would; output
 	// must not change (tested). It may not exceed the pack's tick: a coarser
@@ -69,10 +74,6 @@ type Options struct {
 	// of runs): the record OnRecord is given is then only valid during
 	// the call.
 	Lean bool
-	// Inputs are the session's values for the pack's declared inputs
-	// (engine.Options.Inputs); the rest take their defaults. A refused
-	// value fails the run before it starts.
-	Inputs rules.Supplied
 	// SessionID, if set, is the id model requests carry (session_id).
 	SessionID string
 }
@@ -145,7 +146,7 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*record.Result
 		llm:    model,
 		voice:  sim.NewVoice(p),
 		client: sim.NewClient(p, s.Inputs()),
-		res:    &record.Result{},
+		res:    &record.Result{Supplied: s.Inputs().Supplied()},
 		micOn:  -1,
 		on:     opt.OnRecord,
 		lean:   opt.Lean,

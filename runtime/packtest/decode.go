@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/dryrun"
@@ -98,10 +100,45 @@ func readCase(p *rules.Pack, name string, fx *fixtures) (*Case, error) {
 		return nil, &rules.Error{Pos: rules.Pos{File: name}, Msg: "empty test case"}
 	}
 	errs = append(errs, c.check(p, fx)...)
+	if c.Inputs.Key.Line != 0 && !c.Inputs.Bad {
+		errs = append(errs, c.readInputs(p, data)...)
+	}
 	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// readInputs reads the case's inputs: from its own YAML node, so each
+// value and every file it names is reported at its line, and bound, so
+// a value the pack refuses is too.
+func (c *Case) readInputs(p *rules.Pack, data []byte) rules.ErrorList {
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
+		return nil // DecodeFile said why
+	}
+	root := doc.Content[0]
+	var n *yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "inputs" {
+			n = root.Content[i+1]
+		}
+	}
+	if n == nil {
+		return nil
+	}
+	dir := path.Dir(c.file)
+	y, errs := dryrun.InputsOfNode(p, c.file, n, func(name string) ([]byte, error) {
+		return readLimited(p.FS, path.Join(dir, name))
+	})
+	if len(errs) > 0 {
+		return errs
+	}
+	if errs := y.Check(p); len(errs) > 0 {
+		return errs
+	}
+	c.inputs = y.Supplied
+	return nil
 }
 
 // check converts the inline events, parses the match times and reads the

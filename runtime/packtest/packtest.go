@@ -50,10 +50,14 @@ type Case struct {
 	// Golden compares the whole printed timeline, and the workspace as
 	// the session ended, with tests/NAME.golden.
 	Golden bool `yaml:"golden"`
+	// Inputs supply the pack's declared inputs, name to value, as a
+	// --inputs file does (a file input's @path is from the case's folder).
+	Inputs rules.At[map[string]any] `yaml:"inputs"`
 
 	file    string
 	timed   []events.Timed // Events or EventsFile's, checked and converted when read
 	replies []dryrun.Reply // LLM or LLMFile's
+	inputs  rules.Supplied // Inputs, read and bound when read
 }
 
 // Match selects effects. Every field that is set must hold. Times keep
@@ -146,7 +150,7 @@ func Run(p *rules.Pack, opt Options) ([]Result, error) {
 }
 
 func (c *Case) run(p *rules.Pack, opt Options) (updated bool, cover []uint32, err error) {
-	res, err := dryrun.Run(p, dryrun.Options{Events: c.timed, Replies: c.replies})
+	res, err := dryrun.Run(p, dryrun.Options{Events: c.timed, Replies: c.replies, Inputs: c.inputs})
 	if err != nil {
 		return false, nil, fmt.Errorf("%s: %w", c.file, err)
 	}

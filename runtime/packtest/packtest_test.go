@@ -60,13 +60,13 @@ diff tests/fail_golden_differs.golden got
 -01:00.0  -          session_end          END  timeout
 +01:00.0  -          session_end          END  time_up`,
 
-	"fail_unknown_keys.yaml": `tests/fail_unknown_keys.yaml:3:1: unknown field "event": did you mean events? (known: about, events, events_file, expect, forbid, golden, llm, llm_file, name)
+	"fail_unknown_keys.yaml": `tests/fail_unknown_keys.yaml:3:1: unknown field "event": did you mean events? (known: about, events, events_file, expect, forbid, golden, inputs, llm, llm_file, name)
 tests/fail_unknown_keys.yaml:6:69: unknown field "txt": did you mean text? (known: addressed_to, code, language, line, mic_active, run_id, source, stt_confidence, text, typing)
 tests/fail_unknown_keys.yaml:8:42: unknown field "txt": did you mean text? (known: after, agent, at, before, data_contains, fallback, guardrail, intent_tag, is_error, kind, outcome, reason_contains, request_contains, rule, text, text_contains, then_nothing_until, type)
 tests/fail_unknown_keys.yaml:10:5: unknown field "then_nothing_untill": did you mean then_nothing_until? (known: after, agent, at, before, data_contains, fallback, guardrail, intent_tag, is_error, kind, outcome, reason_contains, request_contains, rule, text, text_contains, then_nothing_until, type)
 tests/fail_unknown_keys.yaml:12:40: field "kind" given twice
 tests/fail_unknown_keys.yaml:14:60: unknown field "argz": did you mean args? (known: args, name)
-tests/fail_unknown_keys.yaml:15:1: unknown field "goldne": did you mean golden? (known: about, events, events_file, expect, forbid, golden, llm, llm_file, name)`,
+tests/fail_unknown_keys.yaml:15:1: unknown field "goldne": did you mean golden? (known: about, events, events_file, expect, forbid, golden, inputs, llm, llm_file, name)`,
 
 	"fail_bad_values.yaml": `tests/fail_bad_values.yaml:5:5: time goes backwards (00:05.0 after 00:30.0)
 tests/fail_bad_values.yaml:6:5: missing ts_sec or ts_ms

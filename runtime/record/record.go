@@ -6,7 +6,10 @@
 // host to get at the format.
 package record
 
-import "github.com/batonhq/baton/engine"
+import (
+	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules"
+)
 
 // Record is one effect with what the host that played it added to it.
 type Record struct {
@@ -22,7 +25,10 @@ type Record struct {
 
 // Result is a played session.
 type Result struct {
-	Records []Record
+	// Supplied is what the session supplied for the pack's inputs,
+	// canonical (rules.Inputs.Supplied): what its log's header keeps.
+	Supplied rules.Supplied
+	Records  []Record
 	// Inputs is every input the engine was given, in order: a replayable log.
 	Inputs []engine.Input
 	// Steps holds, for each input, the effects it produced and the engine's

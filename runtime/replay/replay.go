@@ -147,7 +147,7 @@ func SaveDryRun(dir, packRef string, p *rules.Pack, seed uint64, start time.Time
 	defer d.Close()
 	id := fmt.Sprintf("dryrun-%s-%d", p.Name, start.UnixNano())
 	l, err := d.Create(wal.Header{Engine: engine.Version, Pack: p.Name, PackRef: packRef, PackHash: p.Hash,
-		Options: engine.Options{Seed: seed}, SessionID: id, CandidateID: "dryrun", StartWall: start})
+		Options: engine.Options{Seed: seed, Inputs: res.Supplied}, SessionID: id, CandidateID: "dryrun", StartWall: start})
 	if err != nil {
 		return "", err
 	}

@@ -28,6 +28,26 @@ type Report struct {
 	EndReasons []Count     `json:"end_reasons"`
 	Metrics    []*Hist     `json:"metrics"`
 	Extremes   []Extreme   `json:"extremes"`
+	// Varied breaks the figures down by the value of the input the sweep
+	// varied (baton sweep --vary), when it varied one.
+	Varied *Varied `json:"varied,omitempty"`
+}
+
+// Varied is the report's figures for each value of one input.
+type Varied struct {
+	Input  string      `json:"input"`
+	Values []ValueStat `json:"values"`
+}
+
+// ValueStat is what the sessions given one value of the varied input did.
+type ValueStat struct {
+	Value    string `json:"value"`
+	Sessions int64  `json:"sessions"`
+	Failed   int64  `json:"failed"`
+	// Covered is how many of the pack's items these sessions hit.
+	Covered    int     `json:"covered"`
+	EndReasons []Count `json:"end_reasons"`
+	Metrics    []*Hist `json:"metrics"`
 }
 
 // CoverStat is how often one item of the pack was exercised.
@@ -103,6 +123,13 @@ func (a *agg) report(p *rules.Pack) *Report {
 		r.Extremes = append(r.Extremes, e)
 	}
 	return r
+}
+
+// valueStat is a's sums as the figures of one value.
+func (a *agg) valueStat(p *rules.Pack, value string) ValueStat {
+	r := a.report(p)
+	return ValueStat{Value: value, Sessions: r.Sessions, Failed: r.Failed, Covered: len(r.Coverage) - len(r.Never),
+		EndReasons: r.EndReasons, Metrics: r.Metrics}
 }
 
 // Hist counts one quantity over the sessions (or over the turns of them
@@ -301,6 +328,9 @@ func WriteText(w io.Writer, r *Report) error {
 			value(h.Quantile(0.5), h.Unit), value(h.Quantile(0.9), h.Unit), value(h.Quantile(0.99), h.Unit),
 			value(h.Min, h.Unit), value(h.Max, h.Unit), h.N)
 	}
+	if r.Varied != nil {
+		writeVaried(&b, r, width)
+	}
 	b.WriteString("\nextremes:\n")
 	for _, e := range r.Extremes {
 		fmt.Fprintf(&b, "  %s:\n", e.What)
@@ -316,6 +346,48 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeVaried writes the figures of each value of the varied input: the
+// sessions, their endings and coverage, then each metric's mean.
+func writeVaried(b *strings.Builder, r *Report, width int) {
+	v := r.Varied
+	fmt.Fprintf(b, "\nby %s:\n", v.Input)
+	vw := len(v.Input)
+	for _, s := range v.Values {
+		vw = max(vw, len(s.Value))
+	}
+	fmt.Fprintf(b, "  %-*s  %9s  %7s  %9s  %s\n", vw, v.Input, "sessions", "failed", "covered", "ends")
+	for _, s := range v.Values {
+		var ends []string
+		for _, e := range s.EndReasons {
+			ends = append(ends, fmt.Sprintf("%s %d (%s)", e.Reason, e.Sessions, pct(e.Sessions, s.Sessions)))
+		}
+		fmt.Fprintf(b, "  %-*s  %9d  %7d  %9s  %s\n", vw, s.Value, s.Sessions, s.Failed,
+			fmt.Sprintf("%d/%d", s.Covered, len(r.Coverage)), strings.Join(ends, ", "))
+	}
+	cols := make([]string, len(v.Values))
+	cw := 9
+	for i, s := range v.Values {
+		cols[i] = v.Input + "=" + s.Value
+		cw = max(cw, len(cols[i]))
+	}
+	fmt.Fprintf(b, "\n  %-*s", width, "mean")
+	for _, c := range cols {
+		fmt.Fprintf(b, "  %*s", cw, c)
+	}
+	b.WriteString("\n")
+	for m, h := range r.Metrics {
+		fmt.Fprintf(b, "  %-*s", width, h.Name)
+		for _, s := range v.Values {
+			cell := "-"
+			if mh := s.Metrics[m]; mh.N > 0 {
+				cell = mean(mh)
+			}
+			fmt.Fprintf(b, "  %*s", cw, cell)
+		}
+		b.WriteString("\n")
+	}
 }
 
 func firstLine(s string) string {

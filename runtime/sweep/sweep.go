@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -34,6 +35,15 @@ type Session struct {
 	Seed uint64
 	// Repro is a command that plays the session again on its own.
 	Repro string
+	// Group is the session's value of the input a sweep varies: an index
+	// into the values a Grouped population names.
+	Group int
+}
+
+// Grouped is a population whose sessions take one input at several
+// values: the report breaks its figures down by value.
+type Grouped interface {
+	Groups() (input string, values []string)
 }
 
 // Population is what a sweep plays: Len sessions, Session(i) being the
@@ -53,6 +63,11 @@ type Model struct {
 	seed uint64
 	n    int
 	m    *dryrun.CandidateModel
+	// inputs every session supplies, args the words that supply them,
+	// and vary the input that varies (Vary).
+	inputs rules.Supplied
+	args   []string
+	vary   *Vary
 }
 
 // NewModel is n sessions of p's candidate model from seed; ref is how a
@@ -75,12 +90,24 @@ func (m *Model) Len() int { return m.n }
 // dryrun -seed plays for that seed.
 func (m *Model) Session(i int) (Session, error) {
 	s := SessionSeed(m.seed, i)
-	return Session{Options: dryrun.Options{Seed: s, Candidate: m.m}, Seed: s, Repro: ReproCommand(m.ref, s)}, nil
+	sup, group, flags := m.sessionInputs(i)
+	repro := ReproCommand(m.ref, s)
+	if len(flags) > 0 {
+		repro = ReproCommand(strings.Join(flags, " ")+" "+m.ref, s)
+	}
+	return Session{Options: dryrun.Options{Seed: s, Candidate: m.m, Inputs: sup}, Seed: s, Repro: repro, Group: group}, nil
 }
 
 // String describes the population for the report.
 func (m *Model) String() string {
-	return fmt.Sprintf("candidate model, %d sessions from seed %d", m.n, m.seed)
+	desc := fmt.Sprintf("candidate model, %d sessions from seed %d", m.n, m.seed)
+	if len(m.args) > 0 {
+		desc += ", " + strings.Join(m.args, " ")
+	}
+	if m.vary != nil {
+		desc += fmt.Sprintf(", %s in turn %s", m.vary.Input, strings.Join(m.vary.Values, ", "))
+	}
+	return desc
 }
 
 // ReproCommand is the command that plays seed of pack ref on its own.
@@ -124,25 +151,36 @@ func Run(ctx context.Context, p *rules.Pack, pop Population, opt Options) (*Repo
 	}
 	workers = max(1, min(workers, n))
 	sh := newShape(p)
+	groups := 1
+	var varied string
+	var values []string
+	if g, ok := pop.(Grouped); ok {
+		if varied, values = g.Groups(); len(values) > 0 {
+			groups = len(values)
+		}
+	}
 	var (
 		next, done atomic.Int64
 		wg         sync.WaitGroup
-		aggs       = make([]*agg, workers)
+		aggs       = make([][]*agg, workers) // per worker, per group
 		errMu      sync.Mutex
 		firstErr   error
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for w := range workers {
-		a := sh.newAgg()
-		aggs[w] = a
+		own := make([]*agg, groups)
+		for g := range own {
+			own[g] = sh.newAgg()
+		}
+		aggs[w] = own
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				i := int(next.Add(1) - 1)
 				if i >= n {
 					return
 				}
-				if err := a.play(ctx, p, pop, i); err != nil {
+				if err := play(ctx, own, p, pop, i); err != nil {
 					errMu.Lock()
 					if firstErr == nil {
 						firstErr = err
@@ -165,15 +203,40 @@ func Run(ctx context.Context, p *rules.Pack, pop Population, opt Options) (*Repo
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
 	}
-	total := aggs[0]
-	for _, a := range aggs[1:] {
-		total.merge(a)
+	// Each group's sums over the workers, then all of them: every sum is
+	// a count or a total, so neither depends on who played what.
+	total := sh.newAgg()
+	byGroup := make([]*agg, groups)
+	for g := range groups {
+		byGroup[g] = aggs[0][g]
+		for _, own := range aggs[1:] {
+			byGroup[g].merge(own[g])
+		}
+		total.merge(byGroup[g])
 	}
 	rep := total.report(p)
 	if s, ok := pop.(fmt.Stringer); ok {
 		rep.Population = s.String()
 	}
+	if len(values) > 0 {
+		rep.Varied = &Varied{Input: varied}
+		for g, v := range values {
+			rep.Varied.Values = append(rep.Varied.Values, byGroup[g].valueStat(p, v))
+		}
+	}
 	return rep, nil
+}
+
+// play plays session i into its group's sums.
+func play(ctx context.Context, own []*agg, p *rules.Pack, pop Population, i int) error {
+	s, err := pop.Session(i)
+	if err != nil {
+		return fmt.Errorf("session %d: %w", i, err)
+	}
+	if s.Group < 0 || s.Group >= len(own) {
+		return fmt.Errorf("session %d: group %d of %d", i, s.Group, len(own))
+	}
+	return own[s.Group].play(ctx, p, s, i)
 }
 
 // shape is what every worker needs to know of the pack, worked out once.
@@ -310,11 +373,7 @@ func (a *agg) hist(name, unit string, step int64) *Hist {
 	return h
 }
 
-func (a *agg) play(ctx context.Context, p *rules.Pack, pop Population, i int) error {
-	s, err := pop.Session(i)
-	if err != nil {
-		return fmt.Errorf("session %d: %w", i, err)
-	}
+func (a *agg) play(ctx context.Context, p *rules.Pack, s Session, i int) error {
 	c := &a.cur
 	clear(c.turns)
 	clear(c.talk)
