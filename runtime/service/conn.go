@@ -498,11 +498,11 @@ func (c *conn) frame(typ int, r io.Reader, read time.Time) error {
 		if _, err := io.Copy(io.Discard, r); err != nil {
 			return err
 		}
-		c.sendError(salvageID(data), tooLarge(soft, data))
+		c.sendError(salvageID(data), tooLarge(soft, c.sess == nil))
 		return nil
 	}
 	if n := int64(len(data)); n > c.srv.cfg.MaxMessageBytes && frameType(data) != FrameStart {
-		c.sendError(salvageID(data), perr(CodeTooLarge, "frame is over the %d-byte limit; it was dropped", c.srv.cfg.MaxMessageBytes))
+		c.sendError(salvageID(data), tooLarge(c.srv.cfg.MaxMessageBytes, false))
 		return nil
 	}
 	if typ != websocket.TextMessage {
@@ -513,11 +513,11 @@ func (c *conn) frame(typ int, r io.Reader, read time.Time) error {
 	return nil
 }
 
-// tooLarge refuses a frame over limit; a start frame's answer says how
-// to send large files.
-func tooLarge(limit int64, head []byte) *ProtoError {
-	if frameType(head) == FrameStart {
-		return perr(CodeTooLarge, "start frame is over the %d-byte limit; it was dropped (upload large input files first with POST /v1/uploads and name them by sha256)", limit)
+// tooLarge refuses a frame over limit. Before a session is bound the
+// limit is a start frame's, and the answer says how to send large files.
+func tooLarge(limit int64, start bool) *ProtoError {
+	if start {
+		return perr(CodeTooLarge, "frame is over the %d-byte limit of a start frame; it was dropped (upload large input files first with POST /v1/uploads and name them by sha256)", limit)
 	}
 	return perr(CodeTooLarge, "frame is over the %d-byte limit; it was dropped", limit)
 }
