@@ -317,6 +317,10 @@ func TestStartFrameSize(t *testing.T) {
 	// id first, so the answer can name the frame it refuses.
 	c.sendRaw([]byte(`{"id":"e","type":"event","event":{"event_type":"candidate_message","ts_ms":100,"data":{"source":"text","text":"` + strings.Repeat("word ", 20000) + `"}}}`))
 	c.expectError("e", CodeTooLarge)
+	// Before a session, only a start frame may pass the ordinary limit.
+	c3 := h.dial(nil)
+	c3.sendRaw([]byte(`{"id":"e","type":"event","event":{"event_type":"candidate_message","ts_ms":100,"data":{"source":"text","text":"` + strings.Repeat("word ", 20000) + `"}}}`))
+	c3.expectError("e", CodeTooLarge)
 	c2 := h.dial(nil)
 	c2.send(inputsStart("s", "toobig", pack, map[string]any{"cand_name": "A",
 		"code": map[string]any{"name": "big.js", "text": strings.Repeat("x", 1100<<10)}}))
