@@ -176,7 +176,7 @@ func TestHTTPContract(t *testing.T) {
 		{"start unknown scenario", "/sim/session/start", strings.Replace(strings.Replace(mustStr(start), "sess_001", "sess_003", 1), "payment_double_charge_vip_discount_v1", "nope", 1), http.StatusBadRequest, service.CodeBadPack},
 		{"start bad id", "/sim/session/start", strings.Replace(mustStr(start), "sess_001", "../x", 1), http.StatusBadRequest, service.CodeBadSessionID},
 		{"start not json", "/sim/session/start", `<xml/>`, http.StatusBadRequest, service.CodeBadJSON},
-		{"start too large", "/sim/session/start", `{"session_id":"` + strings.Repeat("x", 70<<10) + `"}`, http.StatusRequestEntityTooLarge, service.CodeTooLarge},
+		{"start too large", "/sim/session/start", `{"session_id":"` + strings.Repeat("x", 1100<<10) + `"}`, http.StatusRequestEntityTooLarge, service.CodeTooLarge},
 		{"event unknown session", "/sim/session/event", `{"session_id":"ghost","event_type":"speech_end","ts_sec":1}`, http.StatusNotFound, service.CodeSessionNotFound},
 		{"event no session", "/sim/session/event", `{"event_type":"speech_end","ts_sec":1}`, http.StatusBadRequest, service.CodeBadFrame},
 		{"event unknown type", "/sim/session/event", `{"session_id":"sess_001","event_type":"dance","ts_sec":4}`, http.StatusBadRequest, service.CodeUnknownEventType},
