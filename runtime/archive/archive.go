@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/internal/wal"
 )
 
@@ -33,6 +34,55 @@ type Manifest struct {
 	EndedMS  int64  `json:"ended_ms"`
 	Reason   string `json:"reason"`
 	Files    []File `json:"files"`
+	// Inputs are the inputs the session had, one per input its pack
+	// declares (InputsOf).
+	Inputs []Input `json:"inputs,omitempty"`
+}
+
+// Input is one of a session's inputs as an archive records it: a value
+// as JSON, or for a file input each file's name, size and SHA-256 (the
+// files themselves stay in the session's log).
+type Input struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	// Supplied is false for an input that took its default.
+	Supplied bool            `json:"supplied"`
+	Value    json.RawMessage `json:"value,omitempty"`
+	Files    []InputFile     `json:"files,omitempty"`
+}
+
+// InputFile is one file of a file input.
+type InputFile struct {
+	Name      string `json:"name"`
+	MediaType string `json:"media_type"`
+	Bytes     int    `json:"bytes"`
+	SHA256    string `json:"sha256"`
+}
+
+// InputsOf records a session's bound inputs, in the order its pack
+// declares them.
+func InputsOf(in *rules.Inputs) []Input {
+	if in == nil {
+		return nil
+	}
+	p := in.Pack()
+	sup := in.Supplied()
+	out := make([]Input, 0, len(p.Inputs))
+	for i := range p.Inputs {
+		d := &p.Inputs[i]
+		_, given := sup[d.ID]
+		rec := Input{Name: d.ID, Type: d.Type.String(), Supplied: given}
+		if d.Type == rules.InputFile {
+			for _, f := range in.Files(d.ID) {
+				sum := sha256.Sum256(f.Data)
+				rec.Files = append(rec.Files, InputFile{Name: f.Name, MediaType: f.MediaType, Bytes: len(f.Data), SHA256: hex.EncodeToString(sum[:])})
+			}
+		} else if v, ok := in.Value(d.ID); ok {
+			rec.Value, _ = json.Marshal(v)
+		}
+		out = append(out, rec)
+	}
+	return out
 }
 
 // File is one archived file.

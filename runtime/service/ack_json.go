@@ -10,7 +10,7 @@ import (
 // escaping are written directly, and any other goes through
 // encoding/json (ack_json_test.go holds the two to the same bytes).
 func (a *AckFrame) encode() []byte {
-	if a.State != nil || a.Missed != nil || !plainJSON(a.Type) || !plainJSON(a.ID) || !plainJSON(a.SessionID) || !plainJSON(a.Clamped) {
+	if a.State != nil || a.Missed != nil || a.Workspace != nil || !plainJSON(a.Type) || !plainJSON(a.ID) || !plainJSON(a.SessionID) || !plainJSON(a.Clamped) {
 		return mustJSON(a)
 	}
 	b := make([]byte, 0, 80+len(a.ID)+len(a.SessionID))

@@ -15,7 +15,7 @@ func TestAckEncodeFields(t *testing.T) {
 	for i := range typ.NumField() {
 		got = append(got, typ.Field(i).Name)
 	}
-	want := []string{"Type", "ID", "SessionID", "T", "InputSeq", "Clamped", "State", "Missed"}
+	want := []string{"Type", "ID", "SessionID", "T", "InputSeq", "Clamped", "State", "Missed", "Workspace"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("AckFrame fields %v, encode knows %v: update encode and this list", got, want)
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/clock"
 	"github.com/batonhq/baton/runtime/internal/wal"
 	"github.com/batonhq/baton/runtime/voice"
@@ -59,6 +60,23 @@ type Config struct {
 	// A frame up to 4x this is read and refused with too_large; anything
 	// larger closes the connection with 1009.
 	MaxMessageBytes int64
+	// MaxStartBytes bounds a start frame or a DayOne start body, which
+	// may carry a session's inputs with files inline (default 1 MiB,
+	// never less than MaxMessageBytes): about 750 KB of files as base64.
+	// Larger files are uploaded first (POST /v1/uploads) and named by
+	// their sha256. Only a connection without a session takes a frame
+	// over MaxMessageBytes, and only a start frame.
+	MaxStartBytes int64
+	// MaxUploadBytes bounds one upload (default, and at most,
+	// rules.MaxInputFiles: all of a session's files together).
+	MaxUploadBytes int64
+	// UploadStoreBytes bounds the uploads the server holds together
+	// (default 64 MiB): past it, the oldest are dropped first.
+	// UploadTTL is how long an upload is kept on the server's clock
+	// (default 1 hour); a session that started with it keeps its own
+	// copy in its log.
+	UploadStoreBytes int64
+	UploadTTL        time.Duration
 	// EventRate and EventBurst are the token bucket for client frames per
 	// connection (and per session for HTTP events). Defaults 20/s, 40.
 	EventRate  float64
@@ -142,6 +160,13 @@ func (c *Config) setDefaults() error {
 		c.Logger = slog.Default()
 	}
 	setDefault(&c.MaxMessageBytes, 64<<10)
+	setDefault(&c.MaxStartBytes, 1<<20)
+	c.MaxStartBytes = max(c.MaxStartBytes, c.MaxMessageBytes)
+	setDefault(&c.MaxUploadBytes, rules.MaxInputFiles)
+	c.MaxUploadBytes = min(c.MaxUploadBytes, rules.MaxInputFiles)
+	setDefault(&c.UploadStoreBytes, 64<<20)
+	c.UploadStoreBytes = max(c.UploadStoreBytes, c.MaxUploadBytes)
+	setDefault(&c.UploadTTL, time.Hour)
 	setDefault(&c.EventRate, 20)
 	setDefault(&c.EventBurst, 40)
 	setDefault(&c.MaxRejected, 100)

@@ -3,6 +3,7 @@ package service
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -96,6 +97,8 @@ type conn struct {
 	readUntil time.Time
 	sess      *session
 	endedID   string // set when bound to a session that has ended
+	// readLimit is the hard frame size limit now set (setReadLimit).
+	readLimit int64
 	limiter   *bucket
 	refused   lazyRejectWindow
 	// unanswered counts refused frames dropped without a reply since the
@@ -258,7 +261,7 @@ func (c *conn) readLoop() {
 // readerStart sets the read limit, the pong deadline and the control
 // frame handlers.
 func (c *conn) readerStart() {
-	c.ws.SetReadLimit(4 * c.srv.cfg.MaxMessageBytes)
+	c.setReadLimit(max(4*c.srv.cfg.MaxMessageBytes, 2*c.srv.cfg.MaxStartBytes))
 	c.extendRead()
 	c.ws.SetPongHandler(func(string) error {
 		if !c.stopped() {
@@ -276,6 +279,17 @@ func (c *conn) readerStart() {
 	})
 }
 
+// setReadLimit sets the hard frame size limit: a frame over it closes
+// the connection (1009). Until a session is bound it leaves room for a
+// start frame that carries inputs (Config.MaxStartBytes), then it is
+// four ordinary frames. Called on the reader.
+func (c *conn) setReadLimit(n int64) {
+	c.readLimit = n
+	if c.ws != nil { // nil only in tests that feed frames directly
+		c.ws.SetReadLimit(n)
+	}
+}
+
 // readerEnd closes the connection as the error that ended readFrames
 // calls for, and drains what the client still sends.
 func (c *conn) readerEnd(err error) {
@@ -284,7 +298,7 @@ func (c *conn) readerEnd(err error) {
 		c.drain()
 	case errors.Is(err, websocket.ErrReadLimit):
 		// The websocket library has sent the close frame (1009) itself.
-		c.kill(websocket.CloseMessageTooBig, fmt.Sprintf("frame over %d bytes", 4*c.srv.cfg.MaxMessageBytes), false)
+		c.kill(websocket.CloseMessageTooBig, fmt.Sprintf("frame over %d bytes", c.readLimit), false)
 		c.drainRaw()
 	case isTimeout(err) && !c.stopped():
 		c.slowConsumer("no_pong", fmt.Sprintf("slow consumer: no answer to pings for %s; reconnect and resume", c.srv.cfg.PongWait))
@@ -463,7 +477,13 @@ func (c *conn) frame(typ int, r io.Reader, read time.Time) error {
 	if !c.admit(read) {
 		return c.refuse(r)
 	}
+	// A connection without a session may send a start frame with its
+	// inputs, up to MaxStartBytes; any other frame is held to
+	// MaxMessageBytes.
 	soft := c.srv.cfg.MaxMessageBytes
+	if c.sess == nil {
+		soft = c.srv.cfg.MaxStartBytes
+	}
 	buf := framePool.Get().(*bytes.Buffer)
 	defer func() {
 		if buf.Cap() <= 64<<10 { // the pool keeps no frame-sized buffer
@@ -480,7 +500,11 @@ func (c *conn) frame(typ int, r io.Reader, read time.Time) error {
 		if _, err := io.Copy(io.Discard, r); err != nil {
 			return err
 		}
-		c.sendError(salvageID(data), perr(CodeTooLarge, "frame is over the %d-byte limit; it was dropped", soft))
+		c.sendError(salvageID(data), tooLarge(soft, c.sess == nil))
+		return nil
+	}
+	if n := int64(len(data)); n > c.srv.cfg.MaxMessageBytes && frameType(data) != FrameStart {
+		c.sendError(salvageID(data), tooLarge(c.srv.cfg.MaxMessageBytes, false))
 		return nil
 	}
 	if typ != websocket.TextMessage {
@@ -489,6 +513,40 @@ func (c *conn) frame(typ int, r io.Reader, read time.Time) error {
 	}
 	c.handle(data, read)
 	return nil
+}
+
+// tooLarge refuses a frame over limit. Before a session is bound the
+// limit is a start frame's, and the answer says how to send large files.
+func tooLarge(limit int64, start bool) *ProtoError {
+	if start {
+		return perr(CodeTooLarge, "frame is over the %d-byte limit of a start frame; it was dropped (upload large input files first with POST /v1/uploads and name them by sha256)", limit)
+	}
+	return perr(CodeTooLarge, "frame is over the %d-byte limit; it was dropped", limit)
+}
+
+// frameType is the type a frame names among its top-level fields, read
+// token by token as salvageID reads the id ("" when it cannot tell).
+func frameType(data []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if key == "type" {
+			t, _ := dec.Token()
+			s, _ := t.(string)
+			return s
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return ""
+		}
+	}
+	return ""
 }
 
 // framePool holds the buffers frames are read into: a frame is decoded
@@ -550,7 +608,7 @@ func (c *conn) handle(data []byte, read time.Time) {
 		s, pe := c.srv.start(startParams{
 			sessionID: f.SessionID, candidateID: f.CandidateID, packRef: f.Pack, seed: seed,
 			host: hostOptions{ClientPlayback: f.ClientPlayback}, conn: c, frameID: f.ID,
-			voiceMode: f.VoiceMode, clientVoice: f.ClientVoice,
+			voiceMode: f.VoiceMode, clientVoice: f.ClientVoice, inputs: f.Inputs,
 		})
 		if pe != nil {
 			c.sendError(f.ID, pe)
@@ -609,6 +667,7 @@ func (c *conn) handle(data []byte, read time.Time) {
 func (c *conn) bind(s *session) {
 	c.sess = s
 	c.bound.Store(s)
+	c.setReadLimit(4 * c.srv.cfg.MaxMessageBytes)
 }
 
 func (c *conn) boundSession(frameID string) *session {

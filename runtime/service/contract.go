@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/clock"
 	"github.com/batonhq/baton/runtime/events"
 	"github.com/batonhq/baton/runtime/internal/wal"
@@ -81,6 +82,9 @@ type StartOptions struct {
 	// Pack is a bundled pack name or a permitted folder.
 	Pack string
 	Seed int64
+	// Inputs are the session's values for the pack's declared inputs;
+	// a refusal is an input_* error.
+	Inputs rules.Supplied
 	// Options are the contract's own settings for this session, a JSON
 	// object kept in the session's log, so a recovered session still has
 	// them (Session.Options).
@@ -89,7 +93,7 @@ type StartOptions struct {
 
 // Start starts a session, as a WebSocket start frame does.
 func (srv *Server) Start(o StartOptions) (*Session, *ProtoError) {
-	s, pe := srv.start(startParams{sessionID: o.SessionID, candidateID: o.CandidateID, packRef: o.Pack, seed: o.Seed, contract: o.Options})
+	s, pe := srv.start(startParams{sessionID: o.SessionID, candidateID: o.CandidateID, packRef: o.Pack, seed: o.Seed, contract: o.Options, inputs: o.Inputs})
 	if pe != nil {
 		return nil, pe
 	}
@@ -169,11 +173,21 @@ func (srv *Server) WriteError(w http.ResponseWriter, pe *ProtoError) {
 
 // ReadBody reads a request body of at most Config.MaxMessageBytes.
 func (srv *Server) ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, *ProtoError) {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, srv.cfg.MaxMessageBytes))
+	return srv.readBody(w, r, srv.cfg.MaxMessageBytes)
+}
+
+// ReadStartBody reads a body that starts a session, which may carry its
+// inputs: at most Config.MaxStartBytes.
+func (srv *Server) ReadStartBody(w http.ResponseWriter, r *http.Request) ([]byte, *ProtoError) {
+	return srv.readBody(w, r, srv.cfg.MaxStartBytes)
+}
+
+func (srv *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *ProtoError) {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, perr(CodeTooLarge, "body is over the %d-byte limit", srv.cfg.MaxMessageBytes)
+			return nil, perr(CodeTooLarge, "body is over the %d-byte limit", limit)
 		}
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {

@@ -4,16 +4,21 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/service"
 	"github.com/batonhq/baton/runtime/service/dayone"
 )
@@ -171,7 +176,7 @@ func TestHTTPContract(t *testing.T) {
 		{"start unknown scenario", "/sim/session/start", strings.Replace(strings.Replace(mustStr(start), "sess_001", "sess_003", 1), "payment_double_charge_vip_discount_v1", "nope", 1), http.StatusBadRequest, service.CodeBadPack},
 		{"start bad id", "/sim/session/start", strings.Replace(mustStr(start), "sess_001", "../x", 1), http.StatusBadRequest, service.CodeBadSessionID},
 		{"start not json", "/sim/session/start", `<xml/>`, http.StatusBadRequest, service.CodeBadJSON},
-		{"start too large", "/sim/session/start", `{"session_id":"` + strings.Repeat("x", 70<<10) + `"}`, http.StatusRequestEntityTooLarge, service.CodeTooLarge},
+		{"start too large", "/sim/session/start", `{"session_id":"` + strings.Repeat("x", 1100<<10) + `"}`, http.StatusRequestEntityTooLarge, service.CodeTooLarge},
 		{"event unknown session", "/sim/session/event", `{"session_id":"ghost","event_type":"speech_end","ts_sec":1}`, http.StatusNotFound, service.CodeSessionNotFound},
 		{"event no session", "/sim/session/event", `{"event_type":"speech_end","ts_sec":1}`, http.StatusBadRequest, service.CodeBadFrame},
 		{"event unknown type", "/sim/session/event", `{"session_id":"sess_001","event_type":"dance","ts_sec":4}`, http.StatusBadRequest, service.CodeUnknownEventType},
@@ -288,5 +293,78 @@ func TestDayOneMetricsLint(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// inputsPackFS is the bundled packs of a server whose only pack is the
+// test pack declaring inputs (scenario_id inputs_v1).
+func inputsPackFS(t *testing.T) fs.FS {
+	t.Helper()
+	m := fstest.MapFS{}
+	err := filepath.WalkDir("testdata/inputs", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel("testdata", p)
+		m[filepath.ToSlash(rel)] = &fstest.MapFile{Data: data}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// The DayOne start takes the session's inputs, refused with the same
+// codes as a start frame (HTTP 400) and leaving no session.
+func TestHTTPStartInputs(t *testing.T) {
+	recv := newHookReceiver(t, func(string, int, string) bool { return false })
+	packs := inputsPackFS(t)
+	h := service.NewHarness(t, withDayOne(dayone.Config{AllowPrivateWebhooks: true}), func(c *service.Config) { c.Packs = packs })
+	for _, tc := range []struct {
+		name   string
+		inputs rules.Supplied
+		status int
+		code   string
+	}{
+		{"accepted", rules.Supplied{"cand_name": json.RawMessage(`"Ada"`), "notes": json.RawMessage(`{"name":"notes.md","text":"From DayOne."}`)}, http.StatusOK, ""},
+		{"missing", rules.Supplied{"years": json.RawMessage(`4`)}, http.StatusBadRequest, service.CodeInputMissing},
+		{"type", rules.Supplied{"cand_name": json.RawMessage(`"Ada"`), "remote": json.RawMessage(`"yes"`)}, http.StatusBadRequest, service.CodeInputType},
+		{"unknown upload", rules.Supplied{"cand_name": json.RawMessage(`"Ada"`), "code": json.RawMessage(`{"name":"a.js","sha256":"` + strings.Repeat("0", 64) + `"}`)}, http.StatusBadRequest, service.CodeInputUpload},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "http_in_" + strings.ReplaceAll(tc.name, " ", "_")
+			code, body := h.Post("/sim/session/start", dayone.StartRequest{
+				SessionID: id, CandidateID: "cand", StartedAt: "2026-02-20T23:00:00Z", ScenarioID: "inputs_v1",
+				FrontendAgentWebhook: recv.srv.URL + "/sim/session/agent-message",
+				EndCallbackWebhook:   recv.srv.URL + "/sim/session/end",
+				Inputs:               tc.inputs,
+			})
+			if code != tc.status {
+				t.Fatalf("start: %d %v, want %d", code, body, tc.status)
+			}
+			if tc.code != "" {
+				if e, _ := body["error"].(map[string]any); e["code"] != tc.code {
+					t.Fatalf("start: %v, want code %s", body, tc.code)
+				}
+				if h.Live(id) {
+					t.Fatal("a refused start left a session")
+				}
+				return
+			}
+			c := h.Dial()
+			c.Send(map[string]any{"id": "r", "type": "resume", "session_id": id})
+			ack := c.ExpectAck("r")
+			if got := strings.Join(ack.State.Inputs, ","); got != "cand_name,notes" {
+				t.Fatalf("session inputs %q", got)
+			}
+			if ack.Workspace == nil || ack.Workspace.Files[0].Path != "main.js" {
+				t.Fatalf("resume ack workspace %+v", ack.Workspace)
+			}
+		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/batonhq/baton/engine"
+	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/events"
 )
 
@@ -89,6 +90,19 @@ const (
 	CodeUnknownToolCall = "unknown_tool_call"
 )
 
+// Input codes refuse a start whose inputs the pack does not take
+// (rules.Pack.Bind); the message names every refused input and its limit.
+const (
+	CodeInputMissing  = rules.CodeInputMissing  // a required input not supplied
+	CodeInputUnknown  = rules.CodeInputUnknown  // an input the pack does not declare
+	CodeInputType     = rules.CodeInputType     // wrong type, bad enum value, bad file form or name
+	CodeInputRange    = rules.CodeInputRange    // a number or duration outside min..max
+	CodeInputTooLarge = rules.CodeInputTooLarge // text, list or file over its size limit
+	CodeInputTooMany  = rules.CodeInputTooMany  // more files than max_files
+	CodeInputMedia    = rules.CodeInputMedia    // a file's media type not allowed
+	CodeInputUpload   = rules.CodeInputUpload   // a sha256 no upload has (POST /v1/uploads first)
+)
+
 // MaxFrameID bounds a client frame id.
 const MaxFrameID = 128
 
@@ -110,6 +124,9 @@ type ClientFrame struct {
 	// ClientVoice: the client hosts the live speech session itself even
 	// on a server that could (baton serve --voice).
 	ClientVoice bool `json:"client_voice,omitempty"`
+	// Inputs are the values the session brings for the pack's declared
+	// inputs (rules.Supplied).
+	Inputs rules.Supplied `json:"inputs,omitempty"`
 	// resume: the last effect seq the client saw (0 for none).
 	LastSeq *uint64 `json:"last_seq,omitempty"`
 	// event: one candidate event in the seed §5.2 shape.
@@ -282,7 +299,7 @@ func salvageID(data []byte) string {
 // any other field that is set is an error, so a typo is reported rather
 // than silently ignored.
 var frameFields = map[string][]string{
-	FrameStart:            {"session_id", "pack", "candidate_id", "seed", "client_playback", "voice_mode", "client_voice"},
+	FrameStart:            {"session_id", "pack", "candidate_id", "seed", "client_playback", "voice_mode", "client_voice", "inputs"},
 	FrameResume:           {"session_id", "last_seq"},
 	FrameEvent:            {"event"},
 	FrameSpeechDone:       {"message_id", "interrupted"},
@@ -303,7 +320,7 @@ func (f *ClientFrame) setFields() []string {
 	}{
 		{f.SessionID != "", "session_id"}, {f.Pack != "", "pack"}, {f.CandidateID != "", "candidate_id"},
 		{f.Seed != nil, "seed"}, {f.ClientPlayback, "client_playback"}, {f.VoiceMode != "", "voice_mode"},
-		{f.ClientVoice, "client_voice"}, {f.LastSeq != nil, "last_seq"},
+		{f.ClientVoice, "client_voice"}, {f.Inputs != nil, "inputs"}, {f.LastSeq != nil, "last_seq"},
 		{f.Event != nil, "event"}, {f.MessageID != "", "message_id"}, {f.Interrupted, "interrupted"},
 		{f.Tool != nil, "tool"}, {f.Agent != nil, "agent"}, {f.Reason != "", "reason"},
 		{f.ToolCallID != "", "tool_call_id"}, {f.Result != nil, "result"}, {f.IsError, "is_error"},
@@ -409,6 +426,24 @@ type AckFrame struct {
 	// Missed holds, on resume, the effect frames after last_seq in
 	// order, each as it was sent.
 	Missed []json.RawMessage `json:"missed,omitempty"`
+	// Workspace is set on start and resume when the pack has a
+	// workspace: the session's starting files, for an editor to show.
+	Workspace *WorkspaceState `json:"workspace,omitempty"`
+}
+
+// WorkspaceState is a session's workspace as a client seeds its editor
+// with it: the root tools name files under, and the starting files (the
+// pack's, or those the session supplied for the input workspace.from
+// names), the first being the one open.
+type WorkspaceState struct {
+	Root  string          `json:"root"`
+	Files []WorkspaceFile `json:"files"`
+}
+
+// WorkspaceFile is one starting file of a workspace.
+type WorkspaceFile struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
 }
 
 // SessionState describes a session on start and resume.
@@ -431,6 +466,9 @@ type SessionState struct {
 	// resumes runs these, and no other client_tool_call among the
 	// missed effects (those were answered or timed out).
 	ToolCalls []string `json:"tool_calls,omitempty"`
+	// Inputs names the inputs the session was started with, in order
+	// (their values stay in the session's log).
+	Inputs []string `json:"inputs,omitempty"`
 }
 
 // ErrorFrame reports a frame that was not applied, or a problem.
@@ -500,18 +538,19 @@ type PongFrame struct {
 
 // ServerFrame decodes any server frame; clients use it.
 type ServerFrame struct {
-	Type      string        `json:"type"`
-	ID        string        `json:"id,omitempty"`
-	SessionID string        `json:"session_id,omitempty"`
-	T         *int64        `json:"t_ms,omitempty"`
-	InputSeq  uint64        `json:"input_seq,omitempty"`
-	Clamped   string        `json:"clamped,omitempty"`
-	State     *SessionState `json:"state,omitempty"`
-	Missed    []EffectFrame `json:"missed,omitempty"`
-	Code      string        `json:"code,omitempty"`
-	Message   string        `json:"message,omitempty"`
-	Seq       uint64        `json:"seq,omitempty"`
-	Effect    *WireEffect   `json:"effect,omitempty"`
+	Type      string          `json:"type"`
+	ID        string          `json:"id,omitempty"`
+	SessionID string          `json:"session_id,omitempty"`
+	T         *int64          `json:"t_ms,omitempty"`
+	InputSeq  uint64          `json:"input_seq,omitempty"`
+	Clamped   string          `json:"clamped,omitempty"`
+	State     *SessionState   `json:"state,omitempty"`
+	Missed    []EffectFrame   `json:"missed,omitempty"`
+	Workspace *WorkspaceState `json:"workspace,omitempty"`
+	Code      string          `json:"code,omitempty"`
+	Message   string          `json:"message,omitempty"`
+	Seq       uint64          `json:"seq,omitempty"`
+	Effect    *WireEffect     `json:"effect,omitempty"`
 	// ClientToolCall is set on client_tool_call frames.
 	ClientToolCall *ClientToolCall `json:"client_tool_call,omitempty"`
 	// The event of a server-hosted voice frame (VoiceFrame).

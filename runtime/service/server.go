@@ -67,6 +67,8 @@ type Server struct {
 	limits   *connLimiter
 	// admission refuses new sessions while running ones are answered late.
 	admission *admission
+	// uploads are files clients sent ahead of a start (uploads.go).
+	uploads *uploads
 	// private are directories whose paths errors sent to clients must
 	// not show (clientText).
 	private []string
@@ -101,6 +103,7 @@ func New(cfg Config) (*Server, error) {
 	srv.limits = newConnLimiter(&srv.cfg, srv.m.reg)
 	srv.admission = newAdmission(&srv.cfg, srv.m.reg)
 	srv.private = privateDirs(cfg.DataDir)
+	srv.uploads = newUploads(cfg.Clock, cfg.UploadTTL, cfg.UploadStoreBytes)
 	srv.ctx, srv.cancel = context.WithCancel(context.Background())
 	srv.upgrader = websocket.Upgrader{
 		// Every connection holds its read buffer for as long as it is
@@ -144,6 +147,8 @@ func (srv *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /readyz", srv.handleReady)
 	mux.HandleFunc("GET /v1/packs/{name}/describe", srv.RequireToken(srv.handleDescribe))
 	mux.HandleFunc("GET /debug/stats", srv.RequireToken(srv.handleStats))
+	mux.HandleFunc("POST /v1/uploads", srv.AllowOrigins(srv.RequireToken(srv.handleUpload)))
+	mux.HandleFunc("OPTIONS /v1/uploads", srv.AllowOrigins(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	mux.HandleFunc("GET /debug/pprof/", srv.RequireToken(pprof.Index))
 	mux.HandleFunc("GET /debug/pprof/profile", srv.RequireToken(pprof.Profile))
 	mux.HandleFunc("GET /debug/pprof/trace", srv.RequireToken(pprof.Trace))
@@ -334,6 +339,9 @@ type startParams struct {
 	// could (voice.go).
 	voiceMode   string
 	clientVoice bool
+	// inputs are the session's values for the pack's inputs, as the
+	// client sent them (uploads named by sha256).
+	inputs rules.Supplied
 }
 
 // start creates, logs and launches a new session.
@@ -356,12 +364,6 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	if reason, failed := srv.failedReason(sp.sessionID); failed {
 		return nil, perr(CodeSessionExists, "session %s exists but could not be recovered: %s", sp.sessionID, reason)
 	}
-	// Asked after the checks that answer a start wherever it runs (moved,
-	// session_exists): overloaded says only that this node takes no new
-	// session now.
-	if pe := srv.admission.admit(srv.clock.Now()); pe != nil {
-		return nil, pe
-	}
 	sp.packRef = srv.packs.canonical(sp.packRef)
 	p, err := srv.packs.open(sp.packRef)
 	if err != nil {
@@ -369,6 +371,19 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 		// never where it is on disk; the operator gets where here.
 		srv.log.Info("pack refused", "session_id", sp.sessionID, "pack", sp.packRef, "err", err)
 		return nil, perr(CodeBadPack, "%v", err)
+	}
+	// The inputs are checked before anything is logged: a refused start
+	// leaves no trace. Bound, they are self-contained (uploads resolved
+	// into their data), so the log header holds all a replay needs.
+	in, err := p.Bind(sp.inputs, rules.BindOptions{Upload: srv.uploads.get})
+	if err != nil {
+		return nil, inputRefusal(err)
+	}
+	// Asked after the checks that answer a start wherever it runs (moved,
+	// session_exists, a bad pack or inputs): overloaded says only that
+	// this node takes no new session now.
+	if pe := srv.admission.admit(srv.clock.Now()); pe != nil {
+		return nil, pe
 	}
 	model := srv.cfg.Model(sp.sessionID, p, srv.clock)
 	vo := voiceOptions{ClientVoice: sp.clientVoice}
@@ -380,7 +395,8 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	now := srv.clock.Now()
 	// The session runs against real time: its scripts are held to their
 	// budget, and the outcomes are recorded (engine.Options.LiveBudgets).
-	opts := engine.Options{Seed: uint64(sp.seed), VoiceMode: sp.voiceMode, LiveBudgets: true}
+	opts := engine.Options{Seed: uint64(sp.seed), VoiceMode: sp.voiceMode, LiveBudgets: true,
+		SessionID: sp.sessionID, Inputs: in.Supplied()}
 	hdr := wal.Header{Engine: engine.Version, Pack: p.Name, PackRef: sp.packRef, PackHash: p.Hash, Options: opts,
 		SessionID: sp.sessionID, CandidateID: sp.candidateID, StartWall: now, Host: host}
 	wl, err := srv.logs().Create(hdr)
@@ -405,7 +421,7 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	ack := func() {
 		if sp.conn != nil {
 			st := s.state()
-			sp.conn.enqueue(mustJSON(AckFrame{Type: FrameAck, ID: sp.frameID, SessionID: s.id, T: new(int64), State: &st}))
+			sp.conn.enqueue(mustJSON(AckFrame{Type: FrameAck, ID: sp.frameID, SessionID: s.id, T: new(int64), State: &st, Workspace: s.workspace()}))
 			s.subs[sp.conn] = struct{}{}
 		}
 	}
@@ -416,6 +432,20 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	srv.m.sessionsStarted.Inc()
 	s.log.Info("session started", "pack", p.Name, "candidate_id", sp.candidateID, "client_playback", sp.host.ClientPlayback, "server_voice", s.liveVoice != nil, "watchers", len(s.watchers))
 	return s, nil
+}
+
+// inputRefusal is a start's answer when the pack refuses its inputs: the
+// first refusal's code, and every refused input with its limit in the
+// message.
+func inputRefusal(err error) *ProtoError {
+	var errs rules.InputErrors
+	if !errors.As(err, &errs) || len(errs) == 0 {
+		return perr(CodeBadFrame, "inputs: %v", err)
+	}
+	msg := "inputs refused: " + errs.Error()
+	// The names and limits come first in each refusal; echoed values are
+	// cut (clipMessage), and a long list is cut at the end.
+	return &ProtoError{Code: errs.Code(), Message: clipMessage(msg)}
 }
 
 // watch attaches the mounted contracts' effect hooks to a session that is

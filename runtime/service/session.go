@@ -855,7 +855,7 @@ func (s *session) subscribe(m *subMsg) *ProtoError {
 	}
 	s.srv.m.resumes.WithLabelValues(src).Inc()
 	st := s.state()
-	ack := AckFrame{Type: FrameAck, ID: m.frameID, SessionID: s.id, State: &st, Missed: missed}
+	ack := AckFrame{Type: FrameAck, ID: m.frameID, SessionID: s.id, State: &st, Missed: missed, Workspace: s.workspace()}
 	if !m.c.enqueue(mustJSON(ack)) {
 		return nil
 	}
@@ -873,7 +873,41 @@ func (s *session) subscribe(m *subMsg) *ProtoError {
 func (s *session) state() SessionState {
 	return SessionState{SessionID: s.id, CandidateID: s.hdr.CandidateID, Pack: s.pack.Name, T: s.eng.Now(),
 		LastSeq: s.seq, Ended: s.ended, EndReason: s.endReason, ClientPlayback: s.host.ClientPlayback,
-		ServerVoice: s.liveVoice != nil, Playing: slices.Clone(s.playing), ToolCalls: s.eng.PendingClientTools()}
+		ServerVoice: s.liveVoice != nil, Playing: slices.Clone(s.playing), ToolCalls: s.eng.PendingClientTools(),
+		Inputs: inputNames(s.hdr.Options.Inputs)}
+}
+
+// inputNames are the names of the inputs a session was started with, in
+// order.
+func inputNames(sup rules.Supplied) []string {
+	if len(sup) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(sup))
+	for k := range sup {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// workspace is the session's starting workspace, for the start and
+// resume acks; nil when its pack has none.
+func (s *session) workspace() *WorkspaceState {
+	in := s.eng.Inputs()
+	if in == nil {
+		return nil
+	}
+	p := in.Pack()
+	files := p.WorkspaceOf(in)
+	if len(files) == 0 {
+		return nil
+	}
+	ws := &WorkspaceState{Root: p.Workspace.RootDir(), Files: make([]WorkspaceFile, len(files))}
+	for i, f := range files {
+		ws.Files[i] = WorkspaceFile{Path: f.Path, Content: f.Content}
+	}
+	return ws
 }
 
 // missedSince returns the effect frames after seq, from the ring when it
@@ -976,13 +1010,15 @@ func (s *session) finish() {
 }
 
 // archive exports the ended session's context files under
-// DATA/archive/ID, if its pack declares any.
+// DATA/archive/ID, with a record of its inputs, if its pack declares
+// either.
 func (s *session) archive() {
 	files := s.eng.ContextFiles()
-	if len(files) == 0 {
+	inputs := archive.InputsOf(s.eng.Inputs())
+	if len(files) == 0 && len(inputs) == 0 {
 		return
 	}
-	m := archive.Manifest{Session: s.id, Pack: s.pack.Name, PackHash: s.pack.Hash, Engine: engine.Version, EndedMS: s.eng.Now(), Reason: s.endReason}
+	m := archive.Manifest{Session: s.id, Pack: s.pack.Name, PackHash: s.pack.Hash, Engine: engine.Version, EndedMS: s.eng.Now(), Reason: s.endReason, Inputs: inputs}
 	dir, err := archive.Write(filepath.Join(s.srv.cfg.DataDir, ArchiveDir), m, files)
 	if err != nil {
 		// The log keeps everything the archive would hold:

@@ -192,7 +192,9 @@ func TestWSResume(t *testing.T) {
 // TestWSBadInputs sends every kind of bad frame; each gets its own error
 // code and the connection keeps working.
 func TestWSBadInputs(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MaxMessageBytes = 2048 })
+	// A start frame's own limit is the ordinary one here, so a connection
+	// without a session is held to 4x it too.
+	h := newHarness(t, func(c *Config) { c.MaxMessageBytes, c.MaxStartBytes = 2048, 2048 })
 	c := h.dial(nil)
 	alive := func() {
 		t.Helper()

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/events"
 	"github.com/batonhq/baton/runtime/internal/wal"
 	"github.com/batonhq/baton/runtime/service"
@@ -98,6 +99,10 @@ type StartRequest struct {
 	ScenarioID           string `json:"scenario_id"`
 	FrontendAgentWebhook string `json:"frontend_agent_webhook"`
 	EndCallbackWebhook   string `json:"end_callback_webhook"`
+	// Inputs, beyond §5.1, are the session's values for the pack's
+	// declared inputs, as a WebSocket start frame carries them; a refusal
+	// is a 400 with its input_* code.
+	Inputs rules.Supplied `json:"inputs,omitempty"`
 }
 
 // StartResponse answers a successful start.
@@ -226,7 +231,7 @@ func (d *Contract) byScenario(id string) (string, bool) {
 
 // handleStart is POST /sim/session/start (seed §5.1).
 func (d *Contract) handleStart(w http.ResponseWriter, r *http.Request) {
-	data, pe := d.srv.ReadBody(w, r)
+	data, pe := d.srv.ReadStartBody(w, r)
 	if pe != nil {
 		d.srv.WriteError(w, pe)
 		return
@@ -250,7 +255,7 @@ func (d *Contract) handleStart(w http.ResponseWriter, r *http.Request) {
 		d.srv.WriteError(w, service.Errorf(service.CodeInternal, "%v", err))
 		return
 	}
-	s, pe := d.srv.Start(service.StartOptions{SessionID: req.SessionID, CandidateID: req.CandidateID, Pack: ref, Options: opts})
+	s, pe := d.srv.Start(service.StartOptions{SessionID: req.SessionID, CandidateID: req.CandidateID, Pack: ref, Options: opts, Inputs: req.Inputs})
 	if pe != nil {
 		d.srv.WriteError(w, pe)
 		return
