@@ -463,6 +463,14 @@ func eventOf(p *rules.Pack, typ string, accepted bool, compared *reads) Event {
 				}
 			case *rules.RunAction:
 				scripted = true
+			case *rules.SlotAction:
+				// A declared slot's own expressions (its focus line) are
+				// evaluated as the rule writes it, on this event.
+				for i := range p.Slots {
+					if p.Slots[i].ID == a.Name {
+						readBy("slot:"+a.Name, &p.Slots[i])
+					}
+				}
 			}
 		}
 		if scripted {

@@ -66,7 +66,7 @@ func TestBundledPacks(t *testing.T) {
 	}{
 		{pack: "training",
 			events: map[string][]string{
-				"editor_changed":   {"code"},
+				"editor_changed":   {"code", "line"},
 				"run_error":        {"text"},
 				"run_passed":       nil,
 				rules.EventMessage: {"text", "stt_confidence", "addressed_to"},
