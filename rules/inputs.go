@@ -715,9 +715,6 @@ func (l InputErrors) Code() string {
 	return l[0].Code
 }
 
-// InputOf returns the input a reference such as "input:deck" names.
-func InputOf(ref string) (string, bool) { return inputRef(ref) }
-
 // checkInputRefs checks every place a pack names an input as a file or a
 // text: attachments, context files' from:, the workspace's from: and the
 // scenario's context_from:.

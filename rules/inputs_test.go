@@ -165,7 +165,7 @@ func TestBindValuesReachThePack(t *testing.T) {
 	// Files, the context object and an upload by hash.
 	data := []byte("%PDF-1.4 plan")
 	sum := "bdf5d8ac7a53ab6a3c2c6b3bd5a1f27a32e2b8d0a8e0e8f0b1f31e0c0b0c9a11"
-	in, err = p.Bind(sup("NAME", `"Ada"`, "CONTEXT", `{"bug": "lost refund"}`,
+	_, err = p.Bind(sup("NAME", `"Ada"`, "CONTEXT", `{"bug": "lost refund"}`,
 		"deck", `[{"name": "notes.md", "text": "# Notes"}, {"name": "plan.pdf", "sha256": "`+sum+`"}]`),
 		rules.BindOptions{Upload: func(h string) ([]byte, bool) { return data, h == sum }})
 	var list rules.InputErrors
