@@ -197,8 +197,8 @@ func (s *Session) rewrite(t *turn, line string, v []string) (string, bool) {
 			return "", false
 		}
 	}
-	if tooLong := g.MaxSentences > 0 && text.CountSentences(line) > g.MaxSentences; tooLong && len(v) == 1 {
-		if out := strings.Join(text.SplitSentences(line)[:g.MaxSentences], " "); !s.lines.atCap(s, out) {
+	if tooLong := g.MaxSentences.Int() > 0 && text.CountSentences(line) > g.MaxSentences.Int(); tooLong && len(v) == 1 {
+		if out := strings.Join(text.SplitSentences(line)[:g.MaxSentences.Int()], " "); !s.lines.atCap(s, out) {
 			return out, true
 		}
 	}
@@ -208,7 +208,7 @@ func (s *Session) rewrite(t *turn, line string, v []string) (string, bool) {
 	if _, written := rules.FindLines(role.Rewrite, "default"); written {
 		return "", false // the role's lines are all at their cap
 	}
-	out := trimToFirstQuestion(line, g.MaxSentences)
+	out := trimToFirstQuestion(line, g.MaxSentences.Int())
 	if out == "" || len(s.violations(t, out)) > 0 || s.lines.atCap(s, out) {
 		return "", false
 	}

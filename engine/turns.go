@@ -298,7 +298,7 @@ func (s *Session) request(t *turn, take bool) *LLMRequest {
 		CandidateLastMessage: s.cand.lastMsg,
 		Human:                s.human(),
 		Constraints: Constraints{
-			MaxSentences:     p.Guardrails.MaxSentences,
+			MaxSentences:     p.Guardrails.MaxSentences.Int(),
 			MaxQuestionCount: p.Guardrails.MaxQuestions,
 		},
 		TimeoutMS: p.LLM.Timeout.MS,

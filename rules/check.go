@@ -3,6 +3,7 @@ package rules
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -300,7 +301,10 @@ func (sc *SpeechConfidence) check(c *compiler) {
 }
 
 func (g *Guardrails) check(c *compiler) {
-	if g.MaxSentences > 0 && g.MinSentences > g.MaxSentences {
+	if v := g.MaxSentences.Value; v < 0 || v != math.Trunc(v) {
+		c.errorf(g.MaxSentences.Pos, "guardrails: max_sentences is a count of sentences, not %v", v)
+	}
+	if g.MaxSentences.Int() > 0 && g.MinSentences > g.MaxSentences.Int() {
 		c.errorf(c.p.Pos, "guardrails: min_sentences is above max_sentences")
 	}
 	if g.MaxRepeats < 0 {

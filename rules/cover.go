@@ -177,7 +177,7 @@ func (p *Pack) buildCover(c *compiler) {
 		name string
 	}{
 		{g.MaxQuestions > 0, GuardMaxQuestions},
-		{g.MinSentences > 0 || g.MaxSentences > 0, GuardSentences},
+		{g.MinSentences > 0 || g.MaxSentences.Int() > 0, GuardSentences},
 		{g.RoleFidelity && p.anyFocus(), GuardRoleFidelity},
 		{g.MaxRepeats > 0, GuardRepeat},
 	} {

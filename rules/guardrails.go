@@ -16,7 +16,9 @@ type Guardrails struct {
 	Pos
 	MaxQuestions int `yaml:"max_questions"`
 	MinSentences int `yaml:"min_sentences"`
-	MaxSentences int `yaml:"max_sentences"`
+	// MaxSentences may name a number constant or input, so a session can
+	// choose how long its lines are within what the pack allows.
+	MaxSentences Number `yaml:"max_sentences"`
 	// RoleFidelity requires a line to use at least one of its role's focus words.
 	RoleFidelity bool `yaml:"role_fidelity"`
 	// MaxRepeats caps how often one identical line may be said in a
@@ -101,7 +103,7 @@ func (g *Guardrails) Violations(r *Role, line string) []string {
 		v = append(v, GuardMaxQuestions)
 	}
 	n := text.CountSentences(line)
-	if (g.MaxSentences > 0 && n > g.MaxSentences) || n < g.MinSentences {
+	if (g.MaxSentences.Int() > 0 && n > g.MaxSentences.Int()) || n < g.MinSentences {
 		v = append(v, GuardSentences)
 	}
 	if g.RoleFidelity && r != nil && len(r.Focus) > 0 && r.FocusWords().Hits(line) == 0 {
@@ -117,8 +119,8 @@ func (g *Guardrails) Limits(r *Role) string {
 	if g.MaxQuestions > 0 {
 		limits = append(limits, "at most "+strconv.Itoa(g.MaxQuestions)+" "+text.Plural(g.MaxQuestions, "question", "questions"))
 	}
-	if g.MaxSentences > 0 {
-		limits = append(limits, strconv.Itoa(max(g.MinSentences, 1))+" to "+strconv.Itoa(g.MaxSentences)+" sentences")
+	if g.MaxSentences.Int() > 0 {
+		limits = append(limits, strconv.Itoa(max(g.MinSentences, 1))+" to "+strconv.Itoa(g.MaxSentences.Int())+" sentences")
 	} else if g.MinSentences > 0 {
 		limits = append(limits, "at least "+strconv.Itoa(g.MinSentences)+" "+text.Plural(g.MinSentences, "sentence", "sentences"))
 	}

@@ -428,7 +428,7 @@ func declared(p *rules.Pack) int {
 	for _, r := range p.Roles {
 		focus = focus || len(r.Focus) > 0
 	}
-	for _, on := range []bool{g.MaxQuestions > 0, g.MinSentences > 0 || g.MaxSentences > 0, g.RoleFidelity && focus, g.MaxRepeats > 0} {
+	for _, on := range []bool{g.MaxQuestions > 0, g.MinSentences > 0 || g.MaxSentences.Int() > 0, g.RoleFidelity && focus, g.MaxRepeats > 0} {
 		if on {
 			n++
 		}

@@ -149,6 +149,10 @@ type Number struct {
 // IsSet reports whether the number was written in the pack.
 func (v Number) IsSet() bool { return v.set }
 
+// Int is the number as a count (checks refuse a fractional one where a
+// count is meant).
+func (v Number) Int() int { return int(v.Value) }
+
 func (v *Number) decodeNode(dec *decoder, n *yaml.Node) {
 	v.Pos = dec.pos(n)
 	if n.Kind != yaml.ScalarNode {

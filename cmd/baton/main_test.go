@@ -34,7 +34,7 @@ func TestDryrunText(t *testing.T) {
 		"00:00.0  qa         window",
 		"03:00.0  ba         anchor",
 		"repeat_request",
-		"[regenerated(2): max_questions]",
+		"[regenerated(2): max_questions,sentences]",
 		"10:00.0  -          session_end",
 	} {
 		if !strings.Contains(out, want) {
