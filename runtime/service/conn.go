@@ -3,7 +3,6 @@ package service
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -524,29 +523,11 @@ func tooLarge(limit int64, start bool) *ProtoError {
 	return perr(CodeTooLarge, "frame is over the %d-byte limit; it was dropped", limit)
 }
 
-// frameType is the type a frame names among its top-level fields, read
-// token by token as salvageID reads the id ("" when it cannot tell).
+// frameType is the type a frame names among its top-level fields ("" when
+// it cannot tell), read as salvageID reads the id.
 func frameType(data []byte) string {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return ""
-	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return ""
-		}
-		if key == "type" {
-			t, _ := dec.Token()
-			s, _ := t.(string)
-			return s
-		}
-		var skip json.RawMessage
-		if dec.Decode(&skip) != nil {
-			return ""
-		}
-	}
-	return ""
+	t, _ := topString(data, "type")
+	return t
 }
 
 // framePool holds the buffers frames are read into: a frame is decoded

@@ -268,31 +268,38 @@ func parseFrame(data []byte) (*ClientFrame, *ProtoError) {
 }
 
 // salvageID finds a string id among the top-level fields of a frame that
-// failed to decode, reading tokens until the first error, so the id is
-// found even in a frame cut short by the size limit.
+// failed to decode, so the id is found even in a frame cut short by the
+// size limit.
 func salvageID(data []byte) string {
+	if id, ok := topString(data, "id"); ok && len(id) <= MaxFrameID {
+		return id
+	}
+	return ""
+}
+
+// topString is the text of a frame's top-level field, read token by token
+// until the first error.
+func topString(data []byte, field string) (string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return ""
+		return "", false
 	}
 	for dec.More() {
 		key, err := dec.Token()
 		if err != nil {
-			return ""
+			return "", false
 		}
-		if key == "id" {
+		if key == field {
 			t, err := dec.Token()
-			if id, ok := t.(string); err == nil && ok && len(id) <= MaxFrameID {
-				return id
-			}
-			return ""
+			s, ok := t.(string)
+			return s, err == nil && ok
 		}
 		var skip json.RawMessage
 		if dec.Decode(&skip) != nil {
-			return ""
+			return "", false
 		}
 	}
-	return ""
+	return "", false
 }
 
 // frameFields lists the fields each frame type takes besides id and type;
