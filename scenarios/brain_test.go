@@ -36,9 +36,9 @@ func runBrain(t testing.TB, evs []events.Timed, replies []dryrun.Reply) *record.
 
 func sequenceRequests(res *record.Result) []*engine.LLMRequest {
 	var out []*engine.LLMRequest
-	for _, r := range res.Records {
-		if r.Type == engine.EffectLLMRequest && r.Request.Sequence != nil {
-			out = append(out, r.Request)
+	for _, r := range requests(res) {
+		if r.Sequence != nil {
+			out = append(out, r)
 		}
 	}
 	return out
