@@ -230,7 +230,7 @@ func (c *conn) slowConsumer(cause, reason string) {
 
 func (c *conn) sendError(id string, pe *ProtoError) {
 	c.srv.m.clientErrors.WithLabelValues(pe.Code).Inc()
-	c.enqueue(mustJSON(ErrorFrame{Type: FrameError, ID: id, Code: pe.Code, Message: pe.Message, URL: pe.URL}))
+	c.enqueue(mustJSON(ErrorFrame{Type: FrameError, ID: id, Code: pe.Code, Message: pe.Message, URL: pe.URL, Inputs: pe.Inputs}))
 }
 
 // readLoop reads frames until the connection is to close, then drains

@@ -168,7 +168,7 @@ func (srv *Server) WriteError(w http.ResponseWriter, pe *ProtoError) {
 		// busy, overloaded, shutting down: worth asking again shortly.
 		w.Header().Set("Retry-After", "1")
 	}
-	httpError(w, st, pe.Code, pe.Message)
+	writeHTTPError(w, st, pe)
 }
 
 // ReadBody reads a request body of at most Config.MaxMessageBytes.

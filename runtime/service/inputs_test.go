@@ -222,6 +222,13 @@ func TestStartInputRefusals(t *testing.T) {
 					t.Errorf("message %q does not say %q", f.Message, w)
 				}
 			}
+			// The same refusals, one per input, for a form to mark.
+			if len(f.Inputs) == 0 || f.Inputs[0].Code != tc.code || !strings.Contains(f.Message, f.Inputs[len(f.Inputs)-1].Msg) {
+				t.Errorf("refusals %+v do not match the error %s %q", f.Inputs, tc.code, f.Message)
+			}
+			if tc.name == "all at once" && len(f.Inputs) != 3 {
+				t.Errorf("all at once: %d refusals, want 3: %+v", len(f.Inputs), f.Inputs)
+			}
 			if h.srv.lookup(id) != nil {
 				t.Error("a session was created")
 			}

@@ -153,6 +153,8 @@ type ProtoError struct {
 	Message string
 	// URL, with CodeMoved, is where the session's node takes clients.
 	URL string
+	// Inputs, with an input_* code, are every refused input of a start.
+	Inputs rules.InputErrors
 }
 
 func (e *ProtoError) Error() string { return e.Code + ": " + e.Message }
@@ -487,6 +489,9 @@ type ErrorFrame struct {
 	// URL, with code moved, is the WebSocket URL of the node that runs
 	// the session now.
 	URL string `json:"url,omitempty"`
+	// Inputs, with an input_* code, list every refused input of a start:
+	// {code, input, message}, so a form can mark each field.
+	Inputs rules.InputErrors `json:"inputs,omitempty"`
 }
 
 // EffectFrame carries one engine effect. A client_tool_call effect
@@ -556,8 +561,10 @@ type ServerFrame struct {
 	Workspace *WorkspaceState `json:"workspace,omitempty"`
 	Code      string          `json:"code,omitempty"`
 	Message   string          `json:"message,omitempty"`
-	Seq       uint64          `json:"seq,omitempty"`
-	Effect    *WireEffect     `json:"effect,omitempty"`
+	// Inputs are a refused start's refusals, one per input.
+	Inputs rules.InputErrors `json:"inputs,omitempty"`
+	Seq    uint64            `json:"seq,omitempty"`
+	Effect *WireEffect       `json:"effect,omitempty"`
 	// ClientToolCall is set on client_tool_call frames.
 	ClientToolCall *ClientToolCall `json:"client_tool_call,omitempty"`
 	// The event of a server-hosted voice frame (VoiceFrame).

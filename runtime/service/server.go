@@ -445,7 +445,7 @@ func inputRefusal(err error) *ProtoError {
 	msg := "inputs refused: " + errs.Error()
 	// The names and limits come first in each refusal; echoed values are
 	// cut (clipMessage), and a long list is cut at the end.
-	return &ProtoError{Code: errs.Code(), Message: clipMessage(msg)}
+	return &ProtoError{Code: errs.Code(), Message: clipMessage(msg), Inputs: errs}
 }
 
 // watch attaches the mounted contracts' effect hooks to a session that is
@@ -679,12 +679,18 @@ type httpErrorBody struct {
 	Error struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
+		// Inputs, with an input_* code: every refused input of a start.
+		Inputs rules.InputErrors `json:"inputs,omitempty"`
 	} `json:"error"`
 }
 
 func httpError(w http.ResponseWriter, status int, code, msg string) {
+	writeHTTPError(w, status, &ProtoError{Code: code, Message: msg})
+}
+
+func writeHTTPError(w http.ResponseWriter, status int, pe *ProtoError) {
 	var b httpErrorBody
-	b.Error.Code, b.Error.Message = code, msg
+	b.Error.Code, b.Error.Message, b.Error.Inputs = pe.Code, pe.Message, pe.Inputs
 	writeJSON(w, status, b)
 }
 
