@@ -8,6 +8,7 @@ import (
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/rules/rulestest"
 )
 
 // A session's inputs reach every place the pack names them: a template's
@@ -111,4 +112,22 @@ func TestRefusedInputsStopTheSession(t *testing.T) {
 	if _, err := s.Step(engine.Input{T: 0, Type: engine.InputAdvance}, nil); !errors.Is(err, engine.ErrBadInput) || !strings.Contains(err.Error(), "WRAP_AT") {
 		t.Fatalf("step: %v", err)
 	}
+}
+
+// A pack that requires an input and a session that does not give it: the
+// session exists, refuses every input and says why, rather than panic.
+func TestMissingRequiredInputRefusesTheSession(t *testing.T) {
+	p, err := rulestest.LoadBytes([]byte("name: req\nduration: 1m\ninputs:\n  who: {type: text, required: true}\nroles: [{id: qa, persona: p}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := engine.Open(p, engine.Options{})
+	var list rules.InputErrors
+	if !errors.As(err, &list) || list.Code() != rules.CodeInputMissing {
+		t.Fatalf("open: %v", err)
+	}
+	if _, err := engine.New(p, engine.Options{}).Step(engine.Input{Type: engine.InputAdvance}, nil); !errors.Is(err, engine.ErrBadInput) {
+		t.Fatalf("step: %v", err)
+	}
+	_ = s
 }

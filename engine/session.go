@@ -118,7 +118,7 @@ func New(p *rules.Pack, opts Options) *Session {
 func Open(p *rules.Pack, opts Options) (*Session, error) {
 	in, err := p.Bind(opts.Inputs, rules.BindOptions{})
 	if err != nil {
-		in, _ = p.Bind(nil, rules.BindOptions{})
+		in = p.DefaultInputs()
 	}
 	s := newSession(in, opts)
 	s.refused = err

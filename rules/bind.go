@@ -88,20 +88,30 @@ func (p *Pack) Bind(sup Supplied, opt BindOptions) (*Inputs, error) {
 	}
 	in := &Inputs{pack: p, vals: make(map[string]any, len(p.Inputs)), files: map[string][]File{}}
 	var errs InputErrors
+	// Names the pack does not declare are one refusal, however many: a
+	// start's answer may not grow with what it sent.
+	var unknown []string
 	for _, k := range slices.Sorted(mapKeys(sup)) {
 		if _, ok := p.Input(k); !ok {
-			names := make([]string, len(p.Inputs))
-			for i := range p.Inputs {
-				names[i] = p.Inputs[i].ID
-			}
-			msg := "the pack declares no such input"
-			if len(names) == 0 {
-				msg = "the pack declares no inputs"
-			} else {
-				msg += " (it takes " + strings.Join(names, ", ") + ")"
-			}
-			errs = append(errs, &InputError{Code: CodeInputUnknown, Input: k, Msg: msg})
+			unknown = append(unknown, k)
 		}
+	}
+	if len(unknown) > 0 {
+		msg := "the pack declares no inputs"
+		if len(p.Inputs) > 0 {
+			msg = "the pack declares no such input (it takes " + strings.Join(p.inputNames(), ", ") + ")"
+		}
+		if len(unknown) > 1 {
+			shown := make([]string, 0, 4)
+			for _, k := range unknown[:min(len(unknown), 3)] {
+				shown = append(shown, clip(k))
+			}
+			if len(unknown) > 3 {
+				shown = append(shown, "…")
+			}
+			msg = fmt.Sprintf("%d inputs (%s): %s", len(unknown), strings.Join(shown, ", "), msg)
+		}
+		errs = append(errs, &InputError{Code: CodeInputUnknown, Input: clip(unknown[0]), Msg: msg})
 	}
 	canon := Supplied{}
 	var timed []string
@@ -157,6 +167,18 @@ func (p *Pack) Bind(sup Supplied, opt BindOptions) (*Inputs, error) {
 		}
 	}
 	if len(errs) == 0 {
+		// What the log keeps must fit its header, JSON escapes and all.
+		size, largest, most := 0, "", 0
+		for k, raw := range canon {
+			size += len(k) + len(raw) + 4
+			if len(raw) > most {
+				largest, most = k, len(raw)
+			}
+		}
+		if size > MaxSuppliedJSON {
+			errs = append(errs, &InputError{Code: CodeInputTooLarge, Input: largest,
+				Msg: fmt.Sprintf("the session's inputs take %s as JSON; at most %s (this one is %s)", sizeWords(int64(size)), sizeWords(MaxSuppliedJSON), sizeWords(int64(most)))})
+		}
 		// Each input holds to its own limit; together they hold to what a
 		// session's log carries.
 		var total int64
@@ -314,41 +336,67 @@ func strictJSON(data []byte, v any) error {
 // kept: a sweep over three depths compiles three packs, once each.
 func (p *Pack) compiledWith(timed []string, vals map[string]any) (*Pack, error) {
 	key := strings.Join(timed, "\x00")
-	p.boundMu.Lock()
-	defer p.boundMu.Unlock()
-	if b, ok := p.bound[key]; ok {
-		return b, nil
+	// A copy of a pack (a shallow copy a test or a host made) shares the
+	// cache but not its pack: it compiles afresh, from the same bytes.
+	cached := p.owner == p
+	if cached {
+		p.boundMu.Lock()
+		v, ok := p.bound[key]
+		p.boundMu.Unlock()
+		if ok {
+			return v.pack, v.err
+		}
 	}
 	over := map[string]any{}
 	for _, kv := range timed {
 		id, _, _ := strings.Cut(kv, "=")
 		over[id] = vals[id]
 	}
+	// Compiled outside the lock: a bind of a value already compiled never
+	// waits for another value's compile.
 	b, err := loadFS(memFS(p.sources), over)
 	if err != nil {
 		// The pack's checks hold for the values it was written with; a
 		// supplied value can break one (a window past the session's end).
-		return nil, InputErrors{{Code: CodeInputRange, Input: strings.SplitN(timed[0], "=", 2)[0],
-			Msg: "the pack does not hold with this value: " + err.Error()}}
+		b, err = nil, InputErrors{{Code: CodeInputRange, Input: strings.SplitN(timed[0], "=", 2)[0],
+			Msg: "the pack does not hold with this value: " + clip(err.Error())}}
+	} else {
+		b.Dir, b.FS = p.Dir, p.FS
 	}
-	b.Dir, b.FS = p.Dir, p.FS
-	if p.bound == nil {
-		p.bound = map[string]*Pack{}
+	if !cached {
+		return b, err
 	}
-	if len(p.bound) >= maxBound {
-		clear(p.bound) // a host that keeps asking for new values pays a compile each
+	p.boundMu.Lock()
+	defer p.boundMu.Unlock()
+	if v, ok := p.bound[key]; ok {
+		return v.pack, v.err // another bind compiled it meanwhile
 	}
-	p.bound[key] = b
-	return b, nil
+	if p.bound == nil || len(p.bound) >= maxBound {
+		// A host that keeps asking for new values pays a compile each.
+		p.bound = map[string]boundPack{}
+	}
+	p.bound[key] = boundPack{b, err}
+	return b, err
+}
+
+// boundPack is a compiled variant, or why the pack refused the values.
+type boundPack struct {
+	pack *Pack
+	err  error
 }
 
 // maxBound bounds the compiled variants a pack keeps.
 const maxBound = 64
 
+// MaxSuppliedJSON bounds a session's inputs as its log header keeps them
+// (within wal's 4 MiB header, with room for the rest of it).
+const MaxSuppliedJSON = 3 << 20
+
 // boundCache is the Pack's cache of compiled variants (compiledWith).
 type boundCache struct {
+	owner   *Pack // the pack the cache was made for
 	boundMu sync.Mutex
-	bound   map[string]*Pack
+	bound   map[string]boundPack
 	sources map[string][]byte // every file the pack was read from, by name
 	// defaults are the inputs of a session that supplies none, when the
 	// pack requires none: shared, read-only, so a session costs nothing.
@@ -360,7 +408,22 @@ func (p *Pack) bindDefaults() {
 	if slices.ContainsFunc(p.Inputs, func(in Input) bool { return in.Required }) {
 		return
 	}
-	p.defaults, _ = p.Bind(nil, BindOptions{})
+	p.defaults = p.DefaultInputs()
+}
+
+// DefaultInputs are the inputs of a session that supplies none, a
+// required one at its default or zero value: what a session whose inputs
+// were refused holds, so it can say so instead of failing to exist.
+func (p *Pack) DefaultInputs() *Inputs {
+	in := &Inputs{pack: p, vals: make(map[string]any, len(p.Inputs)), files: map[string][]File{}}
+	for i := range p.Inputs {
+		decl := &p.Inputs[i]
+		in.vals[decl.ID] = decl.def
+		if decl.Type == InputFile {
+			in.files[decl.ID] = decl.defFiles
+		}
+	}
+	return in
 }
 
 // FormatSupplied renders supplied values for a message: name=value, files

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/batonhq/baton/rules/workspacepath"
+
 	"go.yaml.in/yaml/v3"
 
 	"github.com/batonhq/baton/rules/schema"
@@ -72,6 +74,9 @@ type Input struct {
 	// a session that supplies another value runs on a pack compiled with
 	// it (Bind).
 	timed bool
+	// root is the workspace's root when workspace.from names the input:
+	// its files' names are then held to what the workspace takes.
+	root string
 }
 
 // InputType is the kind of value an input takes.
@@ -120,7 +125,42 @@ type File struct {
 func (f File) IsText() bool { return isTextMedia(f.MediaType) }
 
 func isTextMedia(t string) bool {
-	return strings.HasPrefix(t, "text/") || t == "application/json" || t == "application/xml" || t == "application/yaml"
+	return strings.HasPrefix(t, "text/") || textApplications[t]
+}
+
+var textApplications = map[string]bool{
+	"application/json": true, "application/xml": true, "application/yaml": true, "application/toml": true,
+	"application/javascript": true, "application/sql": true,
+}
+
+// maxExact is the largest whole number a JSON number (a float64) holds
+// exactly.
+const maxExact = 1 << 53
+
+// InputMediaType is the media type of a session's file, told from its
+// name by one fixed table, never the machine's MIME database: whether a
+// start is accepted must not depend on the host it reaches. Unknown
+// extensions give "" (the client then says media_type).
+func InputMediaType(name string) string {
+	return inputMedia[strings.ToLower(path.Ext(name))]
+}
+
+var inputMedia = map[string]string{
+	// Documents.
+	".pdf": "application/pdf", ".txt": "text/plain", ".md": "text/markdown", ".markdown": "text/markdown",
+	".csv": "text/csv", ".tsv": "text/tab-separated-values", ".html": "text/html", ".htm": "text/html",
+	".json": "application/json", ".xml": "application/xml", ".yaml": "application/yaml", ".yml": "application/yaml",
+	".toml": "application/toml", ".log": "text/plain", ".rtf": "text/rtf",
+	// Images.
+	".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp", ".svg": "image/svg+xml",
+	// Code, as text an editor and a prompt carry.
+	".js": "text/javascript", ".mjs": "text/javascript", ".cjs": "text/javascript", ".jsx": "text/jsx",
+	".ts": "text/x-typescript", ".tsx": "text/x-typescript", ".css": "text/css", ".scss": "text/x-scss",
+	".py": "text/x-python", ".go": "text/x-go", ".rs": "text/x-rust", ".java": "text/x-java", ".kt": "text/x-kotlin",
+	".rb": "text/x-ruby", ".php": "text/x-php", ".c": "text/x-c", ".h": "text/x-c", ".cc": "text/x-c++",
+	".cpp": "text/x-c++", ".hpp": "text/x-c++", ".cs": "text/x-csharp", ".swift": "text/x-swift",
+	".sh": "text/x-shellscript", ".sql": "application/sql", ".vue": "text/x-vue", ".svelte": "text/x-svelte",
+	".ini": "text/plain", ".env": "text/plain", ".gitignore": "text/plain",
 }
 
 // InputRef is how a pack names an input where it names a file: input:ID.
@@ -188,7 +228,15 @@ func (p *Pack) readInputs(fsys fs.FS, errs *ErrorList, hashFile func(string, []b
 		if slices.Contains(builtinNames, in.ID) {
 			errs.add(in.Pos, "input %q shadows a built-in name", in.ID)
 		}
+		if p.Workspace.From.Val == InputRef+in.ID {
+			in.root = p.Workspace.RootDir()
+		}
 		in.check(fsys, errs, hashFile)
+		// A pack compiled for a session's value (Bind) starts its sessions
+		// with it, so its expressions and its fields agree.
+		if v, ok := p.over[in.ID]; ok {
+			in.def = v
+		}
 	}
 }
 
@@ -414,7 +462,7 @@ func (in *Input) readDefaultFiles(fsys fs.FS, errs *ErrorList, hashFile func(str
 			continue
 		}
 		hashFile(clean, data)
-		files = append(files, File{Name: path.Base(clean), MediaType: mimeType(path.Ext(clean)), Data: data})
+		files = append(files, File{Name: path.Base(clean), MediaType: InputMediaType(clean), Data: data})
 	}
 	// A pack's own default must pass the checks a session's files do.
 	if len(files) > 0 {
@@ -501,6 +549,11 @@ func (in *Input) value(v any) (any, *InputError) {
 		}
 		if in.Whole && f != math.Trunc(f) {
 			return fail(CodeInputType, "want a whole number, got %v", f)
+		}
+		if math.Abs(f) > maxExact {
+			// Past 2^53 a JSON number is no longer the whole number that
+			// was written, and what it converts to differs by machine.
+			return fail(CodeInputRange, "%g is beyond ±2^53, the largest whole numbers JSON carries exactly", f)
 		}
 		if r := in.outOfRange(f, strconv.FormatFloat(f, 'f', -1, 64)); r != "" {
 			return fail(CodeInputRange, "%s", r)
@@ -602,17 +655,31 @@ func (in *Input) checkFiles(files []File) ([]File, *InputError) {
 	var total int64
 	seen := map[string]bool{}
 	out := make([]File, len(files))
+	root := in.root
+	if root == "" {
+		root = "/"
+	}
 	for i, f := range files {
-		clean := path.Clean(f.Name)
-		if f.Name == "" || len(f.Name) > MaxInputName || clean != f.Name || !fs.ValidPath(clean) || strings.ContainsAny(f.Name, "\\\x00") {
-			return fail(CodeInputType, "file %d: name %q: a relative path such as deck.md or src/app.js (at most %d bytes)", i+1, clip(f.Name), MaxInputName)
+		// One rule for every file's name, the workspace's: a session's
+		// files may seed it, and a name an editor or a prompt would show
+		// differently from what it is (a control or format character)
+		// has no place in either.
+		if len(f.Name) > MaxInputName {
+			return fail(CodeInputType, "file %d: the name is %d bytes; at most %d", i+1, len(f.Name), MaxInputName)
+		}
+		if rel, err := workspacepath.Rel(root, f.Name); err != nil || rel != f.Name {
+			why := "write it relative, as in deck.md or src/app.js"
+			if err != nil {
+				why = err.Error()
+			}
+			return fail(CodeInputType, "file %d: name %q: %s", i+1, clip(f.Name), why)
 		}
 		if seen[f.Name] {
-			return fail(CodeInputType, "file %q is given twice", f.Name)
+			return fail(CodeInputType, "file %q is given twice", clip(f.Name))
 		}
 		seen[f.Name] = true
 		if f.MediaType == "" {
-			f.MediaType = mimeType(path.Ext(f.Name))
+			f.MediaType = InputMediaType(f.Name)
 		}
 		if f.MediaType == "" {
 			return fail(CodeInputMedia, "file %q: cannot tell its media type; give media_type", f.Name)
@@ -631,6 +698,16 @@ func (in *Input) checkFiles(files []File) ([]File, *InputError) {
 	}
 	if total > in.maxTotal {
 		return fail(CodeInputTooLarge, "the files are %s together; at most %s", sizeWords(total), sizeWords(in.maxTotal))
+	}
+	if in.root != "" {
+		// A workspace cannot hold a file and a folder of one name.
+		for name := range seen {
+			for dir := path.Dir(name); dir != "."; dir = path.Dir(dir) {
+				if seen[dir] {
+					return fail(CodeInputType, "file %q and folder %q have one name; a workspace holds one or the other", clip(dir), clip(dir+"/"))
+				}
+			}
+		}
 	}
 	return out, nil
 }

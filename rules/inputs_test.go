@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"mime"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -94,7 +96,10 @@ func TestBindRefusesEachInputWithItsCode(t *testing.T) {
 		{"text media not text", sup("NAME", `"Ada"`, "deck", `{"name": "a.md", "data": "`+base64.StdEncoding.EncodeToString([]byte{0xff, 0xfe})+`"}`), rules.CodeInputMedia, "deck", "not UTF-8"},
 		{"bad base64", sup("NAME", `"Ada"`, "deck", `{"name": "a.md", "data": "%%%"}`), rules.CodeInputType, "deck", "base64"},
 		{"unknown upload", sup("NAME", `"Ada"`, "deck", `{"name": "a.md", "sha256": "`+strings.Repeat("ab", 32)+`"}`), rules.CodeInputUpload, "deck", "upload it first"},
-		{"path escapes", sup("NAME", `"Ada"`, "deck", `{"name": "../a.md", "text": "a"}`), rules.CodeInputType, "deck", "relative path"},
+		{"path escapes", sup("NAME", `"Ada"`, "deck", `{"name": "../a.md", "text": "a"}`), rules.CodeInputType, "deck", "contains .."},
+		{"name with a format character", sup("NAME", `"Ada"`, "deck", `{"name": "\u202egnp.md", "text": "a"}`), rules.CodeInputType, "deck", "control character U+202E"},
+		{"whole number beyond 2^53", sup("NAME", `"Ada"`, "DEPTH", `1e19`), rules.CodeInputRange, "DEPTH", "beyond ±2^53"},
+		{"media type from no system table", sup("NAME", `"Ada"`, "deck", `{"name": "a.weird", "text": "a"}`), rules.CodeInputMedia, "deck", "give media_type"},
 		{"two of data and text", sup("NAME", `"Ada"`, "deck", `{"name": "a.md", "text": "a", "data": "YQ=="}`), rules.CodeInputType, "deck", "exactly one"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,6 +112,91 @@ func TestBindRefusesEachInputWithItsCode(t *testing.T) {
 				t.Fatalf("got %s %s %q; want %s %s ~%q", list.Code(), list[0].Input, list[0].Msg, tc.code, tc.input, tc.msg)
 			}
 		})
+	}
+}
+
+// Names the pack does not declare are one refusal however many there
+// are, and the answer stays small.
+func TestBindUnknownInputsAreOneRefusal(t *testing.T) {
+	p := loadInputsPack(t)
+	s := sup("NAME", `"Ada"`)
+	for i := range 100_000 {
+		s[fmt.Sprintf("x%06d", i)] = json.RawMessage(`1`)
+	}
+	_, err := p.Bind(s, rules.BindOptions{})
+	var list rules.InputErrors
+	if !errors.As(err, &list) || len(list) != 1 || list.Code() != rules.CodeInputUnknown || len(err.Error()) > 400 {
+		t.Fatalf("want one short input_unknown, got %d refusals, %d bytes: %.200s", len(list), len(err.Error()), err)
+	}
+	if !strings.Contains(list[0].Msg, "100000 inputs (x000000, x000001, x000002, …)") {
+		t.Fatalf("message %q", list[0].Msg)
+	}
+}
+
+// What a session's log keeps fits its header: inputs whose JSON would not
+// are refused by name, not left to fail in storage.
+func TestBindBoundsWhatTheLogKeeps(t *testing.T) {
+	src := strings.Replace(inputsPack, "CONTEXT:\n    type: object\n    schema: {type: object, properties: {bug: {type: string}}, required: [bug], additionalProperties: false}",
+		"CONTEXT:\n    type: object\n    schema: {type: object}", 1)
+	p, err := rules.LoadFS(fstest.MapFS{rules.PackFile: {Data: []byte(src)}, "files/deck.md": {Data: []byte("# Deck")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// JSON writes each < as six bytes: a million of them are 6 MB.
+	_, err = p.Bind(sup("NAME", `"Ada"`, "CONTEXT", `{"bug": "`+strings.Repeat("<", 1_000_000)+`"}`), rules.BindOptions{})
+	var list rules.InputErrors
+	if !errors.As(err, &list) || list.Code() != rules.CodeInputTooLarge || list[0].Input != "CONTEXT" {
+		t.Fatalf("want CONTEXT input_too_large, got %v", err)
+	}
+}
+
+// A workspace's files are named as its tools name them, and a name is a
+// file or a folder, not both.
+func TestWorkspaceInputNames(t *testing.T) {
+	src := `
+name: ws
+duration: 1m
+inputs:
+  code: {type: file, max_files: 5}
+workspace: {from: input:code}
+roles: [{id: qa, persona: p}]
+`
+	p, err := rules.LoadFS(fstest.MapFS{rules.PackFile: {Data: []byte(src)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ files, want string }{
+		{`[{"name": "notes~.md", "text": "a"}]`, "contains ~"},
+		{`[{"name": "a\tb.js", "text": "a"}]`, "control character"},
+		{`[{"name": "src", "media_type": "text/plain", "text": "a"}, {"name": "src/a.js", "text": "b"}]`, "one name"},
+	} {
+		_, err := p.Bind(sup("code", tc.files), rules.BindOptions{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: want %q, got %v", tc.files, tc.want, err)
+		}
+	}
+	in, err := p.Bind(sup("code", `[{"name": "src/a.js", "text": "a"}, {"name": "README.md", "text": "b"}]`), rules.BindOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws := p.WorkspaceOf(in); len(ws) != 2 || ws[0].Path != "src/a.js" {
+		t.Fatalf("workspace %+v", ws)
+	}
+}
+
+// A pack's own files get their media type from one fixed table, so a
+// machine whose MIME database names .js otherwise loads the same pack.
+func TestInputMediaTypesIgnoreTheMachine(t *testing.T) {
+	if err := mime.AddExtensionType(".js", "application/javascript"); err != nil {
+		t.Fatal(err)
+	}
+	src := "name: ws\nduration: 1m\ninputs:\n  code: {type: file, media: [text/*], default: files/index.js}\nroles: [{id: qa, persona: p}]\n"
+	p, err := rules.LoadFS(fstest.MapFS{rules.PackFile: {Data: []byte(src)}, "files/index.js": {Data: []byte("x()")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.DefaultInputs().Files("code")[0].MediaType; got != "text/javascript" {
+		t.Fatalf("media type %q", got)
 	}
 }
 

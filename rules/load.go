@@ -211,6 +211,7 @@ func loadFS(fsys fs.FS, over map[string]any) (*Pack, error) {
 		return nil, err
 	}
 	p.Hash = hex.EncodeToString(h.Sum(nil))
+	p.owner = p
 	p.bindDefaults()
 	return p, nil
 }
