@@ -105,7 +105,7 @@ func sweepFlags(fl *flag.FlagSet) runFunc {
 			}
 			var v *sweep.Vary
 			if len(vary) == 1 {
-				if v, err = sweep.ParseVary(p, vary[0], os.ReadFile); err != nil {
+				if v, err = sweep.ParseVary(p, sup, vary[0], os.ReadFile); err != nil {
 					return usageError("%v", err)
 				}
 			}

@@ -153,7 +153,7 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*record.Result
 		tickMS: p.Tick.MS,
 	}
 	if opt.Candidate != nil {
-		h.cand = opt.Candidate.m.NewCandidate(opt.Seed)
+		h.cand = opt.Candidate.m.NewCandidateFor(opt.Seed, p.Duration.MS)
 	}
 	if !h.lean {
 		h.res.Records = make([]record.Record, 0, 256)

@@ -24,9 +24,9 @@ type Vary struct {
 // ParseVary reads NAME=V1,V2,... for p's input NAME, each value written
 // as --input writes it (a file input's as @path, read by read); a list or
 // object input's values are a JSON list of them instead. Each value is
-// bound to p, so one the pack refuses is refused here, before anything
-// plays.
-func ParseVary(p *rules.Pack, arg string, read func(path string) ([]byte, error)) (*Vary, error) {
+// bound to p with base, the inputs every session supplies, so one the
+// pack refuses is refused here, before anything plays.
+func ParseVary(p *rules.Pack, base rules.Supplied, arg string, read func(path string) ([]byte, error)) (*Vary, error) {
 	name, list, ok := strings.Cut(arg, "=")
 	if !ok || name == "" || list == "" {
 		return nil, fmt.Errorf("--vary %q: want NAME=V1,V2 (two values or more)", arg)
@@ -58,7 +58,12 @@ func ParseVary(p *rules.Pack, arg string, read func(path string) ([]byte, error)
 		}
 		raw, err := decl.ArgJSON(val, read)
 		if err == nil {
-			_, err = p.Bind(rules.Supplied{name: raw}, rules.BindOptions{})
+			sup := maps.Clone(base)
+			if sup == nil {
+				sup = rules.Supplied{}
+			}
+			sup[name] = raw
+			_, err = p.Bind(sup, rules.BindOptions{})
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--vary %s=%s: %w", name, val, err))

@@ -159,7 +159,8 @@ func NewCandidateModel(p *rules.Pack, fallback []string) (*CandidateModel, error
 // session says (Observe) and answers with candidate events at simulated
 // times (Next, Pop). Same model, same seed, same effects: same events.
 type Candidate struct {
-	m   *CandidateModel
+	m          *CandidateModel
+	durationMS int64 // the session's length: no event is made past it
 	rng *rand.Rand
 	// pending events, in time order (seq breaks ties in arrival order).
 	pending []timedEvent
@@ -188,7 +189,14 @@ const candidateStream = 0x63616e6469646174 // "candidat"
 
 // NewCandidate starts a run of m with seed.
 func (m *CandidateModel) NewCandidate(seed uint64) *Candidate {
-	c := &Candidate{m: m, rng: rand.New(rand.NewPCG(seed, candidateStream)), counts: make([]int, len(m.events))}
+	return m.NewCandidateFor(seed, m.durationMS)
+}
+
+// NewCandidateFor starts a run of m with seed in a session that lasts
+// durationMS: a session whose inputs set its length runs on a pack
+// compiled for them, longer or shorter than the one m was built from.
+func (m *CandidateModel) NewCandidateFor(seed uint64, durationMS int64) *Candidate {
+	c := &Candidate{m: m, durationMS: durationMS, rng: rand.New(rand.NewPCG(seed, candidateStream)), counts: make([]int, len(m.events))}
 	c.pending = make([]timedEvent, 0, 16)
 	for i := range m.events {
 		c.scheduleEvent(i, 0)
@@ -211,7 +219,7 @@ func (c *Candidate) scheduleEvent(i int, from int64) {
 	e := &c.m.events[i]
 	gap := c.rng.ExpFloat64() / e.perMS
 	t := from + int64(math.Ceil(gap))
-	if math.IsInf(gap, 0) || gap > 1e12 || (c.m.durationMS > 0 && t >= c.m.durationMS) {
+	if math.IsInf(gap, 0) || gap > 1e12 || (c.durationMS > 0 && t >= c.durationMS) {
 		return
 	}
 	c.counts[i]++
