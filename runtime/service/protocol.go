@@ -475,7 +475,7 @@ type SessionState struct {
 	// resumes runs these, and no other client_tool_call among the
 	// missed effects (those were answered or timed out).
 	ToolCalls []string `json:"tool_calls,omitempty"`
-	// Inputs names the inputs the session was started with, in order
+	// Inputs names the inputs the session was started with, sorted
 	// (their values stay in the session's log).
 	Inputs []string `json:"inputs,omitempty"`
 }

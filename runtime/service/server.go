@@ -379,6 +379,10 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	if err != nil {
 		return nil, inputRefusal(err)
 	}
+	// The host's side (the model's budgets, the voice) runs on the pack
+	// the engine runs: compiled for the session's values where a duration
+	// or number names one. It has the same hash.
+	p = in.Pack()
 	// Asked after the checks that answer a start wherever it runs (moved,
 	// session_exists, a bad pack or inputs): overloaded says only that
 	// this node takes no new session now.

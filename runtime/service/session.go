@@ -150,6 +150,11 @@ type sessionStatus struct {
 }
 
 func newSession(srv *Server, hdr wal.Header, host hostOptions, p *rules.Pack) *session {
+	// A recovered or replayed session runs on the pack its inputs bind,
+	// as its engine does (a start has bound them already: no work again).
+	if in, err := p.Bind(hdr.Options.Inputs, rules.BindOptions{}); err == nil {
+		p = in.Pack()
+	}
 	s := &session{
 		srv:         srv,
 		id:          hdr.SessionID,

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"container/list"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
@@ -25,12 +26,12 @@ import (
 type uploads struct {
 	clock clock.Clock
 	ttl   time.Duration
-	limit int64 // bytes held together
+	limit int64 // bytes held together, each upload's overhead counted
 
 	mu    sync.Mutex
 	total int64
-	byKey map[string]*upload
-	order []*upload // oldest first
+	byKey map[string]*list.Element // of *upload
+	order list.List                // oldest first
 }
 
 type upload struct {
@@ -39,8 +40,15 @@ type upload struct {
 	at   time.Time
 }
 
+// uploadOverhead is what an upload costs besides its bytes (its entry,
+// key and list element), counted against the limit so a flood of tiny
+// uploads is bounded as surely as a few large ones.
+const uploadOverhead = 256
+
+func (up *upload) cost() int64 { return int64(len(up.data)) + uploadOverhead }
+
 func newUploads(c clock.Clock, ttl time.Duration, limit int64) *uploads {
-	return &uploads{clock: c, ttl: ttl, limit: limit, byKey: map[string]*upload{}}
+	return &uploads{clock: c, ttl: ttl, limit: limit, byKey: map[string]*list.Element{}}
 }
 
 // put keeps data and returns its SHA-256 (hex). Uploading the same
@@ -49,19 +57,18 @@ func (u *uploads) put(data []byte) string {
 	h := sha256.Sum256(data)
 	sum := hex.EncodeToString(h[:])
 	now := u.clock.Now()
+	up := &upload{sum: sum, data: data, at: now}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if old, ok := u.byKey[sum]; ok {
 		u.drop(old)
 	}
 	u.expire(now)
-	for u.total+int64(len(data)) > u.limit && len(u.order) > 0 {
-		u.drop(u.order[0])
+	for u.total+up.cost() > u.limit && u.order.Len() > 0 {
+		u.drop(u.order.Front())
 	}
-	up := &upload{sum: sum, data: data, at: now}
-	u.byKey[sum] = up
-	u.order = append(u.order, up)
-	u.total += int64(len(data))
+	u.byKey[sum] = u.order.PushBack(up)
+	u.total += up.cost()
 	return sum
 }
 
@@ -70,29 +77,24 @@ func (u *uploads) get(sum string) ([]byte, bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.expire(u.clock.Now())
-	up, ok := u.byKey[sum]
+	e, ok := u.byKey[sum]
 	if !ok {
 		return nil, false
 	}
-	return up.data, true
+	return e.Value.(*upload).data, true
 }
 
 // expire drops the uploads older than the TTL.
 func (u *uploads) expire(now time.Time) {
-	for len(u.order) > 0 && now.Sub(u.order[0].at) >= u.ttl {
-		u.drop(u.order[0])
+	for e := u.order.Front(); e != nil && now.Sub(e.Value.(*upload).at) >= u.ttl; e = u.order.Front() {
+		u.drop(e)
 	}
 }
 
-func (u *uploads) drop(up *upload) {
+func (u *uploads) drop(e *list.Element) {
+	up := u.order.Remove(e).(*upload)
 	delete(u.byKey, up.sum)
-	for i, o := range u.order {
-		if o == up {
-			u.order = append(u.order[:i], u.order[i+1:]...)
-			break
-		}
-	}
-	u.total -= int64(len(up.data))
+	u.total -= up.cost()
 }
 
 // UploadResponse answers POST /v1/uploads.
