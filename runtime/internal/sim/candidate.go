@@ -161,7 +161,7 @@ func NewCandidateModel(p *rules.Pack, fallback []string) (*CandidateModel, error
 type Candidate struct {
 	m          *CandidateModel
 	durationMS int64 // the session's length: no event is made past it
-	rng *rand.Rand
+	rng        *rand.Rand
 	// pending events, in time order (seq breaks ties in arrival order).
 	pending []timedEvent
 	seq     int
