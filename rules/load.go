@@ -216,21 +216,12 @@ func loadFS(fsys fs.FS, over map[string]any) (*Pack, error) {
 	return p, nil
 }
 
-// attachmentTypes answers the extensions packs attach without asking the
-// mime package, whose first call reads the system's MIME database (a few
-// milliseconds of every process) and whose answer can differ from host to
-// host; a pack's attachments should go to the model as the same type
-// everywhere.
-var attachmentTypes = map[string]string{
-	".csv": "text/csv", ".pdf": "application/pdf", ".txt": "text/plain", ".md": "text/markdown",
-	".json": "application/json", ".html": "text/html", ".xml": "application/xml",
-	".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp",
-}
-
 // mimeType is the MIME type of a file extension, without parameters
 // (providers want "text/csv", not "; charset=..."), or "" when unknown.
 func mimeType(ext string) string {
-	if t, ok := attachmentTypes[strings.ToLower(ext)]; ok {
+	// The table inputs use first: a pack's attachments go to the model as
+	// the same type everywhere; the machine's database only for the rest.
+	if t, ok := inputMedia[strings.ToLower(ext)]; ok {
 		return t
 	}
 	t, _, _ := mime.ParseMediaType(mime.TypeByExtension(ext))
