@@ -577,12 +577,26 @@ type Constraints struct {
 
 // LLMResult answers one llm_request. Err set means the call failed.
 type LLMResult struct {
-	ID        string        `json:"id"`
-	Text      string        `json:"text,omitempty"`
-	IntentTag string        `json:"intent_tag,omitempty"`
-	ToolCalls []ToolCall    `json:"tool_calls,omitempty"`
-	Err       *AdapterError `json:"error,omitempty"`
+	ID        string     `json:"id"`
+	Text      string     `json:"text,omitempty"`
+	IntentTag string     `json:"intent_tag,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// Finish says why the model stopped when that is not the ordinary
+	// end of an answer: FinishTruncated or FinishBlocked, each vendor's
+	// spelling already mapped by its adapter. Empty is a normal stop.
+	Finish string        `json:"finish,omitempty"`
+	Err    *AdapterError `json:"error,omitempty"`
 }
+
+// Finish reasons an adapter reports in LLMResult.Finish.
+const (
+	// FinishTruncated: the answer was cut by the token limit (Gemini
+	// MAX_TOKENS, OpenAI length, Anthropic max_tokens).
+	FinishTruncated = "truncated"
+	// FinishBlocked: the vendor withheld the answer (a safety block,
+	// a content filter, a refusal stop).
+	FinishBlocked = "blocked"
+)
 
 // AdapterError is a failed adapter call, classified so packs can react.
 type AdapterError struct {
