@@ -50,7 +50,14 @@ type Request struct {
 // carries exactly one ToolResult.
 type Message struct {
 	Role string `json:"role"`
-	Text string `json:"text,omitempty"`
+	// Speaker, on a user message, is who said its text when that is a
+	// line of the conversation: the person in the session or another
+	// agent, by the name the transcript gives them. Empty on the
+	// engine's own instructions. Adapters attribute it the way their
+	// vendor documents: OpenAI's message name, [Attributed] text where
+	// a message has no such field.
+	Speaker string `json:"speaker,omitempty"`
+	Text    string `json:"text,omitempty"`
 	// Blobs are files sent with a user message (PDFs, images, text files).
 	Blobs      []Blob      `json:"blobs,omitempty"`
 	ToolCalls  []ToolCall  `json:"tool_calls,omitempty"`

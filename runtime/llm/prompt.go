@@ -27,13 +27,18 @@ const CandidateSpeaker = rules.DefaultHuman
 //
 // The system prompt is the persona followed by a delimited brief (role, turn
 // goal, scenario context in pack order, output limits). The transcript tail
-// becomes alternating turns: candidate lines are user turns, agent lines are
-// model turns labelled with the speaker ("qa: ...") because several agents
-// share the single model role; consecutive lines of the same role merge.
-// The last message is a user turn restating the goal and the candidate's
-// newest message, so the model answers the goal rather than continuing the
-// transcript. The output depends only on req, so a replayed session sends
-// byte-identical requests. A nil req gives an empty Request.
+// becomes the conversation as the requesting role lived it: its own lines
+// are its model turns, unlabelled, and everyone else's words (the person's
+// and the other agents') are user messages carrying their Speaker, which
+// each adapter attributes the way its vendor documents (see [Attributed]).
+// Nothing the model reads as its own words starts with a speaker label, so
+// it has no "name: " pattern to continue. Consecutive lines of one speaker
+// merge. The last message is a user turn restating the goal and the
+// candidate's newest message, so the model answers the goal rather than
+// continuing the transcript. A line the role said in a tool round of this
+// turn goes back once, beside its calls (see dropRoundLines). The output
+// depends only on req, so a replayed session sends byte-identical
+// requests. A nil req gives an empty Request.
 func FromTurn(req *engine.LLMRequest) Request {
 	if req == nil {
 		return Request{}
@@ -44,32 +49,35 @@ func FromTurn(req *engine.LLMRequest) Request {
 		System:          systemPrompt(req),
 		MaxOutputTokens: req.MaxTokens,
 	}
-	for _, line := range req.TranscriptTail {
+	own := strings.TrimSpace(req.Role)
+	for _, line := range dropRoundLines(req) {
 		text := strings.TrimSpace(line.Text)
 		if text == "" {
 			continue
 		}
-		if isHuman(req, line.Speaker) {
+		speaker := strings.TrimSpace(line.Speaker)
+		switch {
+		case isHuman(req, speaker):
+			speaker = humanName(req)
 			if line.Unclear {
 				// Kept so the model knows something was said, flagged so it
 				// does not read intent into a mis-transcription.
 				text = "(unclear audio) " + text
 			}
-			out.Messages = appendMerged(out.Messages, RoleUser, text)
+		case own != "" && speaker == own:
+			out.Messages = appendMerged(out.Messages, Message{Role: RoleModel, Text: text})
 			continue
-		}
-		speaker := strings.TrimSpace(line.Speaker)
-		if speaker == "" {
+		case speaker == "":
 			speaker = "agent"
 		}
-		out.Messages = appendMerged(out.Messages, RoleModel, speaker+": "+text)
+		out.Messages = appendMerged(out.Messages, Message{Role: RoleUser, Speaker: speaker, Text: text})
 	}
 	if req.Job != "" || req.Sequence != nil {
 		// A job is a task, not a line in the conversation: its rendered
 		// prompt is the request, and a schema asks for JSON. A
 		// sequence's call answers the exchange's prompt, with what came
 		// before in the system prompt's parts.
-		out.Messages = appendMerged(out.Messages, RoleUser, strings.TrimSpace(req.Prompt))
+		out.Messages = appendMerged(out.Messages, Message{Role: RoleUser, Text: strings.TrimSpace(req.Prompt)})
 		last := &out.Messages[len(out.Messages)-1]
 		for _, a := range req.Attachments {
 			last.Blobs = append(last.Blobs, Blob{Name: a.Name, MIME: a.MIME, Data: a.Data})
@@ -77,7 +85,7 @@ func FromTurn(req *engine.LLMRequest) Request {
 		out.ResponseSchema = req.Schema
 		return out
 	}
-	out.Messages = appendMerged(out.Messages, RoleUser, finalInstruction(req))
+	out.Messages = appendMerged(out.Messages, Message{Role: RoleUser, Text: finalInstruction(req)})
 	for _, t := range req.Tools {
 		out.Tools = append(out.Tools, ToolDecl{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
@@ -96,13 +104,58 @@ func FromTurn(req *engine.LLMRequest) Request {
 		}
 	}
 	// A regeneration: the model sees the answer it gave as its own turn,
-	// then the instruction that says what was wrong with it.
+	// then the instruction that says what was wrong with it, and what the
+	// person just said, so the new line still answers them rather than
+	// only obeying the instruction.
 	if c := req.Correction; c != nil {
 		out.Messages = append(out.Messages,
 			Message{Role: RoleModel, Text: c.Rejected},
-			Message{Role: RoleUser, Text: c.Instruction})
+			Message{Role: RoleUser, Text: correction(req, c)})
 	}
 	return out
+}
+
+// dropRoundLines is the transcript tail without the lines this turn's
+// tool rounds said: the engine adds a reply's text to the transcript when
+// it is spoken and keeps it in the round beside the calls. The round's
+// copy stays, since a vendor pairs the calls with the text of the same
+// model turn (and Gemini's thought signatures ride on those calls); the
+// tail's copy goes. A round's line is the role's latest line in the tail
+// that is the round's text, or a cut of it (the guardrails may shorten a
+// line before it is said).
+func dropRoundLines(req *engine.LLMRequest) []engine.TranscriptLine {
+	tail := req.TranscriptTail
+	if len(req.ToolRounds) == 0 {
+		return tail
+	}
+	own := strings.TrimSpace(req.Role)
+	drop := map[int]bool{}
+	for _, round := range req.ToolRounds {
+		said := strings.TrimSpace(round.Text)
+		if said == "" {
+			continue
+		}
+		for i := len(tail) - 1; i >= 0; i-- {
+			text := strings.TrimSpace(tail[i].Text)
+			if drop[i] || strings.TrimSpace(tail[i].Speaker) != own || text == "" {
+				continue
+			}
+			if text == said || strings.HasPrefix(said, text) || strings.Contains(text, said) {
+				drop[i] = true
+				break
+			}
+		}
+	}
+	if len(drop) == 0 {
+		return tail
+	}
+	kept := make([]engine.TranscriptLine, 0, len(tail)-len(drop))
+	for i, l := range tail {
+		if !drop[i] {
+			kept = append(kept, l)
+		}
+	}
+	return kept
 }
 
 func isHuman(req *engine.LLMRequest, speaker string) bool {
@@ -116,15 +169,35 @@ func humanName(req *engine.LLMRequest) string {
 	return CandidateSpeaker
 }
 
-// appendMerged appends text as a role turn, joining it to the previous turn
-// when the role repeats: providers expect alternating turns, and merging
-// keeps every line in order.
-func appendMerged(msgs []Message, role, text string) []Message {
-	if n := len(msgs); n > 0 && msgs[n-1].Role == role && msgs[n-1].ToolResult == nil && len(msgs[n-1].ToolCalls) == 0 {
-		msgs[n-1].Text += "\n" + text
-		return msgs
+// appendMerged appends m, joining its text to the previous message when
+// that is the same speaker's plain turn (same role, same Speaker, no
+// files, calls or result): providers expect alternating turns, and
+// merging keeps every line in order.
+func appendMerged(msgs []Message, m Message) []Message {
+	if n := len(msgs); n > 0 {
+		prev := &msgs[n-1]
+		if prev.Role == m.Role && prev.Speaker == m.Speaker && prev.ToolResult == nil && len(prev.ToolCalls) == 0 && len(prev.Blobs) == 0 {
+			prev.Text += "\n" + m.Text
+			return msgs
+		}
 	}
-	return append(msgs, Message{Role: role, Text: text})
+	return append(msgs, m)
+}
+
+// Attributed is the text of a user message that carries another speaker's
+// words, for a vendor whose messages have no field for a participant's
+// name (Gemini, Anthropic): a line of narration naming the speaker, then
+// their words as a quoted block. It is not "name: words" on purpose: a
+// model shown lines of that form continues the pattern and starts its own
+// answer with a label, which a voice then reads aloud. Quoting every line
+// keeps a multi-line message from passing for narration of its own. An
+// empty speaker gives the text unchanged.
+func Attributed(speaker, text string) string {
+	speaker = strings.Join(strings.Fields(speaker), " ")
+	if speaker == "" {
+		return text
+	}
+	return "(" + speaker + " said)\n> " + strings.ReplaceAll(text, "\n", "\n> ")
 }
 
 // DefaultAssembly is the order of the system prompt's parts when the pack
@@ -252,6 +325,21 @@ func finalInstruction(req *engine.LLMRequest) string {
 		b.WriteString("]")
 	} else {
 		b.WriteString("[The " + who + " has not said anything yet.]")
+	}
+	return b.String()
+}
+
+// correction is the user turn that asks for a line again: the
+// guardrails' instruction, then the person's newest message as one
+// block, so the line that comes back still answers it.
+func correction(req *engine.LLMRequest, c *engine.Correction) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(c.Instruction))
+	who := humanName(req)
+	if last := strings.TrimSpace(req.CandidateLastMessage); last != "" {
+		b.WriteString("\n[Your line must still answer the " + who + "'s last message: ")
+		b.WriteString(oneBlock(last))
+		b.WriteString("]")
 	}
 	return b.String()
 }

@@ -96,33 +96,37 @@ func TestFromTurnMessages(t *testing.T) {
 			want: []Message{{Role: RoleUser, Text: "[Turn goal: open]\n[The candidate has not said anything yet.]"}},
 		},
 		{
-			name: "agent lines are labelled model turns and merge",
-			req: engine.LLMRequest{TurnGoal: "g", TranscriptTail: []engine.TranscriptLine{
-				line("tech_lead", "First."), line("ba", "Second."),
+			name: "other agents' lines are user messages by their speaker, the role's own are its model turns",
+			req: engine.LLMRequest{Role: "qa", TurnGoal: "g", TranscriptTail: []engine.TranscriptLine{
+				line("tech_lead", "First."), line("tech_lead", "Again."), line("ba", "Second."), line("qa", "Mine."), line("qa", "Also mine."),
 			}},
 			want: []Message{
-				{Role: RoleModel, Text: "tech_lead: First.\nba: Second."},
+				{Role: RoleUser, Speaker: "tech_lead", Text: "First.\nAgain."},
+				{Role: RoleUser, Speaker: "ba", Text: "Second."},
+				{Role: RoleModel, Text: "Mine.\nAlso mine."},
 				{Role: RoleUser, Text: "[Turn goal: g]\n[The candidate has not said anything yet.]"},
 			},
 		},
 		{
-			name: "trailing candidate line merges with the final instruction",
-			req: engine.LLMRequest{TurnGoal: "g", CandidateLastMessage: "hi", TranscriptTail: []engine.TranscriptLine{
-				line("qa", "Hello."), line("Candidate", "hi"),
+			name: "the candidate's lines are theirs, apart from the final instruction",
+			req: engine.LLMRequest{Role: "qa", TurnGoal: "g", CandidateLastMessage: "hi", TranscriptTail: []engine.TranscriptLine{
+				line("qa", "Hello."), line("Candidate", "hi"), {Speaker: "candidate", Text: "uh", Unclear: true},
 			}},
 			want: []Message{
-				{Role: RoleModel, Text: "qa: Hello."},
-				{Role: RoleUser, Text: "hi\n[Turn goal: g]\n[Candidate's last message: hi]"},
+				{Role: RoleModel, Text: "Hello."},
+				{Role: RoleUser, Speaker: "candidate", Text: "hi\n(unclear audio) uh"},
+				{Role: RoleUser, Text: "[Turn goal: g]\n[Candidate's last message: hi]"},
 			},
 		},
 		{
-			name: "blank lines are dropped and unnamed agents labelled",
+			name: "blank lines are dropped and unnamed agents attributed",
 			req: engine.LLMRequest{TurnGoal: "g", TranscriptTail: []engine.TranscriptLine{
 				line("candidate", "  "), line("", "Who am I?"), line("candidate", " yes "),
 			}},
 			want: []Message{
-				{Role: RoleModel, Text: "agent: Who am I?"},
-				{Role: RoleUser, Text: "yes\n[Turn goal: g]\n[The candidate has not said anything yet.]"},
+				{Role: RoleUser, Speaker: "agent", Text: "Who am I?"},
+				{Role: RoleUser, Speaker: "candidate", Text: "yes"},
+				{Role: RoleUser, Text: "[Turn goal: g]\n[The candidate has not said anything yet.]"},
 			},
 		},
 		{
@@ -285,17 +289,97 @@ func TestFromTurnHumanName(t *testing.T) {
 		},
 	}
 	got := FromTurn(req)
-	want := []struct{ role, text string }{
-		{RoleUser, "Hi there."},
-		{RoleModel, "candidate: Hello!"},
-		{RoleUser, "Add greet().\n[Turn goal: answer]\n[Interviewer's last message: Add greet().]"},
+	want := []struct{ role, speaker, text string }{
+		{RoleUser, "interviewer", "Hi there."},
+		{RoleModel, "", "Hello!"},
+		{RoleUser, "interviewer", "Add greet()."},
+		{RoleUser, "", "[Turn goal: answer]\n[Interviewer's last message: Add greet().]"},
 	}
 	if len(got.Messages) != len(want) {
 		t.Fatalf("%d messages, want %d: %+v", len(got.Messages), len(want), got.Messages)
 	}
 	for i, w := range want {
-		if m := got.Messages[i]; m.Role != w.role || m.Text != w.text {
-			t.Errorf("message %d = %s %q, want %s %q", i, m.Role, m.Text, w.role, w.text)
+		if m := got.Messages[i]; m.Role != w.role || m.Speaker != w.speaker || m.Text != w.text {
+			t.Errorf("message %d = %s %s %q, want %s %s %q", i, m.Role, m.Speaker, m.Text, w.role, w.speaker, w.text)
+		}
+	}
+}
+
+// A line said in a turn that also called tools is in the transcript tail
+// (it was spoken) and in the tool round (beside its calls). It goes back
+// once, in the round, where the calls and their signatures need it; the
+// role's other lines stay.
+func TestFromTurnToolRoundLineOnce(t *testing.T) {
+	req := &engine.LLMRequest{
+		Role: "qa", TurnGoal: "g", CandidateLastMessage: "ok",
+		TranscriptTail: []engine.TranscriptLine{
+			{Speaker: "qa", Text: "Let me check the logs."},
+			{Speaker: "candidate", Text: "ok"},
+			{Speaker: "qa", Text: "One moment."},
+		},
+		ToolRounds: []engine.ToolRound{{
+			Text:  "One moment. I will pull the logs.",
+			Steps: []engine.ToolStep{{Call: engine.ToolCall{ID: "c1", Name: "logs", Signature: []byte("sig")}, Result: json.RawMessage(`{"ok":true}`)}},
+		}},
+	}
+	got := FromTurn(req).Messages
+	want := []Message{
+		{Role: RoleModel, Text: "Let me check the logs."},
+		{Role: RoleUser, Speaker: "candidate", Text: "ok"},
+		{Role: RoleUser, Text: "[Turn goal: g]\n[Candidate's last message: ok]"},
+		{Role: RoleModel, Text: "One moment. I will pull the logs.", ToolCalls: []ToolCall{{ID: "c1", Name: "logs", Signature: []byte("sig")}}},
+		{Role: RoleTool, ToolResult: &ToolResult{CallID: "c1", Name: "logs", Content: json.RawMessage(`{"ok":true}`)}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("messages:\n got %+v\nwant %+v", got, want)
+	}
+	// Every line the request carries, counted over all its messages.
+	for _, line := range []string{"Let me check the logs.", "One moment."} {
+		n := 0
+		for _, m := range got {
+			n += strings.Count(m.Text, line)
+		}
+		if n != 1 {
+			t.Errorf("%q appears %d times", line, n)
+		}
+	}
+}
+
+// A regeneration still answers the person: the correction's user turn
+// carries their newest message as one block after the instruction.
+func TestFromTurnCorrectionCarriesLastMessage(t *testing.T) {
+	req := &engine.LLMRequest{
+		Role: "qa", TurnGoal: "g", Human: "interviewer",
+		CandidateLastMessage: "Why retries?\nAnd why now?",
+		TranscriptTail:       []engine.TranscriptLine{{Speaker: "interviewer", Text: "Why retries?\nAnd why now?"}},
+		Correction:           &engine.Correction{Rejected: "qa: Great question!", Instruction: "Do not start with a speaker label.", Attempt: 1},
+	}
+	msgs := FromTurn(req).Messages
+	n := len(msgs)
+	if n < 2 || msgs[n-2].Role != RoleModel || msgs[n-2].Text != "qa: Great question!" {
+		t.Fatalf("the rejected line is not the model's turn before the correction: %+v", msgs)
+	}
+	last := msgs[n-1]
+	want := "Do not start with a speaker label.\n[Your line must still answer the interviewer's last message: Why retries?\n  And why now?]"
+	if last.Role != RoleUser || last.Speaker != "" || last.Text != want {
+		t.Fatalf("correction turn = %s %q %q, want user %q", last.Role, last.Speaker, last.Text, want)
+	}
+	// Nothing said yet: the instruction alone.
+	req.CandidateLastMessage = ""
+	msgs = FromTurn(req).Messages
+	if got := msgs[len(msgs)-1].Text; got != "Do not start with a speaker label." {
+		t.Fatalf("correction with nothing said = %q", got)
+	}
+}
+
+func TestAttributed(t *testing.T) {
+	for _, tt := range []struct{ speaker, text, want string }{
+		{"tech_lead", "Ship it.", "(tech_lead said)\n> Ship it."},
+		{" Marcus \n Webb ", "One.\nTwo.", "(Marcus Webb said)\n> One.\n> Two."},
+		{"", "plain", "plain"},
+	} {
+		if got := Attributed(tt.speaker, tt.text); got != tt.want {
+			t.Errorf("Attributed(%q, %q) = %q, want %q", tt.speaker, tt.text, got, tt.want)
 		}
 	}
 }
