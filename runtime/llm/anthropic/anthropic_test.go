@@ -69,7 +69,9 @@ func (f *anthropicFake) Requests() []llmtest.Received {
 
 func newFake(t testing.TB, b anthropicfake.Behavior) (*anthropicfake.Server, *Model) {
 	t.Helper()
-	s := anthropicfake.New(b)
+	// Alternating: the adapter promises alternating turns, which Claude
+	// on other platforms requires.
+	s := anthropicfake.Start(anthropicfake.Config{Behavior: b, Alternating: true})
 	t.Cleanup(s.Close)
 	m, err := New(context.Background(), Config{APIKey: s.APIKey, BaseURL: s.URL})
 	if err != nil {
@@ -113,8 +115,9 @@ func TestGenerateText(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 // TestGenerateFromTurn checks an engine turn end to end on the wire: the
-// transcript starts with another agent's line, so the first turn is the
-// assistant's, which the API accepts.
+// role's own line is its assistant turn, unlabelled; the other agent's and
+// the candidate's words are attributed text in user turns, which
+// alternate with the assistant's.
 func TestGenerateFromTurn(t *testing.T) {
 	s, _ := newFake(t, anthropicfake.Script(anthropicfake.Text("```json\n{\"text\":\"Show me the failing test.\",\"intent_tag\":\"qa_repro\"}\n```")))
 	req := llm.FromTurn(&engine.LLMRequest{
@@ -122,6 +125,8 @@ func TestGenerateFromTurn(t *testing.T) {
 		CandidateLastMessage: "I can fix now",
 		TranscriptTail: []engine.TranscriptLine{
 			{Speaker: "tech_lead", Text: "We double charge."},
+			{Speaker: "qa", Text: "Since when?"},
+			{Speaker: "ba", Text: "Since Monday."},
 			{Speaker: "candidate", Text: "I can fix now"},
 		},
 		ScenarioContext: []engine.KV{{Key: "bug_summary", Value: "double charge"}},
@@ -147,12 +152,21 @@ func TestGenerateFromTurn(t *testing.T) {
 			t.Errorf("system lacks %q:\n%s", want, sys)
 		}
 	}
-	msgs := got.Messages
-	if len(msgs) != 2 || msgs[0].Role != "assistant" || msgs[1].Role != "user" {
-		t.Fatalf("messages = %+v", msgs)
+	var turns []string
+	for _, m := range got.Messages {
+		var texts []string
+		for _, b := range m.Content {
+			texts = append(texts, b.Text)
+		}
+		turns = append(turns, m.Role+": "+strings.Join(texts, " | "))
 	}
-	if last := msgs[1].Content[0].Text; !strings.Contains(last, "[Candidate's last message: I can fix now]") {
-		t.Errorf("last user turn = %q", last)
+	want := []string{
+		"user: (tech_lead said)\n> We double charge.",
+		"assistant: Since when?",
+		"user: (ba said)\n> Since Monday. | (candidate said)\n> I can fix now | [Turn goal: ask_for_repro]\n[Candidate's last message: I can fix now]",
+	}
+	if !reflect.DeepEqual(turns, want) {
+		t.Errorf("turns:\n%q\nwant:\n%q", turns, want)
 	}
 }
 

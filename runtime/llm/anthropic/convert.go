@@ -34,6 +34,8 @@ func badRequest(format string, args ...any) *llm.Error {
 //     PDF (base64) or a text file (plain text source), titled with the
 //     file's name. Images have no field for a name, so the label gives
 //     every file its name and type the same way.
+//   - A user message another speaker said (Speaker) is their words as
+//     llm.Attributed text: the API has no field for a participant's name.
 //   - A model message is one assistant turn: its text (when any), then a
 //     tool_use block per call, in order, each with the call's ID.
 //   - A tool message is a tool_result block with the call's ID, its content
@@ -120,7 +122,7 @@ func blocksOf(msg llm.Message) (sdk.MessageParamRole, []sdk.ContentBlockParamUni
 	switch msg.Role {
 	case llm.RoleUser:
 		if hasText(msg.Text) {
-			blocks = append(blocks, textBlock(msg.Text))
+			blocks = append(blocks, textBlock(llm.Attributed(msg.Speaker, msg.Text)))
 		}
 		for j, b := range msg.Blobs {
 			file, err := fileBlock(b)

@@ -27,6 +27,9 @@ func badRequest(format string, args ...any) *llm.Error {
 //     naming it (AttachmentLabel) right before its inlineData blob. The
 //     reference's Blob has only mimeType and data, so a name sent anywhere
 //     else would not reach the model, which would see anonymous blobs.
+//   - A user message another speaker said (Speaker) is their words as
+//     llm.Attributed text: a Content has no field for a participant's
+//     name. Consecutive user messages are one user content.
 //   - A model message is one model content: its text (when any), then a
 //     functionCall part per tool call, in order (a reply that spoke and
 //     called tools in parallel). Each part carries the call's ID when it
@@ -38,21 +41,31 @@ func badRequest(format string, args ...any) *llm.Error {
 // since the API rejects a part without data.
 func toGenai(req llm.Request) ([]*genai.Content, *genai.GenerateContentConfig, error) {
 	contents := make([]*genai.Content, 0, len(req.Messages))
+	userText := map[int]bool{} // contents made of user messages, not results
 	for i, msg := range req.Messages {
 		switch msg.Role {
 		case llm.RoleUser:
 			c := &genai.Content{Role: genai.RoleUser}
 			if msg.Text != "" {
-				c.Parts = append(c.Parts, &genai.Part{Text: msg.Text})
+				c.Parts = append(c.Parts, &genai.Part{Text: llm.Attributed(msg.Speaker, msg.Text)})
 			}
 			for j, b := range msg.Blobs {
 				c.Parts = append(c.Parts,
 					&genai.Part{Text: llm.AttachmentLabel(j, b)},
 					&genai.Part{InlineData: &genai.Blob{MIMEType: b.MIME, Data: b.Data}})
 			}
-			if len(c.Parts) > 0 {
-				contents = append(contents, c)
+			if len(c.Parts) == 0 {
+				break
 			}
+			// Several speakers in a row are one user turn: the API
+			// takes repeated roles, but the docs' conversations
+			// alternate.
+			if n := len(contents); n > 0 && userText[n-1] {
+				contents[n-1].Parts = append(contents[n-1].Parts, c.Parts...)
+				break
+			}
+			contents = append(contents, c)
+			userText[len(contents)-1] = true
 		case llm.RoleModel:
 			c := &genai.Content{Role: genai.RoleModel}
 			if msg.Text != "" {

@@ -155,7 +155,10 @@ func TestGenerateText(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-// TestGenerateFromTurn checks an engine turn end to end on the wire.
+// TestGenerateFromTurn checks an engine turn end to end on the wire: the
+// role's own line is its model content, unlabelled; the other agents' and
+// the candidate's words are attributed text, consecutive ones in one user
+// content.
 func TestGenerateFromTurn(t *testing.T) {
 	s, _ := newFake(t, geminifake.Script(geminifake.Text("```json\n{\"text\":\"Show me the failing test.\",\"intent_tag\":\"qa_repro\"}\n```")))
 	req := llm.FromTurn(&engine.LLMRequest{
@@ -163,6 +166,8 @@ func TestGenerateFromTurn(t *testing.T) {
 		CandidateLastMessage: "I can fix now",
 		TranscriptTail: []engine.TranscriptLine{
 			{Speaker: "tech_lead", Text: "We double charge."},
+			{Speaker: "qa", Text: "Since when?"},
+			{Speaker: "ba", Text: "Since Monday."},
 			{Speaker: "candidate", Text: "I can fix now"},
 		},
 		ScenarioContext: []engine.KV{{Key: "bug_summary", Value: "double charge"}},
@@ -188,12 +193,21 @@ func TestGenerateFromTurn(t *testing.T) {
 			t.Errorf("system instruction lacks %q:\n%s", want, sys)
 		}
 	}
-	c := got.Request.Contents
-	if len(c) != 2 || c[0].Role != "model" || c[1].Role != "user" {
-		t.Fatalf("contents = %+v", c)
+	var turns []string
+	for _, c := range got.Request.Contents {
+		var texts []string
+		for _, p := range c.Parts {
+			texts = append(texts, p.TextOf())
+		}
+		turns = append(turns, c.Role+": "+strings.Join(texts, " | "))
 	}
-	if last := c[1].Parts[0].TextOf(); !strings.Contains(last, "[Candidate's last message: I can fix now]") {
-		t.Errorf("last user turn = %q", last)
+	want := []string{
+		"user: (tech_lead said)\n> We double charge.",
+		"model: Since when?",
+		"user: (ba said)\n> Since Monday. | (candidate said)\n> I can fix now | [Turn goal: ask_for_repro]\n[Candidate's last message: I can fix now]",
+	}
+	if !reflect.DeepEqual(turns, want) {
+		t.Errorf("contents:\n%q\nwant:\n%q", turns, want)
 	}
 }
 

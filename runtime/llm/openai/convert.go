@@ -40,6 +40,11 @@ const ResponseFormatName = "response"
 //   - A user message is its text, then for each attached file a text part
 //     naming it (AttachmentLabel) right before the file's own part (see
 //     filePart): the wire's parts carry no name a model reads.
+//   - A user message another speaker said (Speaker) carries their name
+//     in the message's name, which the reference gives "to differentiate
+//     between participants of the same role", made to fit its pattern
+//     (participantName); a name with nothing left to send goes as
+//     llm.Attributed text instead.
 //   - A model message is one assistant message: its text (when any) and a
 //     function tool call per llm.ToolCall, each with its ID, which the API
 //     requires: the engine gives calls without one an ID of its own.
@@ -63,15 +68,20 @@ func toParams(model string, req llm.Request) (sdk.ChatCompletionNewParams, error
 			if msg.Text == "" && len(msg.Blobs) == 0 {
 				continue
 			}
-			if len(msg.Blobs) == 0 {
-				p.Messages = append(p.Messages, sdk.UserMessage(msg.Text))
-				break
+			name, text := participant(msg)
+			msg.Text = text
+			u := sdk.UserMessage(msg.Text)
+			if len(msg.Blobs) > 0 {
+				parts, err := userParts(msg)
+				if err != nil {
+					return p, badRequest("message %d: %v", i, err)
+				}
+				u = sdk.UserMessage(parts)
 			}
-			parts, err := userParts(msg)
-			if err != nil {
-				return p, badRequest("message %d: %v", i, err)
+			if name != "" {
+				u.OfUser.Name = param.NewOpt(name)
 			}
-			p.Messages = append(p.Messages, sdk.UserMessage(parts))
+			p.Messages = append(p.Messages, u)
 		case llm.RoleModel:
 			if msg.Text == "" && len(msg.ToolCalls) == 0 {
 				continue
@@ -140,6 +150,51 @@ func toParams(model string, req llm.Request) (sdk.ChatCompletionNewParams, error
 		}
 	}
 	return p, nil
+}
+
+// participant is the name and text of a user message: the speaker's name
+// as the wire's name when there is one, else the text attributed.
+func participant(msg llm.Message) (name, text string) {
+	if msg.Speaker == "" {
+		return "", msg.Text
+	}
+	if name = participantName(msg.Speaker); name == "" {
+		return "", llm.Attributed(msg.Speaker, msg.Text)
+	}
+	return name, msg.Text
+}
+
+// participantName fits a speaker's name to the pattern the reference
+// gives a message name, ^[a-zA-Z0-9_-]{1,64}$: a run of other characters
+// (a space, an apostrophe) becomes one underscore, and the name is cut to
+// 64 bytes. It is empty when no letter or digit is left, since a name of
+// underscores tells one participant from no other.
+func participantName(speaker string) string {
+	var b strings.Builder
+	letters, gap := false, false
+	for _, r := range strings.TrimSpace(speaker) {
+		switch {
+		case r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'):
+			letters = true
+		case r == '_' || r == '-':
+		default:
+			gap = true
+			continue
+		}
+		if gap && b.Len() > 0 {
+			b.WriteByte('_')
+		}
+		gap = false
+		b.WriteRune(r)
+	}
+	if !letters {
+		return ""
+	}
+	name := b.String()
+	if len(name) > 64 {
+		name = name[:64]
+	}
+	return name
 }
 
 // decimal widens a float32 by its shortest decimal form, so 0.1 goes on

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/runtime/llm"
 	"github.com/batonhq/baton/runtime/llm/llmtest"
 	"github.com/batonhq/baton/runtime/llm/openai/openaifake"
@@ -482,5 +484,60 @@ func TestDefaultModelTakesTemperature(t *testing.T) {
 	_, err := m.Generate(context.Background(), req)
 	if e := llm.Classify(err); e == nil || e.Kind != llm.KindBadRequest || !strings.Contains(e.Message, "temperature") {
 		t.Fatalf("gpt-5-mini with temperature: err = %v, want a 400 about temperature", err)
+	}
+}
+
+// TestGenerateFromTurn checks an engine turn end to end on the wire: the
+// role's own line is its assistant message, unlabelled; everyone else's
+// words are user messages named by their speaker, the field the reference
+// gives "to differentiate between participants of the same role".
+func TestGenerateFromTurn(t *testing.T) {
+	s, m := newFake(t, openaifake.Script(openaifake.Text("Show me the failing test.")))
+	req := llm.FromTurn(&engine.LLMRequest{
+		Role: "qa", TurnGoal: "ask_for_repro", System: "You are QA.", Model: "gpt-4.1-mini",
+		CandidateLastMessage: "I can fix now",
+		TranscriptTail: []engine.TranscriptLine{
+			{Speaker: "tech_lead", Text: "We double charge."},
+			{Speaker: "qa", Text: "Since when?"},
+			{Speaker: "Marcus Webb", Text: "Since Monday."},
+			{Speaker: "李", Text: "And Tuesday."},
+			{Speaker: "candidate", Text: "I can fix now"},
+		},
+	})
+	if _, err := m.Generate(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, msg := range s.RequireValid(t)[0].Request.Messages {
+		got = append(got, msg.Role+"/"+msg.Name+": "+msg.Content.String())
+	}
+	want := []string{
+		"system/: " + req.System,
+		"user/tech_lead: We double charge.",
+		"assistant/: Since when?",
+		"user/Marcus_Webb: Since Monday.",
+		"user/: (李 said)\n> And Tuesday.",
+		"user/candidate: I can fix now",
+		"user/: [Turn goal: ask_for_repro]\n[Candidate's last message: I can fix now]",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("messages:\n%q\nwant:\n%q", got, want)
+	}
+}
+
+func TestParticipantName(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"tech_lead", "tech_lead"},
+		{"Marcus Webb", "Marcus_Webb"},
+		{"James O'Brien", "James_O_Brien"},
+		{"  Dr.  Who  ", "Dr_Who"},
+		{"Zoë", "Zo"},
+		{"李明", ""},
+		{"--", ""},
+		{strings.Repeat("a", 70), strings.Repeat("a", 64)},
+	} {
+		if got := participantName(tt.in); got != tt.want {
+			t.Errorf("participantName(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }

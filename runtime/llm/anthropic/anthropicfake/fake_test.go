@@ -339,3 +339,28 @@ func TestReplies(t *testing.T) {
 		t.Errorf("recorded %d requests: %+v", len(got), got)
 	}
 }
+
+// Alternating holds a server to strictly alternating roles, which the
+// default (the API reference's combining of repeated roles) does not.
+func TestAlternating(t *testing.T) {
+	twoUsers := body(head, messages(user, `{"role":"user","content":"again"}`))
+	alternating := body(head, messages(user, `{"role":"assistant","content":"yes"}`, `{"role":"user","content":"again"}`))
+	if err := Validate([]byte(twoUsers)); err != nil {
+		t.Fatalf("the default server refused repeated roles: %v", err)
+	}
+	s := Start(Config{Alternating: true})
+	t.Cleanup(s.Close)
+	status, answer := post(t, s, twoUsers)
+	if status != http.StatusBadRequest {
+		t.Fatalf("status %d, want 400: %v", status, answer)
+	}
+	if _, msg := errorOf(t, status, answer); !strings.Contains(msg, "messages.1: roles must alternate") {
+		t.Errorf("message %q", msg)
+	}
+	if err := s.Validate([]byte(twoUsers)); err == nil {
+		t.Error("Validate accepted repeated roles")
+	}
+	if err := s.Validate([]byte(alternating)); err != nil {
+		t.Errorf("Validate refused alternating roles: %v", err)
+	}
+}

@@ -42,6 +42,18 @@ func Turns(msgs []Message) []Turn {
 	return turns
 }
 
+// alternation returns a violation for each message with the role of the
+// one before it (Config.Alternating).
+func alternation(msgs []Message) []string {
+	var errs []string
+	for i := 1; i < len(msgs); i++ {
+		if msgs[i].Role == msgs[i-1].Role {
+			errs = append(errs, fmt.Sprintf("messages.%d: roles must alternate between \"user\" and \"assistant\", but found multiple %q roles in a row", i, msgs[i].Role))
+		}
+	}
+	return errs
+}
+
 // checkSemantics returns the violations of req's prose rules.
 func checkSemantics(req *Request) []string {
 	var errs []string

@@ -131,6 +131,11 @@ type Config struct {
 	APIKey string
 	// Behavior answers valid requests (a fixed "ok" when nil).
 	Behavior Behavior
+	// Alternating refuses two messages in a row with the same role. The
+	// API reference says it combines them into one turn, but Claude on
+	// other platforms has required strictly alternating turns, so an
+	// adapter that promises alternation is held to it here.
+	Alternating bool
 }
 
 // Received is one request as the server saw it.
@@ -146,7 +151,10 @@ func invalid(violations ...string) *RequestError {
 
 // Server is a running fake. Its URL is the base URL to give the client,
 // without the /v1 path; its APIKey the key it expects.
-type Server struct{ *server }
+type Server struct {
+	*server
+	alternating bool
+}
 
 type server = vf.Server[Request, Reply]
 
@@ -155,7 +163,7 @@ func New(b Behavior) *Server { return Start(Config{Behavior: b}) }
 
 // Start starts a server on a loopback port. Close it when done.
 func Start(cfg Config) *Server {
-	s := &Server{}
+	s := &Server{alternating: cfg.Alternating}
 	s.server = vf.Start(vf.Wire[Request, Reply]{
 		Name:        "anthropicfake",
 		Key:         DefaultAPIKey,
@@ -165,7 +173,7 @@ func Start(cfg Config) *Server {
 		Route:       route,
 		Caller:      s.checkCaller,
 		NoQuery:     true,
-		Validate:    func(_ string, body []byte) (*Request, *RequestError) { return validate(body) },
+		Validate:    func(_ string, body []byte) (*Request, *RequestError) { return s.validate(body) },
 		Index:       func(r *Request, i int) { r.Index = i },
 		Fault: func(r Reply) vf.Fault {
 			return vf.Fault{Status: r.Status, Type: r.ErrorType, Message: r.Message, Body: r.Body, Hang: r.Hang}
@@ -183,7 +191,18 @@ func requestID(i int) string { return fmt.Sprintf("req_fake_%d", i) }
 
 // Validate checks body as a Messages request with the rules the server
 // applies to the bodies it receives. It returns a *RequestError or nil.
-func (s *Server) Validate(body []byte) error { return Validate(body) }
+func (s *Server) Validate(body []byte) error { return vf.Err(s.validate(body)) }
+
+// validate is the package's validate with the server's own rules.
+func (s *Server) validate(body []byte) (*Request, *RequestError) {
+	req, err := validate(body)
+	if err == nil && s.alternating {
+		if errs := alternation(req.Messages); len(errs) > 0 {
+			return nil, invalid(errs...)
+		}
+	}
+	return req, err
+}
 
 // Validate checks body as a Messages request. It returns a *RequestError or
 // nil.

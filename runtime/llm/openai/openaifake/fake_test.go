@@ -89,6 +89,8 @@ func TestRejectsUndocumentedRequests(t *testing.T) {
 		{"unknown field in a message", body("", `{"role":"user","content":"hi","id":"m1"}`), "messages[0].id", "Unknown parameter: 'messages[0].id'."},
 		{"unknown field in a file part", body("", `{"role":"user","content":[{"type":"file","file":{"filename":"a.pdf","file_data":"data:application/pdf;base64,JVBE","mime_type":"application/pdf"}}]}`), "messages[0].content[0].file.mime_type", "Unknown parameter: 'messages[0].content[0].file.mime_type'."},
 		{"unknown field deep in a tool", body(`"tools":[{"type":"function","function":{"name":"f","parameter":{}}}]`), "tools[0].function.parameter", "Unknown parameter: 'tools[0].function.parameter'."},
+		{"user name with a space", body("", `{"role":"user","name":"Marcus Webb","content":"hi"}`), "messages[0].name", "Invalid 'messages[0].name': string does not match pattern."},
+		{"user name too long", body("", `{"role":"user","name":"`+strings.Repeat("a", 65)+`","content":"hi"}`), "messages[0].name", "does not match pattern"},
 		{"name on a tool message", body("", callA, `{"role":"tool","tool_call_id":"call_a","content":"x","name":"f"}`), "messages[1].name", "Unknown parameter: 'messages[1].name'."},
 		{"content is a number", body("", `{"role":"user","content":5}`), "messages[0].content", "Invalid type for 'messages[0].content': expected one of a string or an array, but got an integer instead."},
 		{"temperature is a string", body(`"temperature":"hot"`), "temperature", "expected a number, but got a string"},

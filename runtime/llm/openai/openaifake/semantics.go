@@ -66,6 +66,11 @@ func checkSemantics(req *Request) []violation {
 func (v *validator) messages(msgs []Message) {
 	for i, m := range msgs {
 		at := fmt.Sprintf("messages[%d]", i)
+		// A participant's name (system, developer, user and assistant
+		// messages) follows the pattern the reference gives for names.
+		if m.Name != "" && m.Role != "function" && !nameRE.MatchString(m.Name) {
+			v.fail(at+".name", "invalid_value", "Invalid '%s.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.", at)
+		}
 		switch m.Role {
 		case "assistant":
 			if m.Content.IsZero() && len(m.ToolCalls) == 0 && m.Function == nil {
