@@ -101,7 +101,7 @@ func (s *Session) do(a rules.Action, rule string) {
 	case *rules.CancelSequenceAction:
 		s.seqs.cancel(s, a, rule)
 	case *rules.JobAction:
-		s.jobs.run(s, a.Job(), s.evalArgs(a.Args, nil), a.OverlapPolicy(), false, rule)
+		s.jobs.begin(s, a.Job(), s.evalArgs(a.Args, nil), a.OverlapPolicy(), rule)
 	case *rules.MemoryAction:
 		if role, ok := s.evalString(&a.Role, rule); ok && s.roleIdx(role) >= 0 {
 			s.remember(role, s.render(&a.Text, role))

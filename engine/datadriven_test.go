@@ -53,7 +53,8 @@ import (
 //	      llm-error ID KIND         a failed llm_result
 //	      llm-json ID {JSON}        any llm_result, in its JSON shape
 //	      speech_done ID [interrupted]
-//	      tool ID NAME [ARGS-JSON]  tool_call from a live session
+//	      tool [as=ROLE] ID NAME [ARGS-JSON]
+//	                                tool_call from a live session (as ROLE)
 //	      client-result ID JSON     client_tool_result (client-error: is_error)
 //	      end [REASON]
 //	      prepare                   the prepare input, before the clock starts
@@ -351,12 +352,16 @@ func (tr *transcript) parseOne(ms int64, kind, rest string) (engine.Input, error
 		in.Type = engine.InputSpeechDone
 		in.Speech = &engine.SpeechDone{ID: tr.ref(id), Interrupted: strings.TrimSpace(flag) == "interrupted"}
 	case "tool":
+		role := ""
+		if r, ok := strings.CutPrefix(rest, "as="); ok {
+			role, rest, _ = strings.Cut(r, " ")
+		}
 		f := strings.SplitN(rest, " ", 3)
 		if len(f) < 2 {
-			return in, errors.New("tool takes ID NAME [ARGS]")
+			return in, errors.New("tool takes [as=ROLE] ID NAME [ARGS]")
 		}
 		in.Type = engine.InputToolCall
-		in.Tool = &engine.ToolCall{ID: f[0], Name: f[1]}
+		in.Tool = &engine.ToolCall{ID: f[0], Name: f[1], Role: role}
 		if len(f) == 3 {
 			in.Tool.Args = json.RawMessage(strings.TrimSpace(f[2]))
 		}
@@ -592,7 +597,11 @@ func writeEffect(b interface{ WriteString(string) (int, error) }, e *engine.Effe
 		}
 	}
 	for i, round := range r.ToolRounds {
-		b.WriteString(fmt.Sprintf("  round %d: %q\n", i+1, round.Text))
+		b.WriteString(fmt.Sprintf("  round %d: %q", i+1, round.Text))
+		if round.Withheld {
+			b.WriteString(" withheld")
+		}
+		b.WriteString("\n")
 		for _, st := range round.Steps {
 			c := st.Call
 			sig := ""

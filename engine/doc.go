@@ -150,6 +150,7 @@
 //	tools.go       tool calls, their rules and refusals
 //	clienttools.go tools the client runs
 //	jobs.go        background jobs and setup phases
+//	waitfor.go     job starts held while the jobs they wait for run, up to a max
 //	memory.go      memories and template slots
 //	slots.go       declared prompt slots, their debounce and caps
 //	files.go       context files and the assembly of a role's prompt

@@ -225,8 +225,10 @@ type ToolDecl struct {
 // sent back to the model as it gave them (one model message with all its
 // calls) so it can act on a refusal; baton runs the tool loop.
 type ToolRound struct {
-	Text  string     `json:"text,omitempty"`
-	Steps []ToolStep `json:"steps"`
+	Text string `json:"text,omitempty"`
+	// Withheld: Text was not said, as a call of the round was refused.
+	Withheld bool       `json:"withheld,omitempty"`
+	Steps    []ToolStep `json:"steps"`
 }
 
 // ToolStep is one call and its result inside a tool round.

@@ -84,6 +84,15 @@ func (j *jobs) next(s *Session) {
 	j.run(s, item.job, item.args, rules.OverlapAllow, true, "phase")
 }
 
+// begin starts a job from a rule or a handler: held first while the
+// jobs it waits for are running (waitfor.go).
+func (j *jobs) begin(s *Session, job *rules.Job, args map[string]any, overlap rules.JobOverlap, rule string) {
+	if s.waits.hold(s, job, args, overlap, rule) {
+		return
+	}
+	j.run(s, job, args, overlap, false, rule)
+}
+
 // run asks the model for a job, as its role allows and its overlap
 // policy says; rule is who started it.
 func (j *jobs) run(s *Session, job *rules.Job, args map[string]any, overlap rules.JobOverlap, phase bool, rule string) {
@@ -203,6 +212,7 @@ func (j *jobs) result(s *Session, r *LLMResult, timedOut bool) bool {
 		j.next(s)
 	}
 	j.rerun(s, job, run.role)
+	s.waits.landed(s)
 	return true
 }
 

@@ -20,7 +20,7 @@ func (l *liveness) init(*Session) { l.idleSince = -1 }
 
 // idle reports whether nothing is pending.
 func (s *Session) idle() bool {
-	if s.floor.active != nil || len(s.floor.queue) > 0 || len(s.jobs.running) > 0 || !s.jobs.live {
+	if s.floor.active != nil || len(s.floor.queue) > 0 || len(s.jobs.running) > 0 || s.waits.pending() || !s.jobs.live {
 		return false
 	}
 	if s.silence.await != nil || s.speaking() || s.cand.typing {

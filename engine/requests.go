@@ -85,6 +85,17 @@ func (r *LLMResult) apply(s *Session) {
 	s.timers.cancel(tLLMTimeout, 0, r.ID)
 	if o := s.reqs.take(r.ID); o != nil {
 		o.answered(s, r)
+		return
+	}
+	s.unowned(r)
+}
+
+// unowned refuses the tool calls of a result nobody waits for (its turn
+// was superseded, interrupted or ended): a call is owned by the request
+// that produced it, and runs only while that request is waited for.
+func (s *Session) unowned(r *LLMResult) {
+	for _, c := range r.ToolCalls {
+		s.refuseCall(c.Role, c, "refused: request "+r.ID+" is no longer waited for (its turn was superseded, interrupted or ended)")
 	}
 }
 

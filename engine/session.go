@@ -88,6 +88,7 @@ type Session struct {
 	clientTools clientTools // clienttools.go
 	slots       slots       // slots.go
 	jobs        jobs        // jobs.go
+	waits       waits       // waitfor.go
 	memory      memory      // memory.go
 	handoff     handoff     // handoff.go
 	transcript  transcript  // transcript.go

@@ -31,6 +31,7 @@ const (
 	tRule
 	tStall
 	tCover
+	tWaitFor
 )
 
 // fire hands a due timer to the feature that set it.
@@ -71,6 +72,8 @@ func (s *Session) fire(tm timer) {
 		s.prep.fire(s, tm)
 	case tCover:
 		s.cover.fire(s, tm.key)
+	case tWaitFor:
+		s.waits.gaveUp(s, tm.key)
 	}
 }
 

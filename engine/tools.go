@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -123,11 +124,15 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 	// tool has choices, lists them as data, so a caller acts on the values
 	// rather than parsing the words.
 	var allowed map[string][]string
+	var available []string
 	fail := func(msg string) ToolStep {
 		step.IsError = true
 		res := map[string]any{"error": msg}
 		if allowed != nil {
 			res["choices"] = allowed
+		}
+		if available != nil {
+			res["available"] = available
 		}
 		step.Result, _ = json.Marshal(res)
 		s.emit(Effect{Type: EffectToolResult, ID: call.ID, Agent: role, Kind: call.Name, Data: step.Result, IsError: true, Reason: msg})
@@ -141,7 +146,20 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 		choices, why, offered = s.offer(tool, role)
 	}
 	if !offered {
+		available = []string{}
+		for _, d := range s.offeredTools(role) {
+			available = append(available, d.Name)
+		}
 		return fail(s.notAvailable(role, call.Name, why, known))
+	}
+	// Every refusal of the arguments names the tool's parameters and
+	// the required ones (paramsHint) and, when it has choices, carries
+	// them, so the model can correct the call whatever was wrong with it.
+	if len(tool.Choices) > 0 {
+		allowed = map[string][]string{}
+		for i, ch := range tool.Choices {
+			allowed[ch.Param] = choices[i]
+		}
 	}
 	var args map[string]any
 	raw := call.Args
@@ -151,20 +169,15 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&args); err != nil {
-		return fail("arguments are not a JSON object: " + err.Error())
+		return fail("arguments are not a JSON object: " + err.Error() + paramsHint(tool))
 	}
 	args = normalizeJSON(args).(map[string]any)
 	problems := tool.Params().Validate(args)
-	if bad := badChoices(tool, choices, args); len(bad) > 0 {
-		problems = append(problems, bad...)
-		allowed = map[string][]string{}
-		for i, ch := range tool.Choices {
-			allowed[ch.Param] = choices[i]
-		}
-	}
+	problems = append(problems, badChoices(tool, choices, args)...)
 	if len(problems) > 0 {
-		return fail("invalid arguments: " + strings.Join(problems, "; "))
+		return fail("invalid arguments: " + strings.Join(problems, "; ") + paramsHint(tool))
 	}
+	allowed = nil // a handler's refusal is about the call's meaning
 	s.tools.call = &toolCall{}
 	s.fireToolRules(rules.ToolTrigger(call.Name), rules.ToolView{ID: call.ID, Name: call.Name, Caller: role, Args: args})
 	tc := s.tools.call
@@ -188,6 +201,21 @@ func (s *Session) handleTool(role string, call ToolCall) ToolStep {
 	}
 	s.emit(Effect{Type: EffectToolResult, ID: call.ID, Agent: role, Kind: call.Name, Data: step.Result})
 	return step
+}
+
+// paramsHint names a tool's parameters and the required ones, for a
+// refusal of its arguments: "" for a tool without parameters.
+func paramsHint(t *rules.Tool) string {
+	sc := t.Params()
+	if sc == nil || len(sc.Properties) == 0 {
+		return ""
+	}
+	names := slices.Sorted(maps.Keys(sc.Properties))
+	hint := " (parameters: " + strings.Join(names, ", ")
+	if len(sc.Required) > 0 {
+		hint += "; required: " + strings.Join(sc.Required, ", ")
+	}
+	return hint + ")"
 }
 
 // fireToolRules runs the rules on trg with the call tv as their `tool`.
@@ -242,20 +270,24 @@ func (s *Session) madeProgress(role string) {
 	}
 }
 
-// turnTools handles a reply that calls tools: any text is said first, then
-// each call runs; a refused call goes back to the model with the round
-// (the tool loop) until the role loops (ToolLoopLimit).
+// turnTools handles a reply that calls tools. Each call runs first; the
+// text that came with them is said only if none was refused (a client
+// tool's call counts as accepted once its gate rules let it through:
+// the text does not wait for the client's answer). A round with a
+// refusal says nothing: it goes back to the model, its text and the
+// refusals with it (the round is marked withheld), so the model can
+// correct itself, until the role loops (ToolLoopLimit).
 func (s *Session) turnTools(a *turn, r *LLMResult) {
 	if r.IntentTag != "" {
 		a.intentTag = r.IntentTag
 	}
-	spoke := strings.TrimSpace(r.Text) != ""
-	if spoke {
-		s.deliverChecked(a, r.Text, false, true)
-	}
+	hasText := strings.TrimSpace(r.Text) != ""
 	a.stale = "" // what follows is asked for now
 	if len(a.toolRounds) >= MaxToolRounds && !s.ended {
-		s.toolRoundsSpent(a, r.ToolCalls[0], spoke)
+		if hasText {
+			s.deliverChecked(a, r.Text, false, true)
+		}
+		s.toolRoundsSpent(a, r.ToolCalls[0], hasText)
 		return
 	}
 	round := ToolRound{Text: r.Text}
@@ -272,7 +304,14 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 			// not be told apart when their results come back.
 			c.ID = a.reqID + "-call-" + strconv.Itoa(i+1)
 		}
-		st := s.handleTool(a.role, c)
+		var st ToolStep
+		if c.Role != "" && c.Role != a.role {
+			// A call is owned by the request that made it: it runs as
+			// the request's role or not at all.
+			st = s.refuseCall(a.role, c, "refused: the call names "+c.Role+", but it came in "+a.role+"'s turn; a call runs only as the role whose turn asked")
+		} else {
+			st = s.handleTool(a.role, c)
+		}
 		round.Steps = append(round.Steps, st)
 		if st.IsError {
 			refused = len(round.Steps) - 1
@@ -283,6 +322,16 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 		return
 	}
 	f := &s.floor
+	spoke := false
+	if hasText && refused < 0 && f.active == a {
+		s.deliverChecked(a, r.Text, false, true)
+		spoke = true
+	} else if hasText {
+		round.Withheld = true
+	}
+	if s.ended {
+		return
+	}
 	if pending {
 		// The client runs some of the calls: the turn goes on, with the
 		// round and its results, once they are all answered (and counts
@@ -306,7 +355,7 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 	}
 	if s.refusedRound(a.role, round.Steps[refused].Call) {
 		switch {
-		case s.ended || f.active != a || spoke:
+		case s.ended || f.active != a:
 		case a.spokeInRounds():
 			f.active = nil // it said its line in an earlier round
 		default:
@@ -315,10 +364,19 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 		return
 	}
 	again := s.continuation(a, round)
-	if !spoke && f.active == a {
+	if f.active == a {
 		f.active = nil
 	}
 	f.queue = append([]*turn{again}, f.queue...)
+}
+
+// refuseCall refuses a call that is not run at all (it is not its
+// caller's to make now), reporting why; it does not count towards the
+// caller's tool loop.
+func (s *Session) refuseCall(role string, c ToolCall, msg string) ToolStep {
+	res, _ := json.Marshal(map[string]string{"error": msg})
+	s.emit(Effect{Type: EffectToolResult, ID: c.ID, Agent: role, Kind: c.Name, Data: res, IsError: true, Reason: msg})
+	return ToolStep{Call: c, Result: res, IsError: true}
 }
 
 // toolRoundsSpent ends a turn whose model calls tools past
@@ -379,6 +437,13 @@ func (s *Session) onToolCall(c *ToolCall) {
 		msg := "a call with id " + c.ID + " was already made; give each call its own id"
 		res, _ := json.Marshal(map[string]string{"error": msg})
 		s.emit(Effect{Type: EffectToolResult, ID: c.ID, Agent: role, Kind: c.Name, Data: res, IsError: true, Reason: msg})
+		return
+	}
+	if h := s.handoff.holder; c.Role != "" && h != "" && c.Role != h {
+		// A live session that is no longer (or never was) the floor
+		// holder's: its call is not run, so it spends no ticket and
+		// moves no floor.
+		s.refuseCall(c.Role, *c, "refused: "+c.Role+" does not hold the floor ("+h+" does); only the floor holder's calls run")
 		return
 	}
 	// A client tool's answer counts when it arrives (clienttools.go).

@@ -331,6 +331,7 @@ func (f *floor) timedOut(s *Session, id string) {
 func (f *floor) answered(s *Session, r *LLMResult) {
 	a := f.active
 	if a == nil || a.reqID != r.ID || a.state != tsGenerating {
+		s.unowned(r)
 		return
 	}
 	s.turnResult(a, r)
@@ -373,10 +374,10 @@ func (s *Session) turnResult(a *turn, r *LLMResult) {
 }
 
 // spokeInRounds reports whether the turn said a line along with an
-// earlier round of tool calls.
+// earlier round of tool calls (a withheld one was not said).
 func (t *turn) spokeInRounds() bool {
 	for _, r := range t.toolRounds {
-		if strings.TrimSpace(r.Text) != "" {
+		if !r.Withheld && strings.TrimSpace(r.Text) != "" {
 			return true
 		}
 	}

@@ -446,6 +446,21 @@ func (j *Job) check(c *compiler) {
 	}
 	c.actions(j.OnResult, "job "+j.ID+" on_result")
 	c.actions(j.OnError, "job "+j.ID+" on_error")
+	if w := j.WaitFor; w != nil {
+		if len(w.Jobs) == 0 {
+			c.errorf(w.Pos, "job %s: wait_for needs jobs: the jobs whose runs a start waits for, e.g. wait_for: {jobs: [supervise], max: 20s}", j.ID)
+		}
+		for _, name := range w.Jobs {
+			if _, ok := c.p.Job(name); !ok {
+				c.errorf(w.Pos, "job %s: wait_for: unknown job %q%s", j.ID, name, c.suggest(name, c.p.jobNames()))
+			} else if name == j.ID {
+				c.errorf(w.Pos, "job %s: wait_for names the job itself; a start cannot wait for its own runs (use overlap)", j.ID)
+			}
+		}
+		if !w.Max.IsSet() || w.Max.MS <= 0 {
+			c.errorf(w.Pos, "job %s: wait_for needs max, how long a start waits at most (e.g. max: 20s)", j.ID)
+		}
+	}
 }
 
 func (ph *Phase) check(c *compiler, i int) {

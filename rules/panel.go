@@ -325,8 +325,20 @@ type Job struct {
 	// (start nothing) or rerun (start once more when it lands, with the
 	// newest arguments).
 	Overlap JobOverlap `yaml:"overlap"`
+	// WaitFor holds a start of the job while runs of the jobs it names
+	// are still waiting for their model, at most Max: a verdict that
+	// waits for the grades still being written.
+	WaitFor *JobWait `yaml:"wait_for"`
 
 	schema *schema.Schema
+}
+
+// JobWait is a job's wait_for: the jobs whose runs in flight a start
+// waits for, and for how long at most before it starts anyway.
+type JobWait struct {
+	Pos
+	Jobs []string `yaml:"jobs"`
+	Max  Duration `yaml:"max"`
 }
 
 // RoleArg is the argument naming the job's role (role: args.NAME), or "".
