@@ -226,6 +226,10 @@ type Role struct {
 	MaxTokens int      `yaml:"max_tokens"`
 	// WordsPerMinute overrides the pack's voice rate for this role.
 	WordsPerMinute int `yaml:"words_per_minute"`
+	// MaxWords and MaxSpeech override guardrails.max_words and
+	// guardrails.max_speech for this role's generated lines.
+	MaxWords  int      `yaml:"max_words"`
+	MaxSpeech Duration `yaml:"max_speech"`
 	// Focus words make a line recognisably this role's (role fidelity).
 	Focus []string `yaml:"focus"`
 	// Fallback lines by turn kind ("default" for any) when generation
