@@ -112,7 +112,7 @@ type prepSource struct {
 func (s *Session) preparedBy(t *timer, yield func(prepSource)) {
 	add := func(spec *rules.TurnSpec, rule string, step int, hard bool) {
 		if plan, ok := spec.Preparation(); ok {
-			yield(prepSource{spec, plan, rule, step, hard})
+			yield(prepSource{spec, plan, rule, step, hard || spec.Hard})
 		}
 	}
 	p := s.p
@@ -322,7 +322,7 @@ func (pr *prepare) precheck(s *Session, e *prepEntry) {
 		return
 	}
 	t := s.provisional(e)
-	line := strings.TrimSpace(e.result.Text)
+	line, _ := s.speech(e.result.Text)
 	v := s.violations(t, line)
 	if s.lines.atCap(s, line) {
 		v = append(v, rules.GuardRepeat)
@@ -401,6 +401,16 @@ func (pr *prepare) release(s *Session, t *turn) bool {
 	t.state = tsGenerating
 	if e.state == prepReady {
 		s.turnResult(t, &e.result)
+		return true
+	}
+	if t.hard && e.guard.original != "" {
+		// A hard turn due while its line is being written again after
+		// the guardrails refused it: it is not late for a better line.
+		// The refused answer goes through the rest of the chain (its
+		// rewrite or fallback) now, and the answer still out, when it
+		// comes, finds no owner and is ignored.
+		s.dropRequest(e.reqID)
+		s.deliver(t, e.guard.original, false)
 		return true
 	}
 	// Still being written: the turn waits for it as for its own request.

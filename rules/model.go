@@ -332,6 +332,10 @@ type TurnSpec struct {
 	IntentTag string `yaml:"intent_tag"`
 	// Prepare overrides llm.prepare for a scheduled turn (prepare.go).
 	Prepare *Prepare `yaml:"prepare"`
+	// Hard makes the turn hard, like an anchor's: it goes before other
+	// turns, is not deferred, and is said when due with the best line it
+	// has rather than asked again by the guardrails.
+	Hard bool `yaml:"hard"`
 
 	// Who is Role as the checker resolved it.
 	Who  RoleRef `yaml:"-"`
