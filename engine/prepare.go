@@ -300,6 +300,14 @@ func (pr *prepare) answered(s *Session, r *LLMResult) {
 		e.result = *r
 		e.state = prepReady
 		e.unanswered = 0
+		if r.Err != nil && r.Err.Kind == notReadyKind {
+			// A model slower than the lead at second 0 is the model's
+			// pace, not a failure: the line is asked for when due.
+			e.state = prepFailed
+			s.emit(Effect{Type: EffectNote, Kind: NoteWarning, ID: e.reqID, Agent: e.role, Rule: e.rule,
+				Reason: "preparing: " + r.Err.Message + "; asked again when due"})
+			return
+		}
 		if r.Err != nil || (strings.TrimSpace(r.Text) == "" && len(r.ToolCalls) == 0) {
 			e.state = prepFailed
 			s.emit(Effect{Type: EffectAdapterError, ID: e.reqID, Agent: e.role, Kind: e.spec.Kind, Rule: e.rule,
@@ -606,5 +614,9 @@ func (s *Session) Waiting() []string {
 // preparation asked by the prepare input that has no answer yet: the
 // preparation fails and its turn asks again when due.
 func NotReady(reqID string) LLMResult {
-	return LLMResult{ID: reqID, Err: &AdapterError{Kind: "timeout", Message: "not ready when the session's clock started"}}
+	return LLMResult{ID: reqID, Err: &AdapterError{Kind: notReadyKind, Message: "not ready when the session's clock started"}}
 }
+
+// notReadyKind is NotReady's error kind: the preparation's answer is
+// reported as a warning, not an adapter error.
+const notReadyKind = "not_ready"
