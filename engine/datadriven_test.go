@@ -526,6 +526,7 @@ func writeEffect(b interface{ WriteString(string) (int, error) }, e *engine.Effe
 	}
 	add("original", quote(e.Original))
 	add("outcome", e.Outcome)
+	add("cleaned", quote(e.Cleaned))
 	if l := e.Lateness; l != nil && l.LateMS != 0 {
 		add("late", clock(l.LateMS)+" due="+clock(l.DueMS))
 	}

@@ -88,7 +88,7 @@ func (s *Session) correction(t *turn, line string, v []string) string {
 // line to say and its outcome, or ok=false when the turn waits for the
 // model again (regenerate) or the session ended.
 func (s *Session) guardLine(t *turn, line string, withCalls bool) (out, outcome string, ok bool) {
-	line = strings.TrimSpace(line)
+	line, t.cleaned = s.speech(line)
 	gd := &t.guard
 	gd.answers++
 	v := s.check(t, line)
@@ -108,32 +108,47 @@ func (s *Session) guardLine(t *turn, line string, withCalls bool) (out, outcome 
 		gd.violations, gd.original = v, line
 	}
 	chain := s.p.Guardrails.OnViolation
+	why := "" // why a regeneration was not asked for, if it matters
 	for ; gd.chain < len(chain); gd.chain++ {
 		policy := chain[gd.chain]
 		switch policy {
 		case rules.ViolationRegenerate:
+			if t.hard && s.now >= t.due && !withCalls {
+				// A hard turn is said when due: the best line it has now,
+				// not a better one later.
+				why = "due now: a hard turn is not asked again"
+				continue
+			}
 			if withCalls || !s.regenerate(t, line, v) {
 				continue
 			}
 			return "", "", false
 		case rules.ViolationRewrite:
 			if r, ok := s.rewrite(t, line, v); ok {
-				s.verdict(t, line, v, OutcomeRewritten, "")
+				s.verdict(t, line, v, OutcomeRewritten, why)
 				return r, s.tripOr(gd, OutcomeRewritten), true
 			}
 			if s.ended {
 				return "", "", false
 			}
 		case rules.ViolationFallback:
-			s.verdict(t, line, v, OutcomeFallback, "")
+			s.verdict(t, line, v, OutcomeFallback, why)
 			return s.fallback(t), s.tripOr(gd, OutcomeFallback), true
 		case rules.ViolationPass:
-			s.verdict(t, line, v, OutcomePass, "said as it is")
-			return line, s.tripOr(gd, OutcomePass), true
+			// Passed as it is, but never past the length bound.
+			said, reason := s.bounded(t, line), "said as it is"
+			if said != line {
+				reason = "said cut to its length bound"
+			}
+			s.verdict(t, line, v, OutcomePass, reason)
+			return said, s.tripOr(gd, OutcomePass), true
 		}
 	}
 	// Every policy passed: the role's fallback line is the last resort.
-	s.verdict(t, line, v, OutcomeFallback, "every policy of on_violation was tried")
+	if why == "" {
+		why = "every policy of on_violation was tried"
+	}
+	s.verdict(t, line, v, OutcomeFallback, why)
 	return s.fallback(t), s.tripOr(gd, OutcomeFallback), true
 }
 
@@ -197,8 +212,10 @@ func (s *Session) rewrite(t *turn, line string, v []string) (string, bool) {
 			return "", false
 		}
 	}
-	if tooLong := g.MaxSentences.Int() > 0 && text.CountSentences(line) > g.MaxSentences.Int(); tooLong && len(v) == 1 {
-		if out := strings.Join(text.SplitSentences(line)[:g.MaxSentences.Int()], " "); !s.lines.atCap(s, out) {
+	if onlyTooLong(v) {
+		// Too many sentences or words: the longest run of whole sentences
+		// within the bounds.
+		if out := text.Cut(line, g.WordBound(role), g.MaxSentences.Int()); out != line && !s.lines.atCap(s, out) {
 			return out, true
 		}
 	}
@@ -214,6 +231,64 @@ func (s *Session) rewrite(t *turn, line string, v []string) (string, bool) {
 	}
 	return out, true
 }
+
+// onlyTooLong reports whether violations v are all of length: too many
+// sentences, words or seconds of speech.
+func onlyTooLong(v []string) bool {
+	for _, x := range v {
+		switch x {
+		case rules.GuardSentences, rules.GuardMaxWords, rules.GuardMaxSpeech:
+		default:
+			return false
+		}
+	}
+	return len(v) > 0
+}
+
+// bounded is line cut to its role's length bound, if it is longer: what
+// is said of a line passed as it is.
+func (s *Session) bounded(t *turn, line string) string {
+	role, _ := s.p.Role(t.role)
+	return text.Cut(line, s.p.Guardrails.WordBound(role), 0)
+}
+
+// speech cleans a generated line for speech: markdown and leading speaker
+// labels (any role's id or name) go. It returns the line and what was
+// removed ("" when nothing: the common case, which allocates nothing).
+func (s *Session) speech(line string) (string, string) {
+	line = strings.TrimSpace(line)
+	if s.speakers == nil {
+		for i := range s.p.Roles {
+			r := &s.p.Roles[i]
+			s.speakers = append(s.speakers, r.ID)
+			if r.Name != "" {
+				s.speakers = append(s.speakers, r.Name)
+			}
+		}
+	}
+	md := text.StripMarkdown(line)
+	out := text.StripLabels(md, s.speakers)
+	label := out != md
+	if label {
+		out = text.StripMarkdown(out) // a label may have hidden a heading
+	}
+	out = strings.TrimSpace(out)
+	switch {
+	case out == "" || out == line:
+		return line, ""
+	case md != line && label:
+		return out, CleanedMarkdown + ", " + CleanedLabel
+	case label:
+		return out, CleanedLabel
+	}
+	return out, CleanedMarkdown
+}
+
+// What cleaning removed from a generated line, as agent messages report it.
+const (
+	CleanedMarkdown = "markdown"
+	CleanedLabel    = "speaker label"
+)
 
 // violations lists the built-in limits a line breaks.
 func (s *Session) violations(t *turn, line string) []string {

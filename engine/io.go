@@ -397,6 +397,9 @@ type Effect struct {
 	// Outcome is what the guardrails did with a generated agent message:
 	// pass, regenerated(N), rewritten, fallback or tripped.
 	Outcome string `json:"outcome,omitempty"`
+	// Cleaned, on a generated agent message, says what was removed from
+	// the model's line before it was checked: markdown, a speaker label.
+	Cleaned string `json:"cleaned,omitempty"`
 	// Lateness, on every agent message, is when it was due and how late
 	// it was said.
 	*Lateness

@@ -112,7 +112,7 @@ type prepSource struct {
 func (s *Session) preparedBy(t *timer, yield func(prepSource)) {
 	add := func(spec *rules.TurnSpec, rule string, step int, hard bool) {
 		if plan, ok := spec.Preparation(); ok {
-			yield(prepSource{spec, plan, rule, step, hard})
+			yield(prepSource{spec, plan, rule, step, hard || spec.Hard})
 		}
 	}
 	p := s.p
@@ -300,6 +300,14 @@ func (pr *prepare) answered(s *Session, r *LLMResult) {
 		e.result = *r
 		e.state = prepReady
 		e.unanswered = 0
+		if r.Err != nil && r.Err.Kind == notReadyKind {
+			// A model slower than the lead at second 0 is the model's
+			// pace, not a failure: the line is asked for when due.
+			e.state = prepFailed
+			s.emit(Effect{Type: EffectNote, Kind: NoteWarning, ID: e.reqID, Agent: e.role, Rule: e.rule,
+				Reason: "preparing: " + r.Err.Message + "; asked again when due"})
+			return
+		}
 		if r.Err != nil || (strings.TrimSpace(r.Text) == "" && len(r.ToolCalls) == 0) {
 			e.state = prepFailed
 			s.emit(Effect{Type: EffectAdapterError, ID: e.reqID, Agent: e.role, Kind: e.spec.Kind, Rule: e.rule,
@@ -322,7 +330,7 @@ func (pr *prepare) precheck(s *Session, e *prepEntry) {
 		return
 	}
 	t := s.provisional(e)
-	line := strings.TrimSpace(e.result.Text)
+	line, _ := s.speech(e.result.Text)
 	v := s.violations(t, line)
 	if s.lines.atCap(s, line) {
 		v = append(v, rules.GuardRepeat)
@@ -401,6 +409,16 @@ func (pr *prepare) release(s *Session, t *turn) bool {
 	t.state = tsGenerating
 	if e.state == prepReady {
 		s.turnResult(t, &e.result)
+		return true
+	}
+	if t.hard && e.guard.original != "" {
+		// A hard turn due while its line is being written again after
+		// the guardrails refused it: it is not late for a better line.
+		// The refused answer goes through the rest of the chain (its
+		// rewrite or fallback) now, and the answer still out, when it
+		// comes, finds no owner and is ignored.
+		s.dropRequest(e.reqID)
+		s.deliver(t, e.guard.original, false)
 		return true
 	}
 	// Still being written: the turn waits for it as for its own request.
@@ -596,5 +614,9 @@ func (s *Session) Waiting() []string {
 // preparation asked by the prepare input that has no answer yet: the
 // preparation fails and its turn asks again when due.
 func NotReady(reqID string) LLMResult {
-	return LLMResult{ID: reqID, Err: &AdapterError{Kind: "timeout", Message: "not ready when the session's clock started"}}
+	return LLMResult{ID: reqID, Err: &AdapterError{Kind: notReadyKind, Message: "not ready when the session's clock started"}}
 }
+
+// notReadyKind is NotReady's error kind: the preparation's answer is
+// reported as a warning, not an adapter error.
+const notReadyKind = "not_ready"

@@ -74,9 +74,12 @@ type Session struct {
 	seq     uint64
 	timers  timerTable
 	rng     *rand.Rand
-	scripts scriptRuns
-	reqs    requests        // requests.go
-	reply   rules.ReplyView // the reply in scope while a line is checked (guardrail.go)
+	// speakers are the role ids and names a generated line may start
+	// with as a label (guardrail.go).
+	speakers []string
+	scripts  scriptRuns
+	reqs     requests        // requests.go
+	reply    rules.ReplyView // the reply in scope while a line is checked (guardrail.go)
 
 	cand        candidate   // candidate.go
 	conf        confidence  // confidence.go

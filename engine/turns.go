@@ -58,6 +58,8 @@ type turn struct {
 	waiting     int
 	clientRound bool
 	guard       guard // guardrail.go
+	// cleaned says what cleaning removed from the model's line (guardrail.go).
+	cleaned string
 	// due is when the turn could first be said (made, started, or let
 	// go by defer), for its lateness.
 	due int64
@@ -113,6 +115,7 @@ func (s *Session) newTurnFor(spec *rules.TurnSpec, rule string, hard bool, same 
 // makeTurn builds a turn without an id: newTurnFor's, or a preparation's
 // stand-in for the turn its source will make.
 func (s *Session) makeTurn(spec *rules.TurnSpec, rule string, hard bool, same string) turn {
+	hard = hard || spec.Hard
 	tag := spec.IntentTag
 	if tag == "" {
 		tag = spec.Goal
@@ -421,6 +424,9 @@ func (s *Session) deliverChecked(t *turn, text string, fallback, withCalls bool)
 		}
 		text, outcome = out, oc
 	}
+	if fallback || outcome == OutcomeFallback {
+		t.cleaned = "" // the role's own line, not the model's
+	}
 	t.text = text
 	t.state = tsReady
 	t.await = s.silence.awaits(s, text)
@@ -445,7 +451,7 @@ func (s *Session) speak(t *turn) {
 		Type: EffectAgentMessage, ID: t.msgID, Agent: t.role, Kind: t.kind, Text: t.text,
 		Voice: role.Voice, IntentTag: t.intentTag, Rule: t.rule,
 		Fallback: t.fallback, Guardrail: t.violations, Original: t.original, Outcome: t.outcome,
-		Lateness: lateness(t.due, s.now), Reason: staleReason(t.stale),
+		Lateness: lateness(t.due, s.now), Reason: staleReason(t.stale), Cleaned: t.cleaned,
 	})
 	s.lines.spoken(t.text)
 	if t.window >= 0 {

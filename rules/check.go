@@ -307,6 +307,21 @@ func (g *Guardrails) check(c *compiler) {
 	if g.MaxSentences.Int() > 0 && g.MinSentences > g.MaxSentences.Int() {
 		c.errorf(c.p.Pos, "guardrails: min_sentences is above max_sentences")
 	}
+	if g.MaxWords < 0 {
+		c.errorf(g.Pos, "guardrails: max_words is a count of words above 0 (default %d), not %d", DefaultMaxWords, g.MaxWords)
+	}
+	if g.MaxSpeech.ok() && g.MaxSpeech.MS <= 0 {
+		c.errorf(g.MaxSpeech.Pos, "guardrails: max_speech is how long a line may take to say, above 0 (default %ds)", DefaultMaxSpeechMS/1000)
+	}
+	for i := range c.p.Roles {
+		r := &c.p.Roles[i]
+		if r.MaxWords < 0 {
+			c.errorf(r.Pos, "roles.%s: max_words is a count of words above 0 (0 or unset: guardrails.max_words), not %d", r.ID, r.MaxWords)
+		}
+		if r.MaxSpeech.IsSet() && r.MaxSpeech.ok() && r.MaxSpeech.MS <= 0 {
+			c.errorf(r.MaxSpeech.Pos, "roles.%s: max_speech is how long a line may take to say, above 0 (unset: guardrails.max_speech)", r.ID)
+		}
+	}
 	if g.MaxRepeats < 0 {
 		c.errorf(c.p.Pos, "guardrails: max_repeats must be 0 (no cap) or more")
 	}

@@ -222,6 +222,13 @@ func (c *compiler) defaults() {
 			t.Timeout = Duration{MS: DefaultClientToolTimeoutMS, set: true}
 		}
 	}
+	p.Guardrails.wpm = p.Voice.WordsPerMinute
+	if p.Guardrails.MaxWords == 0 {
+		p.Guardrails.MaxWords = DefaultMaxWords
+	}
+	if !p.Guardrails.MaxSpeech.IsSet() {
+		p.Guardrails.MaxSpeech = Duration{MS: DefaultMaxSpeechMS, set: true}
+	}
 	if p.Guardrails.Regenerate.Attempts == nil {
 		n := DefaultRegenerateAttempts
 		p.Guardrails.Regenerate.Attempts = &n

@@ -226,6 +226,10 @@ type Role struct {
 	MaxTokens int      `yaml:"max_tokens"`
 	// WordsPerMinute overrides the pack's voice rate for this role.
 	WordsPerMinute int `yaml:"words_per_minute"`
+	// MaxWords and MaxSpeech override guardrails.max_words and
+	// guardrails.max_speech for this role's generated lines.
+	MaxWords  int      `yaml:"max_words"`
+	MaxSpeech Duration `yaml:"max_speech"`
 	// Focus words make a line recognisably this role's (role fidelity).
 	Focus []string `yaml:"focus"`
 	// Fallback lines by turn kind ("default" for any) when generation
@@ -328,6 +332,10 @@ type TurnSpec struct {
 	IntentTag string `yaml:"intent_tag"`
 	// Prepare overrides llm.prepare for a scheduled turn (prepare.go).
 	Prepare *Prepare `yaml:"prepare"`
+	// Hard makes the turn hard, like an anchor's: it goes before other
+	// turns, is not deferred, and is said when due with the best line it
+	// has rather than asked again by the guardrails.
+	Hard bool `yaml:"hard"`
 
 	// Who is Role as the checker resolved it.
 	Who  RoleRef `yaml:"-"`

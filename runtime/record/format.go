@@ -127,6 +127,12 @@ func TextLine(r *Record) string {
 		if len(r.Guardrail) > 0 {
 			note += ": " + strings.Join(r.Guardrail, ",")
 		}
+		if r.Cleaned != "" {
+			if note != "" {
+				note += "; "
+			}
+			note += "cleaned: " + r.Cleaned
+		}
 		if note != "" {
 			text += "  [" + note + "]"
 		}

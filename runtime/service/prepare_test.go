@@ -54,7 +54,7 @@ func TestClientInputEndsPreparation(t *testing.T) {
 	var failed, askedAgain bool
 	for _, f := range c.effectList() {
 		switch e := f.Effect; {
-		case e.Type == engine.EffectAdapterError && strings.Contains(e.Reason, "not ready when the session's clock started"):
+		case e.Type == engine.EffectNote && e.Kind == engine.NoteWarning && strings.Contains(e.Reason, "not ready when the session's clock started"):
 			failed = true
 		case failed && e.Type == engine.EffectLLMRequest && e.Rule == "W1_QA_OPENER":
 			askedAgain = true

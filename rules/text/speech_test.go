@@ -1,0 +1,127 @@
+package text_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/batonhq/baton/rules/text"
+)
+
+func TestStripMarkdown(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"Plain line, nothing to do.", "Plain line, nothing to do."},
+		{"### Question\nWhat broke?", "Question\nWhat broke?"},
+		{"That is **really** *important* and __bold__ too.", "That is really important and bold too."},
+		{"Keep snake_case and my_var as they are.", "Keep snake_case and my_var as they are."},
+		{"Two things:\n- rollback\n- monitoring", "Two things:\nrollback\nmonitoring"},
+		{"Steps:\n1. deploy\n2) verify", "Steps:\ndeploy\nverify"},
+		{"Run `git bisect` first.", "Run git bisect first."},
+		{"```go\nx := 1\n```\nSee above.", "x := 1\nSee above."},
+		{"Read [the runbook](https://x.example/rb) now.", "Read the runbook now."},
+		{"> quoted\n>> deeper", "quoted\ndeeper"},
+		{"Before\n---\nAfter", "Before\nAfter"},
+		{"| a | b |\n|---|:---:|\n| 1 | 2 |", "a b\n1 2"},
+		{"• first point", "first point"},
+		{"C# and #1 stay.", "C# and #1 stay."},
+		{"Version 1.2 is out.", "Version 1.2 is out."},
+		{"~~old~~ new", "old new"},
+		{"", ""},
+	}
+	for _, c := range cases {
+		if got := text.StripMarkdown(c.in); got != c.want {
+			t.Errorf("StripMarkdown(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+var names = []string{"qa", "QA Lead", "Theo", "tech_lead", "Priya"}
+
+func TestStripLabels(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"What would you test first?", "What would you test first?"},
+		{"qa: What would you test first?", "What would you test first?"},
+		{"QA Lead: Tell me more.", "Tell me more."},
+		{"**Theo:** Let's begin.", "Let's begin."},
+		{"**Theo**: Let's begin.", "Let's begin."},
+		{"[Priya]: Go on.", "Go on."},
+		{"theo - fine.", "fine."},
+		{"Theo — fine.", "fine."},
+		{"qa: Theo: tech_lead: Go on.", "Go on."},
+		{"Theo:", "Theo:"},
+		{"Theodore: hello", "Theodore: hello"},
+		{"Theo said it works.", "Theo said it works."},
+		{"Theo-like answer.", "Theo-like answer."},
+	}
+	for _, c := range cases {
+		if got := text.StripLabels(c.in, names); got != c.want {
+			t.Errorf("StripLabels(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestCut(t *testing.T) {
+	cases := []struct {
+		in              string
+		words, sentence int
+		want            string
+	}{
+		{"Short enough.", 5, 0, "Short enough."},
+		{"One two three. Four five six. Seven eight.", 6, 0, "One two three. Four five six."},
+		{"One two three. Four five six. Seven eight.", 7, 1, "One two three."},
+		{"One two three four five six seven, eight nine.", 6, 0, "One two three four five six."},
+		{"One two three four, five six.", 4, 0, "One two three four."},
+		{"Why would you? I ask because.", 3, 0, "Why would you?"},
+	}
+	for _, c := range cases {
+		got := text.Cut(c.in, c.words, c.sentence)
+		if got != c.want {
+			t.Errorf("Cut(%q, %d, %d) = %q, want %q", c.in, c.words, c.sentence, got, c.want)
+		}
+		if n := text.CountWords(got); n > c.words {
+			t.Errorf("Cut(%q) kept %d words, over %d", c.in, n, c.words)
+		}
+	}
+}
+
+// Nothing to clean allocates nothing: the engine cleans every line.
+func TestCleanAllocs(t *testing.T) {
+	line := "What would you check first, and why? Take your time."
+	if n := testing.AllocsPerRun(100, func() {
+		_ = text.StripLabels(text.StripMarkdown(line), names)
+	}); n != 0 {
+		t.Errorf("cleaning a clean line allocated %v times", n)
+	}
+}
+
+func FuzzSpeech(f *testing.F) {
+	for _, s := range []string{"**qa:** ### Hi\n- a\n- b", "[x](y) `z` __w__", "| a | b |\n|--|--|", "1. one\n2) two", "a_ _b", "Theo: qa - x", "> > q", "_*_a_*_"} {
+		f.Add(s, 7)
+	}
+	f.Fuzz(func(t *testing.T, s string, n int) {
+		md := text.StripMarkdown(s)
+		if len(md) > len(s) {
+			t.Fatalf("StripMarkdown grew %q to %q", s, md)
+		}
+		if again := text.StripMarkdown(md); again != md {
+			t.Fatalf("StripMarkdown not idempotent: %q -> %q -> %q", s, md, again)
+		}
+		lb := text.StripLabels(s, names)
+		if len(lb) > len(s) {
+			t.Fatalf("StripLabels grew %q to %q", s, lb)
+		}
+		if again := text.StripLabels(lb, names); again != lb {
+			t.Fatalf("StripLabels not idempotent: %q -> %q -> %q", s, lb, again)
+		}
+		n = n%200 + 1
+		if n < 1 {
+			n += 200
+		}
+		cut := text.Cut(s, n, 0)
+		if w := text.CountWords(cut); w > n {
+			t.Fatalf("Cut(%q, %d) kept %d words", s, n, w)
+		}
+		if strings.TrimSpace(s) != "" && strings.TrimSpace(cut) == "" {
+			t.Fatalf("Cut(%q, %d) kept nothing", s, n)
+		}
+	})
+}
