@@ -55,7 +55,7 @@ type Bridge struct {
 	// Voices, if set, names the role's voice per speech vendor for its
 	// live session, given the Gemini voice the effect carries (the pack's
 	// or the one a slot chose); unset, the session has only that one.
-	Voices func(role, gemini string) map[string]string
+	Voices         func(role, gemini string) map[string]string
 	ConnectTimeout time.Duration
 	Clock          clock.Clock
 

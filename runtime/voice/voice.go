@@ -46,7 +46,7 @@ type LiveConfig struct {
 	// connector takes its own vendor's and never another's; without one
 	// the vendor's default speaks (Gemini's, or the ElevenLabs agent's).
 	Voices map[string]string
-	Tools []llm.ToolDecl
+	Tools  []llm.ToolDecl
 	// InputTranscription asks for transcripts of the candidate's audio;
 	// OutputTranscription for transcripts of the agent's audio.
 	InputTranscription  bool
