@@ -111,7 +111,9 @@ func (s *Session) do(a rules.Action, rule string) {
 		if a.Role.Set() {
 			role, _ = s.evalString(&a.Role, rule)
 		}
-		s.setSlot(role, a.Name, s.render(&a.Value, role))
+		v := s.render(&a.Value, role)
+		s.setSlot(role, a.Name, v)
+		s.checkVoiceSlot(rule, role, a.Name, v)
 	case *rules.WriteAction:
 		s.files.write(s, rule, a, rules.OpWrite)
 	case *rules.AppendAction:

@@ -81,8 +81,7 @@ func (h *handoff) flush(s *Session) {
 	}
 	system := s.injected(role, s.persona(role), true)
 	tools, _ := json.Marshal(s.offeredTools(role))
-	voice := s.slot(role, "VOICE")
-	s.emit(Effect{Type: EffectLiveSession, Agent: role, Voice: voice, Text: system, Data: tools})
+	s.emit(Effect{Type: EffectLiveSession, Agent: role, Voice: s.voice(role), Text: system, Data: tools})
 }
 
 // onAgentLine records what a live session said as a role.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/batonhq/baton/rules"
@@ -64,6 +65,38 @@ func (s *Session) setSlot(role, name, value string) {
 	s.memory.session[name] = value
 }
 
+// voice is the Gemini voice role speaks with now: the value of its voice
+// slot (rules.Voice.Slot) when that is a Gemini voice, else the one
+// written in the pack. Effects carry the Gemini voice; a host speaking
+// through another vendor takes that vendor's voice from the pack.
+func (s *Session) voice(role string) string {
+	pr, ok := s.p.Role(role)
+	if !ok {
+		return ""
+	}
+	if slot := s.p.VoiceSlot(pr); slot != "" {
+		if v := s.slot(role, slot); rules.IsGeminiVoice(v) {
+			return v
+		}
+	}
+	return s.p.RoleVoice(pr, rules.VendorGemini)
+}
+
+// checkVoiceSlot reports a value set in a slot that chooses a role's
+// voice when it is no Gemini voice: the role keeps its written voice.
+func (s *Session) checkVoiceSlot(rule, role, name, value string) {
+	if value == "" || rules.IsGeminiVoice(value) {
+		return
+	}
+	for i := range s.p.Roles {
+		r := &s.p.Roles[i]
+		if (role == "" || role == r.ID) && s.p.VoiceSlot(r) == name {
+			s.emit(Effect{Type: EffectNote, Kind: NoteWarning, Agent: r.ID, Rule: rule,
+				Reason: fmt.Sprintf("slot %s: %q is not a Gemini voice; %s keeps its voice %s", name, value, r.ID, s.p.RoleVoice(r, rules.VendorGemini))})
+		}
+	}
+}
+
 func (s *Session) remember(role, text string) {
 	if i := s.roleIdx(role); i >= 0 && text != "" {
 		s.memory.notes[i] = append(s.memory.notes[i], text)
@@ -107,7 +140,7 @@ func (s *Session) slot(role, name string) string {
 	case "NAME":
 		return pr.Name
 	case "VOICE":
-		return pr.Voice
+		return s.p.RoleVoice(pr, rules.VendorGemini)
 	case "MEMORY":
 		return strings.Join(s.memory.notes[i], "\n")
 	}

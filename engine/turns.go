@@ -444,12 +444,11 @@ func (s *Session) deliverChecked(t *turn, text string, fallback, withCalls bool)
 // reports speech_done.
 func (s *Session) speak(t *turn) {
 	s.timers.cancel(tDeferCap, 0, t.id)
-	role, _ := s.p.Role(t.role)
 	t.state = tsSpeaking
 	t.msgID = s.nextID('m')
 	s.emit(Effect{
 		Type: EffectAgentMessage, ID: t.msgID, Agent: t.role, Kind: t.kind, Text: t.text,
-		Voice: role.Voice, IntentTag: t.intentTag, Rule: t.rule,
+		Voice: s.voice(t.role), IntentTag: t.intentTag, Rule: t.rule,
 		Fallback: t.fallback, Guardrail: t.violations, Original: t.original, Outcome: t.outcome,
 		Lateness: lateness(t.due, s.now), Reason: staleReason(t.stale), Cleaned: t.cleaned,
 	})

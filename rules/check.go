@@ -122,6 +122,7 @@ func (v *VoiceConfig) check(c *compiler) {
 	if v.WordsPerMinute < 0 {
 		c.errorf(c.p.Pos, "voice.words_per_minute must be positive")
 	}
+	v.Default.check(c, "voice.default")
 }
 
 // index builds the lookups by name before anything refers to them.
@@ -163,6 +164,7 @@ func (r *Role) check(c *compiler) {
 		c.errorf(r.Pos, "role %q has the name of the person in the session (scenario.human); a transcript could not tell them apart: set scenario.human (interviewer, say) or rename the role", r.ID)
 	}
 	r.focus = c.keywords(r.Pos, "focus", r.Focus)
+	r.Voice.check(c, "role "+r.ID)
 	if r.WordsPerMinute < 0 {
 		c.errorf(r.Pos, "role %q: words_per_minute must be positive", r.ID)
 	}

@@ -204,6 +204,8 @@ type VoiceConfig struct {
 	WordsPerMinute int `yaml:"words_per_minute"`
 	// Mode is tts (default) or live; a host may override it per session.
 	Mode VoiceMode `yaml:"mode"`
+	// Default is the voice of roles that name none for a vendor.
+	Default Voice `yaml:"default"`
 }
 
 // Role is one agent on the panel. Its persona is immutable; what it knows
@@ -218,7 +220,9 @@ type Role struct {
 	Template string `yaml:"template"`
 	// Slots are the role's named values; phases and jobs may replace them.
 	Slots StrMap `yaml:"slots"`
-	Voice string `yaml:"voice"`
+	// Voice is the role's voice per speech vendor (Voice): one name is
+	// Gemini's.
+	Voice Voice `yaml:"voice"`
 	// Provider, Model and MaxTokens, where set, replace llm's for this
 	// role's calls: a panel may mix vendors.
 	Provider  Provider `yaml:"provider"`

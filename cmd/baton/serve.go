@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batonhq/baton/rules"
 	"github.com/batonhq/baton/runtime/llm/vendors"
 
 	"github.com/batonhq/baton/runtime/clock"
@@ -301,6 +302,11 @@ func voiceConnector(ctx context.Context, name string) (voice.Connector, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--voice gemini-live: %w", err)
 		}
+		// Gemini names were checked against Gemini's list at load; only
+		// a role with none is left to refuse.
+		if err := checkVoices(name, rules.VendorGemini, nil); err != nil {
+			return nil, err
+		}
 		return c, nil
 	case "elevenlabs":
 		var missing []string
@@ -319,9 +325,47 @@ func voiceConnector(ctx context.Context, name string) (voice.Connector, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--voice elevenlabs: %w", err)
 		}
+		list, err := c.Voices(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("--voice elevenlabs: checking the packs' voices: %w", err)
+		}
+		have := map[string]bool{}
+		for _, v := range list {
+			have[v.VoiceID] = true
+		}
+		if err := checkVoices(name, rules.VendorElevenLabs, have); err != nil {
+			return nil, err
+		}
 		return c, nil
 	}
 	return nil, nil
+}
+
+// checkVoices refuses to start when a role of a bundled pack has no voice
+// for vendor (its own, or the pack's voice.default), or one that is not
+// in have (when have is given: the account's ElevenLabs voices). A live
+// session would otherwise speak in a voice nobody chose, or fail.
+func checkVoices(flag, vendor string, have map[string]bool) error {
+	var problems []string
+	for _, name := range scenarios.Names() {
+		p, err := rules.Load(scenarios.FS, name)
+		if err != nil {
+			return fmt.Errorf("--voice %s: pack %s: %w", flag, name, err)
+		}
+		for i := range p.Roles {
+			r := &p.Roles[i]
+			switch v := p.RoleVoice(r, vendor); {
+			case v == "":
+				problems = append(problems, fmt.Sprintf("pack %s: role %s has no %s voice (write voice: {%s: ...} on the role, or voice.default in the pack)", name, r.ID, vendor, vendor))
+			case have != nil && !have[v]:
+				problems = append(problems, fmt.Sprintf("pack %s: role %s: %s voice %q is not one of the account's voices (GET /v1/voices)", name, r.ID, vendor, v))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("--voice %s: the packs' voices do not all exist:\n  %s", flag, strings.Join(problems, "\n  "))
+	}
+	return nil
 }
 
 // offIfZero maps a flag's 0 (off) to the Config's -1 (off); the Config

@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/scenarios"
 
 	"github.com/batonhq/baton/runtime/voice/elevenlabs/elevenlabsfake"
 )
@@ -78,7 +82,7 @@ func TestServeVoiceUnknown(t *testing.T) {
 // itself: a Hot Seat panel in live mode connects its first juror to the
 // vendor, and the client is told the session is open.
 func TestServeVoiceHostsLiveSessions(t *testing.T) {
-	fake := elevenlabsfake.New(t, elevenlabsfake.Script{AgentID: "agent_panel", APIKey: "xi-key"})
+	fake := elevenlabsfake.New(t, elevenlabsfake.Script{AgentID: "agent_panel", APIKey: "xi-key", Voices: bundledElevenLabsVoices(t)})
 	t.Setenv("ELEVENLABS_API_KEY", "xi-key")
 	t.Setenv("ELEVENLABS_AGENT_ID", "agent_panel")
 	t.Setenv("ELEVENLABS_BASE_URL", fake.URL)
@@ -116,11 +120,62 @@ func TestServeVoiceHostsLiveSessions(t *testing.T) {
 	}
 	select {
 	case c := <-fake.Conns():
-		prompt, _ := c.Initiation()["conversation_config_override"].(map[string]any)["agent"].(map[string]any)["prompt"].(map[string]any)["prompt"].(string)
+		override := c.Initiation()["conversation_config_override"].(map[string]any)
+		prompt, _ := override["agent"].(map[string]any)["prompt"].(map[string]any)["prompt"].(string)
 		if !strings.Contains(prompt, "You are") {
 			t.Errorf("the juror's live session was opened with prompt %q", prompt)
 		}
+		// The juror's ElevenLabs voice, never its Gemini name.
+		tts, _ := override["tts"].(map[string]any)
+		if id, _ := tts["voice_id"].(string); !slices.Contains(bundledElevenLabsVoices(t), id) {
+			t.Errorf("the juror's live session asked for voice_id %q, not one of the pack's ElevenLabs voices", id)
+		}
 	default:
 		t.Fatal("the vendor has no connection")
+	}
+}
+
+// bundledElevenLabsVoices are the ElevenLabs voice ids the bundled packs
+// name, each once.
+func bundledElevenLabsVoices(t *testing.T) []string {
+	t.Helper()
+	var ids []string
+	for _, name := range scenarios.Names() {
+		p, err := rules.Load(scenarios.FS, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range p.Roles {
+			if id := p.RoleVoice(&p.Roles[i], rules.VendorElevenLabs); id != "" && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
+// ElevenLabs voice ids belong to an account: --voice elevenlabs asks the
+// vendor for the account's voices at start and refuses to start, naming
+// the pack, role and voice, when a role's voice is not among them.
+func TestServeVoiceRefusesUnknownElevenLabsVoice(t *testing.T) {
+	ids := bundledElevenLabsVoices(t)
+	missing := "nPczCjzI2devNBz1zQrb" // Hot Seat's marcus
+	if !slices.Contains(ids, missing) {
+		t.Fatalf("Hot Seat's marcus no longer speaks with %s; pick another voice for this test", missing)
+	}
+	fake := elevenlabsfake.New(t, elevenlabsfake.Script{AgentID: "agent_panel", APIKey: "xi-key",
+		Voices: slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == missing })})
+	t.Setenv("ELEVENLABS_API_KEY", "xi-key")
+	t.Setenv("ELEVENLABS_AGENT_ID", "agent_panel")
+	t.Setenv("ELEVENLABS_BASE_URL", fake.URL)
+	code, out, errs := runServe(t, "serve", "--dev", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--voice", "elevenlabs")
+	if code != 1 || strings.Contains(out, "listening") {
+		t.Fatalf("exit %d, stdout %q; want 1 before listening", code, out)
+	}
+	if want := `pack hotseat: role marcus: elevenlabs voice "` + missing + `" is not one of the account's voices`; !strings.Contains(errs, want) {
+		t.Errorf("stderr %q does not say %q", errs, want)
+	}
+	if fake.VoiceLists() != 1 {
+		t.Errorf("GET /v1/voices asked %d times, want once", fake.VoiceLists())
 	}
 }

@@ -175,7 +175,7 @@ func Describe(p *rules.Pack) Contract {
 		c.ClientTools = append(c.ClientTools, d)
 	}
 	for _, r := range p.Roles {
-		d := Role{ID: r.ID, Name: r.Name, Voice: r.Voice, Model: r.Model}
+		d := Role{ID: r.ID, Name: r.Name, Voice: p.RoleVoice(&r, rules.VendorGemini), Model: r.Model}
 		if r.Provider != 0 {
 			d.Provider = r.Provider.String()
 		}

@@ -52,6 +52,10 @@ type Bridge struct {
 	Observe func(role string, ev voice.Event)
 	// ConnectTimeout bounds opening a live session; 0 means
 	// DefaultConnectTimeout. Clock measures it (nil: the real clock).
+	// Voices, if set, names the role's voice per speech vendor for its
+	// live session, given the Gemini voice the effect carries (the pack's
+	// or the one a slot chose); unset, the session has only that one.
+	Voices         func(role, gemini string) map[string]string
 	ConnectTimeout time.Duration
 	Clock          clock.Clock
 
@@ -162,7 +166,10 @@ func (b *Bridge) connect(ctx context.Context, e engine.Effect) error {
 			return fmt.Errorf("live: tools for %s: %w", e.Agent, err)
 		}
 	}
-	cfg := voice.LiveConfig{Model: b.Model, System: e.Text, Voice: e.Voice, InputTranscription: true, OutputTranscription: true}
+	cfg := voice.LiveConfig{Model: b.Model, System: e.Text, Voices: map[string]string{voice.Gemini: e.Voice}, InputTranscription: true, OutputTranscription: true}
+	if b.Voices != nil {
+		cfg.Voices = b.Voices(e.Agent, e.Voice)
+	}
 	for _, d := range decls {
 		cfg.Tools = append(cfg.Tools, llm.ToolDecl{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
 	}

@@ -223,6 +223,20 @@ type voiceHost struct {
 	sendFailed bool
 }
 
+// RoleVoices names role's voice for each speech vendor: gemini (the
+// voice the engine resolved, which a slot may have chosen) and the
+// pack's ElevenLabs voice for the role, or voice.default's.
+func RoleVoices(p *rules.Pack, role, gemini string) map[string]string {
+	v := map[string]string{voice.Gemini: gemini}
+	if r, ok := p.Role(role); ok {
+		if v[voice.Gemini] == "" {
+			v[voice.Gemini] = p.RoleVoice(r, rules.VendorGemini)
+		}
+		v[voice.ElevenLabs] = p.RoleVoice(r, rules.VendorElevenLabs)
+	}
+	return v
+}
+
 // newVoiceHost returns the voice host of a session whose speech the server
 // hosts, nil for any other. It starts nothing.
 func newVoiceHost(s *session, hdr wal.Header, p *rules.Pack) *voiceHost {
@@ -236,7 +250,8 @@ func newVoiceHost(s *session, hdr wal.Header, p *rules.Pack) *voiceHost {
 	}
 	vh := &voiceHost{s: s, turn: 1, wakeFx: make(chan struct{}, 1), wakeAu: make(chan struct{}, 1)}
 	vh.ctx, vh.cancel = context.WithCancel(s.ctx)
-	vh.bridge = &live.Bridge{Connector: s.srv.cfg.Voice, Deliver: vh.deliver, Connected: vh.connected, Observe: vh.observe, Clock: s.srv.clock}
+	vh.bridge = &live.Bridge{Connector: s.srv.cfg.Voice, Deliver: vh.deliver, Connected: vh.connected, Observe: vh.observe, Clock: s.srv.clock,
+		Voices: func(role, gemini string) map[string]string { return RoleVoices(p, role, gemini) }}
 	return vh
 }
 

@@ -41,14 +41,24 @@ type Speaker interface {
 type LiveConfig struct {
 	Model  string
 	System string
-	// Voice is the provider's prebuilt voice name (e.g. "Puck").
-	Voice string
-	Tools []llm.ToolDecl
+	// Voices names the agent's voice per speech vendor (Gemini: a
+	// prebuilt name such as "Puck"; ElevenLabs: a voice id). Each
+	// connector takes its own vendor's and never another's; without one
+	// the vendor's default speaks (Gemini's, or the ElevenLabs agent's).
+	Voices map[string]string
+	Tools  []llm.ToolDecl
 	// InputTranscription asks for transcripts of the candidate's audio;
 	// OutputTranscription for transcripts of the agent's audio.
 	InputTranscription  bool
 	OutputTranscription bool
 }
+
+// Speech vendors, the keys of LiveConfig.Voices; the same words as a
+// pack's voice mapping (rules.VendorGemini, rules.VendorElevenLabs).
+const (
+	Gemini     = "gemini"
+	ElevenLabs = "elevenlabs"
+)
 
 // Connector opens live sessions.
 type Connector interface {

@@ -24,7 +24,7 @@
 // directions for the rest of the session.
 //
 // An ElevenLabs agent is configured on ElevenLabs' side: its LLM, voice,
-// tools and which overrides a client may send. LiveConfig.System, Voice
+// tools and which overrides a client may send. LiveConfig.System, the ElevenLabs voice
 // and Model travel as conversation_config_override, which the service
 // refuses (close code 1008) unless the agent's security settings allow
 // those overrides. LiveConfig.Tools cannot be declared over this protocol:
@@ -233,8 +233,10 @@ func initiation(lc voice.LiveConfig, vars map[string]any) initiationMessage {
 	if lc.System != "" || lc.Model != "" {
 		o.Agent = &agentOverride{Prompt: &promptOverride{Prompt: lc.System, LLM: lc.Model}}
 	}
-	if lc.Voice != "" {
-		o.TTS = &ttsOverride{VoiceID: lc.Voice}
+	// Only an ElevenLabs voice id: another vendor's name (a Gemini
+	// voice) is no voice here.
+	if v := lc.Voices[voice.ElevenLabs]; v != "" {
+		o.TTS = &ttsOverride{VoiceID: v}
 	}
 	if o.Agent != nil || o.TTS != nil {
 		m.Override = &o

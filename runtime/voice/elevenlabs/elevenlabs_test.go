@@ -132,7 +132,7 @@ func TestConversation(t *testing.T) {
 	})
 	sess := connect(t, client, voice.LiveConfig{
 		System: "You are the QA engineer.",
-		Voice:  "voice-123",
+		Voices: map[string]string{voice.ElevenLabs: "voice-123", voice.Gemini: "Puck"},
 		Tools:  []llm.ToolDecl{{Name: "lookup_ticket", Parameters: json.RawMessage(`{"type":"object"}`)}},
 	})
 	conn := <-srv.Conns()
@@ -256,10 +256,22 @@ func TestInitiation(t *testing.T) {
 		},
 		{
 			name: "voice only",
-			lc:   voice.LiveConfig{Voice: "21m00Tcm4TlvDq8ikWAM"},
+			lc:   voice.LiveConfig{Voices: map[string]string{voice.ElevenLabs: "21m00Tcm4TlvDq8ikWAM"}},
 			want: map[string]any{"type": "conversation_initiation_client_data", "conversation_config_override": map[string]any{
 				"tts": map[string]any{"voice_id": "21m00Tcm4TlvDq8ikWAM"},
 			}},
+		},
+		{
+			name: "the elevenlabs voice, never another vendor's",
+			lc:   voice.LiveConfig{Voices: map[string]string{voice.Gemini: "Puck", voice.ElevenLabs: "21m00Tcm4TlvDq8ikWAM"}},
+			want: map[string]any{"type": "conversation_initiation_client_data", "conversation_config_override": map[string]any{
+				"tts": map[string]any{"voice_id": "21m00Tcm4TlvDq8ikWAM"},
+			}},
+		},
+		{
+			name: "only a gemini voice overrides nothing",
+			lc:   voice.LiveConfig{Voices: map[string]string{voice.Gemini: "Puck"}},
+			want: map[string]any{"type": "conversation_initiation_client_data"},
 		},
 		{
 			name: "model as the prompt's llm",

@@ -145,9 +145,9 @@ func connectConfig(lc voice.LiveConfig) (*genai.LiveConnectConfig, error) {
 	if lc.System != "" {
 		cfg.SystemInstruction = &genai.Content{Parts: []*genai.Part{{Text: lc.System}}}
 	}
-	if lc.Voice != "" {
+	if v := lc.Voices[voice.Gemini]; v != "" {
 		cfg.SpeechConfig = &genai.SpeechConfig{VoiceConfig: &genai.VoiceConfig{
-			PrebuiltVoiceConfig: &genai.PrebuiltVoiceConfig{VoiceName: lc.Voice},
+			PrebuiltVoiceConfig: &genai.PrebuiltVoiceConfig{VoiceName: v},
 		}}
 	}
 	if lc.InputTranscription {

@@ -68,7 +68,7 @@ func liveConfig() voice.LiveConfig {
 	return voice.LiveConfig{
 		Model:  testModel,
 		System: "You are the QA engineer.",
-		Voice:  "Puck",
+		Voices: map[string]string{voice.Gemini: "Puck", voice.ElevenLabs: "21m00Tcm4TlvDq8ikWAM"},
 		Tools: []llm.ToolDecl{{
 			Name: "lookup_ticket", Description: "Fetch a ticket",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}}}`),

@@ -8,19 +8,19 @@ const CONFIG = {
     persona: "Calm, precise, unimpressed by hand-waving about security.",
     context_section: "Tokens are held by the current processor; a token export needs both providers and a PCI-scoped window.",
     question: "Your tokens sit with the old processor: how exactly do they reach the new one without card data touching your systems?",
-    voice: "Charon",
+    voice: "Fenrir",
   },
   priya: {
     persona: "Friendly but relentless about numbers.",
     context_section: "The saving ignores a parallel run and the revenue lost in a failed night.",
     question: "If the cut-over night fails, how much revenue do you lose per hour, and why is there no budget for a parallel run?",
-    voice: "Kore",
+    voice: "Aoede",
   },
   james: {
     persona: "Contrarian; looks for the contradiction in every plan.",
     context_section: "Six weeks of preparation ends in a single irreversible night.",
     question: "You have six weeks but cut over in one night with no way back: why not move traffic gradually?",
-    voice: "Fenrir",
+    voice: "Charon",
   },
 };
 

@@ -37,6 +37,10 @@ import (
 // Path is where the service listens.
 const Path = "/v1/convai/conversation"
 
+// VoicesPath lists the account's voices: GET only, with the xi-api-key
+// header, and no query parameter but the documented show_legacy.
+const VoicesPath = "/v1/voices"
+
 // DefaultFormat is the audio format the metadata names unless the script
 // says otherwise: 16-bit little-endian mono PCM at 16 kHz.
 const DefaultFormat = "pcm_16000"
@@ -62,6 +66,9 @@ type Script struct {
 	// Steps run in order on every connection, after the fake has answered
 	// the client's conversation_initiation_client_data with its metadata.
 	Steps []Step
+	// Voices are the account's voice ids GET /v1/voices lists (each named
+	// after its id, category "premade").
+	Voices []string
 	// ExpectRefusals marks a test that sends bad input on purpose. Without
 	// it any refusal fails the test when it ends.
 	ExpectRefusals bool
@@ -77,9 +84,10 @@ type Server struct {
 	srv    *httptest.Server
 	conns  chan *Conn
 
-	mu       sync.Mutex
-	all      []*Conn
-	refusals []string
+	mu         sync.Mutex
+	all        []*Conn
+	refusals   []string
+	voiceLists int
 }
 
 // New starts a fake; it stops when the test ends.
@@ -131,6 +139,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	fail := func(status int, reason string) {
 		s.refuse(reason)
 		http.Error(w, reason, status)
+	}
+	if r.URL.Path == VoicesPath {
+		s.voices(w, r, fail)
+		return
 	}
 	if r.URL.Path != Path {
 		fail(http.StatusNotFound, fmt.Sprintf("no such path %q (want %s)", r.URL.Path, Path))
@@ -398,4 +410,38 @@ func (c *Conn) await(cond func(c *Conn) bool) bool {
 		c.mu.Unlock()
 		<-ch
 	}
+}
+
+// voices answers GET /v1/voices as the service does: {"voices": [...]}.
+func (s *Server) voices(w http.ResponseWriter, r *http.Request, fail func(int, string)) {
+	if r.Method != http.MethodGet {
+		fail(http.StatusMethodNotAllowed, fmt.Sprintf("%s %s (want GET)", r.Method, VoicesPath))
+		return
+	}
+	for k, v := range r.URL.Query() {
+		if k != "show_legacy" || len(v) != 1 || (v[0] != "true" && v[0] != "false") {
+			fail(http.StatusBadRequest, fmt.Sprintf("undocumented query parameter %s=%q on %s", k, v, VoicesPath))
+			return
+		}
+	}
+	if r.Header.Get("xi-api-key") == "" || (s.script.APIKey != "" && r.Header.Get("xi-api-key") != s.script.APIKey) {
+		fail(http.StatusUnauthorized, "invalid or missing xi-api-key header")
+		return
+	}
+	s.mu.Lock()
+	s.voiceLists++
+	s.mu.Unlock()
+	list := make([]map[string]any, 0, len(s.script.Voices))
+	for _, id := range s.script.Voices {
+		list = append(list, map[string]any{"voice_id": id, "name": id, "category": "premade"})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"voices": list})
+}
+
+// VoiceLists counts the GET /v1/voices requests answered.
+func (s *Server) VoiceLists() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.voiceLists
 }
