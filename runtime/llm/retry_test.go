@@ -79,6 +79,9 @@ func (t firedTimer) C() <-chan time.Time { return t }
 func (firedTimer) Reset(time.Duration)   {}
 func (firedTimer) Stop() bool            { return false }
 
+// top is a jitter source that always draws the whole backoff step.
+func top() float64 { return 1 }
+
 func errKind(k Kind, status int) *Error {
 	return &Error{Kind: k, Status: status, Message: string(k), Retryable: DefaultRetryable(k)}
 }
@@ -245,6 +248,9 @@ func TestWithPolicy(t *testing.T) {
 			model := &scripted{steps: tt.steps}
 			rec := newRecorder()
 			rec.failAt, rec.cancel = tt.failSleep, cancel
+			if tt.policy.Rand == nil {
+				tt.policy.Rand = top // the whole step, so waits are exact
+			}
 			resp, err := WithPolicy(model, tt.policy, rec).Generate(ctx, Request{})
 
 			if got := int(model.calls.Load()); got != tt.wantCalls {
@@ -308,7 +314,7 @@ func TestWithPolicyCopiesBackoff(t *testing.T) {
 	backoff := []time.Duration{time.Second}
 	rec := newRecorder()
 	m := WithPolicy(&scripted{steps: []step{{err: errKind(KindServer, 500)}, {text: "ok"}}},
-		RetryPolicy{MaxAttempts: 2, Backoff: backoff}, rec)
+		RetryPolicy{MaxAttempts: 2, Backoff: backoff, Rand: top}, rec)
 	backoff[0] = time.Hour
 	if _, err := m.Generate(context.Background(), Request{}); err != nil {
 		t.Fatal(err)
