@@ -323,3 +323,40 @@ func TestWithPolicyCopiesBackoff(t *testing.T) {
 		t.Fatalf("slept %v: policy shares the caller's slice", rec.slept)
 	}
 }
+
+// TestWaitJitterAndHint: a wait is half the step plus a random share of
+// the other half, and never shorter than the vendor's hint.
+func TestWaitJitterAndHint(t *testing.T) {
+	p := RetryPolicy{Backoff: []time.Duration{time.Second, 4 * time.Second}}
+	for _, r := range []float64{0, 0.25, 0.5, 0.999} {
+		got := p.Wait(2, 0, func() float64 { return r })
+		if got < 2*time.Second || got > 4*time.Second {
+			t.Errorf("r=%v: wait %v outside [2s, 4s]", r, got)
+		}
+		if want := 2*time.Second + time.Duration(r*float64(2*time.Second)); got != want {
+			t.Errorf("r=%v: wait %v, want %v", r, got, want)
+		}
+	}
+	if got := p.Wait(1, 3*time.Second, func() float64 { return 0.9 }); got != 3*time.Second {
+		t.Errorf("a 3s hint over a 1s step waits %v", got)
+	}
+	if got := p.Wait(1, 100*time.Millisecond, func() float64 { return 0.5 }); got != 750*time.Millisecond {
+		t.Errorf("a short hint under a 1s step waits %v, want the jittered step 750ms", got)
+	}
+}
+
+// TestWithBudgetReplacesTotal: a call's own budget bounds it, not the
+// policy's Total.
+func TestWithBudgetReplacesTotal(t *testing.T) {
+	model := &scripted{steps: []step{{err: errKind(KindRateLimit, 429)}, {text: "ok"}}}
+	rec := newRecorder()
+	pol := RetryPolicy{MaxAttempts: 2, Backoff: []time.Duration{5 * time.Second}, Total: 2 * time.Second, Rand: top}
+	if _, err := WithPolicy(model, pol, rec).Generate(context.Background(), Request{}); err == nil {
+		t.Fatal("a 5s backoff fit a 2s total budget")
+	}
+	model = &scripted{steps: []step{{err: errKind(KindRateLimit, 429)}, {text: "ok"}}}
+	ctx := WithBudget(context.Background(), time.Minute)
+	if resp, err := WithPolicy(model, pol, rec).Generate(ctx, Request{}); err != nil || resp.Text != "ok" {
+		t.Fatalf("with a minute's budget: %v", err)
+	}
+}
