@@ -144,6 +144,7 @@
 //	cover.go       a short line that fills a slow model's silence
 //	silence.go     the nudge ladder while the agents wait for an answer
 //	guardrail.go   checks on generated lines: regenerate, rewrite, fallback
+//	reask.go       answers cut, withheld or empty are asked for once more
 //	inputguard.go  checks on candidate messages before they are routed
 //	lines.go       varied pack lines and the repeat cap
 //	tickets.go     turn budgets per role

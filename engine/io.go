@@ -605,6 +605,9 @@ const (
 
 // AdapterError is a failed adapter call, classified so packs can react.
 type AdapterError struct {
-	Kind    string `json:"kind"` // timeout | rate_limit | server | bad_request | network | canceled | unknown
+	// Kind is timeout | rate_limit | server | bad_request | network |
+	// canceled | unknown, or, from the engine when an answer asked again
+	// was no better (reask.go), truncated | empty | blocked.
+	Kind    string `json:"kind"`
 	Message string `json:"message,omitempty"`
 }

@@ -68,6 +68,7 @@ func (rq *requests) take(id string) requestOwner {
 // openRequest records a request made for owner o and arms its timeout.
 func (s *Session) openRequest(id string, o requestOwner, deadline int64) {
 	s.reqs.own(id, o)
+	s.reask.opened(id, deadline)
 	s.addTimer(timer{at: deadline, kind: tLLMTimeout, key: id})
 }
 
@@ -79,12 +80,15 @@ func (s *Session) dropRequest(id string) {
 	}
 	s.timers.cancel(tLLMTimeout, 0, id)
 	s.reqs.take(id)
+	s.reask.forget(id)
 }
 
 func (r *LLMResult) apply(s *Session) {
 	s.timers.cancel(tLLMTimeout, 0, r.ID)
 	if o := s.reqs.take(r.ID); o != nil {
-		o.answered(s, r)
+		if r = s.reask.answered(s, r, o); r != nil {
+			o.answered(s, r)
+		}
 		return
 	}
 	s.unowned(r)
@@ -101,6 +105,7 @@ func (s *Session) unowned(r *LLMResult) {
 
 // requestTimedOut hands a request's timeout to its owner.
 func (s *Session) requestTimedOut(id string) {
+	s.reask.forget(id)
 	if o := s.reqs.take(id); o != nil {
 		o.timedOut(s, id)
 	}

@@ -79,6 +79,7 @@ type Session struct {
 	speakers []string
 	scripts  scriptRuns
 	reqs     requests        // requests.go
+	reask    reask           // reask.go
 	reply    rules.ReplyView // the reply in scope while a line is checked (guardrail.go)
 
 	cand        candidate   // candidate.go
@@ -206,6 +207,7 @@ func (s *Session) nextID(prefix byte) string {
 func (s *Session) emit(e Effect) {
 	e.T = s.now
 	s.out = append(s.out, e)
+	s.reask.emitted(&e)
 }
 
 // note reports a problem a pack caused at runtime (an expression that

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"time"
 
 	"github.com/batonhq/baton/engine"
 )
@@ -25,10 +26,16 @@ const (
 	KindNetwork    Kind = "network"
 	KindCanceled   Kind = "canceled"
 	KindUnknown    Kind = "unknown"
+	// The answer came but was of no use, after the engine asked once
+	// more: cut by the token limit, empty, or withheld by the vendor.
+	// Adapters never return these; the engine reports them.
+	KindTruncated Kind = "truncated"
+	KindEmpty     Kind = "empty"
+	KindBlocked   Kind = "blocked"
 )
 
 // Kinds lists every error kind, for checks of what a script may name.
-var Kinds = []Kind{KindTimeout, KindRateLimit, KindServer, KindBadRequest, KindNetwork, KindCanceled, KindUnknown}
+var Kinds = []Kind{KindTimeout, KindRateLimit, KindServer, KindBadRequest, KindNetwork, KindCanceled, KindUnknown, KindTruncated, KindEmpty, KindBlocked}
 
 // Error is a classified adapter failure.
 type Error struct {
@@ -38,6 +45,10 @@ type Error struct {
 	Status int
 	// Retryable says whether repeating the same request may succeed.
 	Retryable bool
+	// RetryAfter is how long the vendor asked the caller to wait before
+	// trying again (Retry-After, retry-after-ms, Gemini's RetryInfo),
+	// 0 when it said nothing. A retry never comes sooner.
+	RetryAfter time.Duration
 	// Err is the underlying cause, kept for errors.Is/As and logs.
 	Err error
 }

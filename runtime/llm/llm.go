@@ -104,10 +104,15 @@ type ToolResult struct {
 
 // Response is the outcome of one successful call.
 type Response struct {
-	Text         string     `json:"text"`
-	ToolCalls    []ToolCall `json:"tool_calls,omitempty"`
-	Usage        Usage      `json:"usage"`
-	FinishReason string     `json:"finish_reason,omitempty"`
+	Text      string     `json:"text"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	Usage     Usage      `json:"usage"`
+	// FinishReason is the vendor's own spelling of why the model stopped.
+	FinishReason string `json:"finish_reason,omitempty"`
+	// Finish is FinishReason in the engine's words when the answer was
+	// not whole: engine.FinishTruncated (cut by the token limit) or
+	// engine.FinishBlocked (withheld by the vendor); empty otherwise.
+	Finish string `json:"finish,omitempty"`
 }
 
 // Usage counts tokens as reported by the provider.

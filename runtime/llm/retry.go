@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/batonhq/baton/runtime/clock"
@@ -21,8 +22,12 @@ type RetryPolicy struct {
 	Backoff []time.Duration
 	// PerCallTimeout bounds one attempt.
 	PerCallTimeout time.Duration
-	// Total bounds all attempts and waits together.
+	// Total bounds all attempts and waits together. A call's own budget
+	// (WithBudget) replaces it for that call.
 	Total time.Duration
+	// Rand returns a number in [0, 1) for the jitter of each backoff step;
+	// nil is math/rand/v2's Float64. Tests pass a fixed source.
+	Rand func() float64
 }
 
 // DefaultRetryPolicy returns the seeds' numbers: 30 s per agent call, 90 s
@@ -34,6 +39,46 @@ func DefaultRetryPolicy() RetryPolicy {
 		PerCallTimeout: 30 * time.Second,
 		Total:          90 * time.Second,
 	}
+}
+
+// Wait is how long to wait after the attempt-th failed attempt (from 1)
+// when the vendor asked for hint (0: no hint): the backoff step with
+// equal jitter (half the step, plus up to the other half at random, from
+// rnd or, when nil, from p.Rand), but never less than the hint. Anything
+// that spaces calls the way a live model is retried (a simulated model)
+// computes its waits here.
+func (p RetryPolicy) Wait(attempt int, hint time.Duration, rnd func() float64) time.Duration {
+	if rnd == nil {
+		rnd = p.Rand
+	}
+	if rnd == nil {
+		rnd = rand.Float64
+	}
+	step := p.backoff(attempt)
+	half := step / 2
+	r := min(max(rnd(), 0), 1)
+	wait := step - half + time.Duration(r*float64(half))
+	return max(wait, hint)
+}
+
+type budgetKey struct{}
+
+// WithBudget gives one call its own total budget, in place of the
+// policy's Total: a turn is bounded by its due time, a setup job by its
+// declared timeout. d <= 0 leaves the policy's Total.
+func WithBudget(ctx context.Context, d time.Duration) context.Context {
+	if d <= 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, budgetKey{}, d)
+}
+
+// budgetOf is ctx's own budget, or the policy's Total.
+func (p RetryPolicy) budgetOf(ctx context.Context) time.Duration {
+	if d, ok := ctx.Value(budgetKey{}).(time.Duration); ok {
+		return d
+	}
+	return p.Total
 }
 
 func (p RetryPolicy) attempts() int {
@@ -53,8 +98,12 @@ func (p RetryPolicy) backoff(n int) time.Duration {
 
 // WithPolicy wraps m so each Generate call retries retryable failures
 // (rate_limit, server, network, and a timeout of a single attempt) per p.
-// Backoff waits, the per-call timeout and the total budget all run on c
-// (nil: the real clock), so a host with an injected clock sees every wait.
+// Each wait is p.Wait: the backoff step with jitter, or longer when the
+// vendor said when to come back (Error.RetryAfter). A wait never runs past
+// the call's budget (WithBudget, else p.Total): when what is left cannot
+// hold it, the call gives up at once and says why. Backoff waits, the
+// per-call timeout and the total budget all run on c (nil: the real
+// clock), so a host with an injected clock sees every wait.
 //
 // The wrapper holds no mutable state, so it is as concurrency-safe as m and
 // adds no locks to the call path.
@@ -75,28 +124,35 @@ type retrying struct {
 
 func (r *retrying) Generate(ctx context.Context, req Request) (Response, error) {
 	budget := ctx
-	if r.p.Total > 0 {
+	total := r.p.budgetOf(ctx)
+	if total > 0 {
 		var cancel context.CancelFunc
-		budget, cancel = r.clock.WithTimeout(ctx, r.p.Total)
+		budget, cancel = r.clock.WithTimeout(ctx, total)
 		defer cancel()
 	}
 	maxAttempts := r.p.attempts()
 	for n := 1; ; n++ {
-		resp, err := r.attempt(ctx, budget, req)
+		resp, err := r.attempt(ctx, budget, total, req)
 		if err == nil {
 			return resp, nil
 		}
 		if n >= maxAttempts || !err.Retryable || !DefaultRetryable(err.Kind) {
 			return Response{}, giveUp(err, n, "")
 		}
-		wait := r.p.backoff(n)
+		wait := r.p.Wait(n, err.RetryAfter, nil)
 		// Sleeping into an already doomed budget only delays the fallback
 		// line the engine will say anyway.
-		if dl, ok := budget.Deadline(); ok && dl.Sub(r.clock.Now()) <= wait {
-			return Response{}, giveUp(err, n, fmt.Sprintf("total budget %v leaves no room for a %v backoff", r.p.Total, wait))
+		if dl, ok := budget.Deadline(); ok {
+			left := dl.Sub(r.clock.Now())
+			switch {
+			case err.RetryAfter > 0 && err.RetryAfter >= left:
+				return Response{}, giveUp(err, n, fmt.Sprintf("the vendor asked to retry after %v, more than the %v left of the %v budget", err.RetryAfter, left.Round(time.Millisecond), total))
+			case left <= wait:
+				return Response{}, giveUp(err, n, fmt.Sprintf("total budget %v leaves no room for a %v backoff", total, wait))
+			}
 		}
 		if serr := clock.Sleep(budget, r.clock, wait); serr != nil {
-			return Response{}, giveUp(r.contextError(ctx, budget, err), n, "")
+			return Response{}, giveUp(r.contextError(ctx, budget, total, err), n, "")
 		}
 	}
 }
@@ -104,7 +160,7 @@ func (r *retrying) Generate(ctx context.Context, req Request) (Response, error) 
 // attempt runs one call under the per-call timeout and classifies its error
 // by which deadline, if any, ran out: the caller's, the total budget, or
 // only this attempt's (the one case where a timeout is worth retrying).
-func (r *retrying) attempt(ctx, budget context.Context, req Request) (Response, *Error) {
+func (r *retrying) attempt(ctx, budget context.Context, total time.Duration, req Request) (Response, *Error) {
 	call := budget
 	if r.p.PerCallTimeout > 0 {
 		var cancel context.CancelFunc
@@ -116,7 +172,7 @@ func (r *retrying) attempt(ctx, budget context.Context, req Request) (Response, 
 		return resp, nil
 	}
 	if budget.Err() != nil {
-		return Response{}, r.contextError(ctx, budget, err)
+		return Response{}, r.contextError(ctx, budget, total, err)
 	}
 	if errors.Is(call.Err(), context.DeadlineExceeded) {
 		return Response{}, &Error{
@@ -131,14 +187,14 @@ func (r *retrying) attempt(ctx, budget context.Context, req Request) (Response, 
 
 // contextError explains a failure once the caller's context or the total
 // budget is done; neither is retryable. Otherwise err is classified as is.
-func (r *retrying) contextError(ctx, budget context.Context, err error) *Error {
+func (r *retrying) contextError(ctx, budget context.Context, total time.Duration, err error) *Error {
 	switch {
 	case errors.Is(ctx.Err(), context.Canceled):
 		return &Error{Kind: KindCanceled, Message: "canceled by caller", Err: err}
 	case ctx.Err() != nil:
 		return &Error{Kind: KindTimeout, Message: "caller deadline exceeded", Err: err}
 	case budget.Err() != nil:
-		return &Error{Kind: KindTimeout, Message: fmt.Sprintf("total budget %v exhausted", r.p.Total), Err: err}
+		return &Error{Kind: KindTimeout, Message: fmt.Sprintf("total budget %v exhausted", total), Err: err}
 	}
 	return Classify(err)
 }
@@ -154,10 +210,11 @@ func giveUp(last *Error, attempts int, why string) *Error {
 		msg = why + ": " + msg
 	}
 	return &Error{
-		Kind:      last.Kind,
-		Message:   fmt.Sprintf("gave up after %d attempt(s): %s", attempts, msg),
-		Status:    last.Status,
-		Retryable: last.Retryable,
-		Err:       last,
+		Kind:       last.Kind,
+		Message:    fmt.Sprintf("gave up after %d attempt(s): %s", attempts, msg),
+		Status:     last.Status,
+		Retryable:  last.Retryable,
+		RetryAfter: last.RetryAfter,
+		Err:        last,
 	}
 }

@@ -79,6 +79,9 @@ func (t firedTimer) C() <-chan time.Time { return t }
 func (firedTimer) Reset(time.Duration)   {}
 func (firedTimer) Stop() bool            { return false }
 
+// top is a jitter source that always draws the whole backoff step.
+func top() float64 { return 1 }
+
 func errKind(k Kind, status int) *Error {
 	return &Error{Kind: k, Status: status, Message: string(k), Retryable: DefaultRetryable(k)}
 }
@@ -245,6 +248,9 @@ func TestWithPolicy(t *testing.T) {
 			model := &scripted{steps: tt.steps}
 			rec := newRecorder()
 			rec.failAt, rec.cancel = tt.failSleep, cancel
+			if tt.policy.Rand == nil {
+				tt.policy.Rand = top // the whole step, so waits are exact
+			}
 			resp, err := WithPolicy(model, tt.policy, rec).Generate(ctx, Request{})
 
 			if got := int(model.calls.Load()); got != tt.wantCalls {
@@ -308,12 +314,49 @@ func TestWithPolicyCopiesBackoff(t *testing.T) {
 	backoff := []time.Duration{time.Second}
 	rec := newRecorder()
 	m := WithPolicy(&scripted{steps: []step{{err: errKind(KindServer, 500)}, {text: "ok"}}},
-		RetryPolicy{MaxAttempts: 2, Backoff: backoff}, rec)
+		RetryPolicy{MaxAttempts: 2, Backoff: backoff, Rand: top}, rec)
 	backoff[0] = time.Hour
 	if _, err := m.Generate(context.Background(), Request{}); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(rec.slept, []time.Duration{time.Second}) {
 		t.Fatalf("slept %v: policy shares the caller's slice", rec.slept)
+	}
+}
+
+// TestWaitJitterAndHint: a wait is half the step plus a random share of
+// the other half, and never shorter than the vendor's hint.
+func TestWaitJitterAndHint(t *testing.T) {
+	p := RetryPolicy{Backoff: []time.Duration{time.Second, 4 * time.Second}}
+	for _, r := range []float64{0, 0.25, 0.5, 0.999} {
+		got := p.Wait(2, 0, func() float64 { return r })
+		if got < 2*time.Second || got > 4*time.Second {
+			t.Errorf("r=%v: wait %v outside [2s, 4s]", r, got)
+		}
+		if want := 2*time.Second + time.Duration(r*float64(2*time.Second)); got != want {
+			t.Errorf("r=%v: wait %v, want %v", r, got, want)
+		}
+	}
+	if got := p.Wait(1, 3*time.Second, func() float64 { return 0.9 }); got != 3*time.Second {
+		t.Errorf("a 3s hint over a 1s step waits %v", got)
+	}
+	if got := p.Wait(1, 100*time.Millisecond, func() float64 { return 0.5 }); got != 750*time.Millisecond {
+		t.Errorf("a short hint under a 1s step waits %v, want the jittered step 750ms", got)
+	}
+}
+
+// TestWithBudgetReplacesTotal: a call's own budget bounds it, not the
+// policy's Total.
+func TestWithBudgetReplacesTotal(t *testing.T) {
+	model := &scripted{steps: []step{{err: errKind(KindRateLimit, 429)}, {text: "ok"}}}
+	rec := newRecorder()
+	pol := RetryPolicy{MaxAttempts: 2, Backoff: []time.Duration{5 * time.Second}, Total: 2 * time.Second, Rand: top}
+	if _, err := WithPolicy(model, pol, rec).Generate(context.Background(), Request{}); err == nil {
+		t.Fatal("a 5s backoff fit a 2s total budget")
+	}
+	model = &scripted{steps: []step{{err: errKind(KindRateLimit, 429)}, {text: "ok"}}}
+	ctx := WithBudget(context.Background(), time.Minute)
+	if resp, err := WithPolicy(model, pol, rec).Generate(ctx, Request{}); err != nil || resp.Text != "ok" {
+		t.Fatalf("with a minute's budget: %v", err)
 	}
 }

@@ -42,19 +42,22 @@ func ForPack(m Model, p *rules.Pack, c clock.Clock) *Turns {
 	return &Turns{Model: WithPolicy(m, PolicyFor(p), c), Clock: c}
 }
 
-// Answer performs one request; After is how long it took.
+// Answer performs one request; After is how long it took. The request's
+// own budget (TimeoutMS: a turn's due time, a job's declared timeout)
+// bounds its retries in place of the pack's llm.timeout.
 func (t *Turns) Answer(ctx context.Context, id string, req *engine.LLMRequest) Answer {
 	c := t.Clock
 	if c == nil {
 		c = clock.Real()
 	}
 	start := c.Now()
+	ctx = WithBudget(ctx, time.Duration(req.TimeoutMS)*time.Millisecond)
 	resp, err := t.Model.Generate(ctx, FromTurn(req))
 	elapsed := c.Now().Sub(start)
 	if err != nil {
 		return Answer{Result: engine.LLMResult{ID: id, Err: AsAdapterError(err)}, After: elapsed}
 	}
-	res := engine.LLMResult{ID: id}
+	res := engine.LLMResult{ID: id, Finish: resp.Finish}
 	if req.Job != "" || req.Sequence != nil {
 		// Job output is validated by the engine against the job's schema,
 		// and an exchange's answer is shown as written (a code block, a

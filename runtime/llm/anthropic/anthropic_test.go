@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,15 @@ func fakeReply(r llmtest.Reply) anthropicfake.Reply {
 	out := anthropicfake.Reply{Text: r.Text, Hang: r.Hang}
 	if r.Status != 0 {
 		out.Status, out.Message = r.Status, "scripted failure: "+http.StatusText(r.Status)
+	}
+	if r.RetryAfter > 0 {
+		out.Header = http.Header{"Retry-After": {strconv.FormatInt(int64((r.RetryAfter+time.Second-1)/time.Second), 10)}}
+	}
+	switch r.Finish {
+	case engine.FinishTruncated:
+		out.StopReason = "max_tokens"
+	case engine.FinishBlocked:
+		out.StopReason = "refusal"
 	}
 	for _, c := range r.Calls {
 		out.Calls = append(out.Calls, anthropicfake.Call{ID: c.ID, Name: c.Name, Input: c.Args})
@@ -316,7 +326,6 @@ func TestGenerateErrors(t *testing.T) {
 		{"empty 529 body", anthropicfake.Reply{Status: 529, Body: []byte{}}, llm.KindServer, 529, true, "overloaded"},
 		{"malformed 200 body", anthropicfake.Reply{Body: []byte(`{"content": [`)}, llm.KindServer, 0, true, "malformed response body"},
 		{"200 body of the wrong shape", anthropicfake.Reply{Body: []byte(`{"type":"message","content":"not a list"}`)}, llm.KindServer, 0, true, "malformed response body"},
-		{"a refusal", anthropicfake.Reply{Body: []byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":"refusal","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":0}}`)}, llm.KindBadRequest, 0, false, "refused"},
 		{"200 text of the wrong type", anthropicfake.Reply{Body: []byte(`{"type":"message","content":[{"type":"text","text":5}]}`)}, llm.KindServer, 0, true, "malformed response body"},
 		{"200 body without content", anthropicfake.Reply{Body: []byte(`{"type":"message"}`)}, llm.KindServer, 0, true, "no content"},
 		{"200 tool_use without an id", anthropicfake.Reply{Body: []byte(`{"type":"message","content":[{"type":"tool_use","name":"f","input":{}}]}`)}, llm.KindServer, 0, true, "needs an id"},

@@ -14,6 +14,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/packages/param"
 
+	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/runtime/llm"
 )
 
@@ -535,10 +536,14 @@ func fromBody(body []byte) (llm.Response, error) {
 		return out, malformed(fmt.Errorf("no content"))
 	}
 	out.FinishReason = resp.StopReason
-	if resp.StopReason == "refusal" {
+	switch resp.StopReason {
+	case "max_tokens":
+		out.Finish = engine.FinishTruncated
+	case "refusal":
 		// As for the other vendors: a refusal is not a line the agent can
-		// say, and asking again the same way will not change it.
-		return out, llm.NewError(llm.KindBadRequest, 0, nil, "anthropic: the model refused to answer")
+		// say; the engine asks once more before its fallback.
+		out.Finish = engine.FinishBlocked
+		return out, nil
 	}
 	u := resp.Usage
 	// input_tokens counts only what the prompt cache did not cover.

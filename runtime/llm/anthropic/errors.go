@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
@@ -24,7 +25,8 @@ const statusOverloaded = 529
 //   - An error status from the API (*sdk.Error): 429 is rate_limit, 408
 //     timeout, 529 (overloaded) and other 5xx server, all retryable except
 //     501; other 4xx are bad_request. The message is the one the API put in
-//     its error body.
+//     its error body (a 529's always says "overloaded"), and Retry-After
+//     on the response becomes RetryAfter.
 //   - A context error is timeout or canceled: the caller's context says
 //     which, and the SDK may hand back either the context's error or the
 //     transport's.
@@ -69,6 +71,12 @@ func fromAPIError(e *sdk.Error) *llm.Error {
 	// 501 will not start working on a retry.
 	if code == http.StatusNotImplemented {
 		out.Retryable = false
+	}
+	if code == statusOverloaded && !strings.Contains(out.Message, "overloaded") {
+		out.Message = "anthropic: overloaded: " + strings.TrimPrefix(out.Message, "anthropic: ")
+	}
+	if e.Response != nil {
+		out.RetryAfter = llm.RetryAfterHeader(e.Response.Header, time.Now())
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/runtime/llm"
 )
 
@@ -267,16 +268,15 @@ func fromGenai(resp *genai.GenerateContentResponse) (llm.Response, error) {
 	}
 	if len(resp.Candidates) == 0 || resp.Candidates[0] == nil {
 		if pf := resp.PromptFeedback; pf != nil && pf.BlockReason != "" {
-			msg := "prompt blocked: " + string(pf.BlockReason)
-			if pf.BlockReasonMessage != "" {
-				msg += ": " + pf.BlockReasonMessage
-			}
-			return out, llm.NewError(llm.KindBadRequest, 0, nil, "%s", msg)
+			// The prompt was blocked: no answer, withheld by the vendor.
+			out.FinishReason = "promptFeedback.blockReason " + string(pf.BlockReason)
+			out.Finish = engine.FinishBlocked
 		}
 		return out, nil
 	}
 	cand := resp.Candidates[0]
 	out.FinishReason = string(cand.FinishReason)
+	out.Finish = finish(cand.FinishReason)
 	if cand.Content == nil {
 		return out, nil
 	}
@@ -317,4 +317,18 @@ func objectOrEmpty(raw json.RawMessage) (map[string]any, error) {
 func isJSONObject(raw json.RawMessage) bool {
 	t := bytes.TrimSpace(raw)
 	return len(t) > 0 && t[0] == '{' && json.Valid(t)
+}
+
+// finish maps a candidate's finishReason to the engine's words: the token
+// limit cut it, or the vendor withheld it (safety filters, a blocklist,
+// personal data, recitation of a source); "" for any other stop.
+func finish(r genai.FinishReason) string {
+	switch r {
+	case genai.FinishReasonMaxTokens:
+		return engine.FinishTruncated
+	case genai.FinishReasonSafety, genai.FinishReasonProhibitedContent, genai.FinishReasonBlocklist,
+		genai.FinishReasonSPII, genai.FinishReasonRecitation, genai.FinishReasonImageSafety:
+		return engine.FinishBlocked
+	}
+	return ""
 }

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/runtime/llm"
 )
 
@@ -197,7 +198,14 @@ func TestFromGenaiEdges(t *testing.T) {
 	}{
 		{name: "nil response", in: nil, kind: llm.KindServer},
 		{name: "no candidates", in: &genai.GenerateContentResponse{}, want: llm.Response{}},
-		{name: "candidate without content", in: &genai.GenerateContentResponse{Candidates: []*genai.Candidate{{FinishReason: genai.FinishReasonSafety}}}, want: llm.Response{FinishReason: "SAFETY"}},
+		{name: "candidate without content", in: &genai.GenerateContentResponse{Candidates: []*genai.Candidate{{FinishReason: genai.FinishReasonSafety}}}, want: llm.Response{FinishReason: "SAFETY", Finish: engine.FinishBlocked}},
+		{name: "cut by the token limit", in: &genai.GenerateContentResponse{Candidates: []*genai.Candidate{{FinishReason: genai.FinishReasonMaxTokens, Content: &genai.Content{Parts: []*genai.Part{{Text: `{"a":`}}}}}}, want: llm.Response{Text: `{"a":`, FinishReason: "MAX_TOKENS", Finish: engine.FinishTruncated}},
+		{name: "prohibited content", in: &genai.GenerateContentResponse{Candidates: []*genai.Candidate{{FinishReason: genai.FinishReasonProhibitedContent}}}, want: llm.Response{FinishReason: "PROHIBITED_CONTENT", Finish: engine.FinishBlocked}},
+		{name: "blocklist", in: &genai.GenerateContentResponse{Candidates: []*genai.Candidate{{FinishReason: genai.FinishReasonBlocklist}}}, want: llm.Response{FinishReason: "BLOCKLIST", Finish: engine.FinishBlocked}},
+		{name: "spii", in: &genai.GenerateContentResponse{Candidates: []*genai.Candidate{{FinishReason: genai.FinishReasonSPII}}}, want: llm.Response{FinishReason: "SPII", Finish: engine.FinishBlocked}},
+		{name: "recitation", in: &genai.GenerateContentResponse{Candidates: []*genai.Candidate{{FinishReason: genai.FinishReasonRecitation}}}, want: llm.Response{FinishReason: "RECITATION", Finish: engine.FinishBlocked}},
+		{name: "stop", in: &genai.GenerateContentResponse{Candidates: []*genai.Candidate{{FinishReason: genai.FinishReasonStop, Content: &genai.Content{Parts: []*genai.Part{{Text: "a"}}}}}}, want: llm.Response{Text: "a", FinishReason: "STOP"}},
+		{name: "prompt blocked", in: &genai.GenerateContentResponse{PromptFeedback: &genai.GenerateContentResponsePromptFeedback{BlockReason: genai.BlockedReasonSafety}}, want: llm.Response{FinishReason: "promptFeedback.blockReason SAFETY", Finish: engine.FinishBlocked}},
 		{name: "nil parts skipped", in: &genai.GenerateContentResponse{Candidates: []*genai.Candidate{{Content: &genai.Content{Parts: []*genai.Part{nil, {Text: "a"}}}}}}, want: llm.Response{Text: "a"}},
 	}
 	for _, tt := range tests {

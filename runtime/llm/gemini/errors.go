@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/genai"
 
@@ -42,7 +43,8 @@ func classify(ctx context.Context, err error) *llm.Error { return Classify(ctx, 
 // pack's failure policy sees a throttled voice like a throttled model.
 //
 //   - genai.APIError (a value type): 429 is rate_limit, 408 timeout, 5xx
-//     server, all retryable except 501; other 4xx are bad_request.
+//     server, all retryable except 501; other 4xx are bad_request. A
+//     google.rpc.RetryInfo in the details becomes RetryAfter.
 //   - A context error is timeout or canceled: the SDK wraps the transport's
 //     error, and the caller's context says which one it was.
 //   - A 2xx body that is not valid JSON, or is JSON of the wrong shape (the
@@ -122,7 +124,30 @@ func FromAPIError(e genai.APIError, component string) *llm.Error {
 	if code == 501 {
 		out.Retryable = false
 	}
+	out.RetryAfter = retryDelay(e.Details)
 	return out
+}
+
+// retryInfoType is the "@type" of the detail in which Google's APIs say
+// when a throttled caller may come back.
+const retryInfoType = "type.googleapis.com/google.rpc.RetryInfo"
+
+// retryDelay reads google.rpc.RetryInfo's retryDelay from an error's
+// details: a protobuf Duration in its JSON form ("2s", "0.5s"), or 0.
+func retryDelay(details []map[string]any) time.Duration {
+	for _, d := range details {
+		if t, _ := d["@type"].(string); t != retryInfoType {
+			continue
+		}
+		s, _ := d["retryDelay"].(string)
+		if !strings.HasSuffix(s, "s") {
+			continue
+		}
+		if secs, err := strconv.ParseFloat(strings.TrimSuffix(s, "s"), 64); err == nil && secs > 0 {
+			return time.Duration(secs * float64(time.Second))
+		}
+	}
+	return 0
 }
 
 // statusCode reads a code from "RESOURCE_EXHAUSTED" or "429 Too Many

@@ -50,6 +50,15 @@ func fakeReply(r llmtest.Reply) geminifake.Reply {
 	if r.Status != 0 {
 		out.Status, out.Message = r.Status, "scripted failure: "+http.StatusText(r.Status)
 	}
+	if r.RetryAfter > 0 {
+		out.Details = []any{geminifake.RetryInfo(r.RetryAfter)}
+	}
+	switch r.Finish {
+	case engine.FinishTruncated:
+		out.FinishReason = "MAX_TOKENS"
+	case engine.FinishBlocked:
+		out.FinishReason = "SAFETY"
+	}
 	for _, c := range r.Calls {
 		out.Calls = append(out.Calls, geminifake.Call{ID: c.ID, Name: c.Name, Args: c.Args})
 	}
@@ -332,7 +341,6 @@ func TestGenerateErrors(t *testing.T) {
 		{"malformed 200 body", geminifake.Reply{Body: []byte(`{"candidates": [{"content": `)}, llm.KindServer, 0, true, "malformed response body"},
 		// The SDK panics on this one; Generate recovers.
 		{"200 body of the wrong shape", geminifake.Reply{Body: []byte(`{"candidates": "not a list"}`)}, llm.KindServer, 0, true, "malformed response body"},
-		{"blocked prompt", geminifake.Reply{BlockReason: "SAFETY"}, llm.KindBadRequest, 0, false, "prompt blocked: SAFETY"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/runtime/clock/clocktest"
 	"github.com/batonhq/baton/runtime/llm"
 )
@@ -43,6 +44,9 @@ var properties = []struct {
 	{"canceled", testCanceled},
 	{"retry_sends_the_same_request", testRetryIdentical},
 	{"retries_are_the_policys", testRetryPolicy},
+	{"retry_waits_for_the_vendors_hint", testRetryHint},
+	{"hint_past_the_budget_gives_up_at_once", testHintPastBudget},
+	{"finish_reasons", testFinish},
 	{"invalid_request_stays_local", testInvalidStaysLocal},
 	{"concurrent_calls", testConcurrent},
 	{"fake_is_strict", testFakeIsStrict},
@@ -565,7 +569,9 @@ func testRetryIdentical(t *testing.T, v Vendor) {
 func testRetryPolicy(t *testing.T, v Vendor) {
 	f := v.Start(t, Fail(http.StatusTooManyRequests), Fail(http.StatusServiceUnavailable), Say("finally"))
 	clk := clocktest.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	m := llm.WithPolicy(f.Model(), llm.DefaultRetryPolicy(), clk)
+	pol := llm.DefaultRetryPolicy()
+	pol.Rand = func() float64 { return 1 } // the whole step: no jitter
+	m := llm.WithPolicy(f.Model(), pol, clk)
 	type result struct {
 		resp llm.Response
 		err  error
@@ -657,5 +663,90 @@ func testFakeIsStrict(t *testing.T, v Vendor) {
 	bad, _ := json.Marshal(obj)
 	if err := f.Validate(bad); err == nil {
 		t.Errorf("Validate accepts a request with an undocumented field:\n%s", bad)
+	}
+}
+
+// testRetryHint: a 429 that says when to come back (each vendor's own
+// way) is retried no sooner than that, even when the backoff step is
+// shorter, and no later than the policy's step would allow beyond it.
+func testRetryHint(t *testing.T, v Vendor) {
+	f := v.Start(t, Throttle(2*time.Second), Say("after the wait"))
+	clk := clocktest.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	pol := llm.RetryPolicy{MaxAttempts: 3, Backoff: []time.Duration{time.Second}, Total: time.Minute, Rand: func() float64 { return 0.5 }}
+	done := make(chan error, 1)
+	var resp llm.Response
+	go func() {
+		var err error
+		resp, err = llm.WithPolicy(f.Model(), pol, clk).Generate(context.Background(), hello)
+		done <- err
+	}()
+	start := clk.Now()
+	want := start.Add(2 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := clk.WaitFor(ctx, func(armed []time.Time) bool { return slices.ContainsFunc(armed, want.Equal) }); err != nil {
+		t.Fatalf("no 2s wait after a 429 asking for 2s (armed: %v)", clk.Armed())
+	}
+	clk.Advance(2*time.Second - time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("the call ended before the hinted wait: %v", err)
+	default:
+	}
+	if n := len(f.Requests()); n != 1 {
+		t.Fatalf("%d requests before the hinted wait was over, want 1", n)
+	}
+	clk.Advance(time.Millisecond)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if requireValid(t, f, 2); resp.Text != "after the wait" {
+		t.Fatalf("text %q", resp.Text)
+	}
+}
+
+// testHintPastBudget: a wait the vendor asks for that the budget cannot
+// hold ends the call at once, saying so, instead of sleeping to its end.
+func testHintPastBudget(t *testing.T, v Vendor) {
+	f := v.Start(t, Throttle(2*time.Minute), Say("never"))
+	clk := clocktest.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	pol := llm.RetryPolicy{MaxAttempts: 3, Backoff: []time.Duration{time.Second}, Total: 90 * time.Second}
+	done := make(chan error, 1)
+	go func() {
+		_, err := llm.WithPolicy(f.Model(), pol, clk).Generate(context.Background(), hello)
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the call is still waiting (armed: %v), though the hint is past the budget", clk.Armed())
+	}
+	e := llm.Classify(err)
+	if e == nil || e.Kind != llm.KindRateLimit || !strings.Contains(e.Message, "retry after 2m0s") {
+		t.Fatalf("err = %v, want a rate limit naming the 2m hint", err)
+	}
+	if !clk.Now().Equal(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("the clock moved to %v", clk.Now())
+	}
+	requireValid(t, f, 1)
+}
+
+// testFinish: an answer cut by the token limit or withheld by the vendor
+// says so in the engine's words, whatever the vendor's spelling.
+func testFinish(t *testing.T, v Vendor) {
+	for _, want := range []string{engine.FinishTruncated, engine.FinishBlocked} {
+		text := ""
+		if want == engine.FinishTruncated {
+			text = `{"verdict": "hi`
+		}
+		f := v.Start(t, Reply{Text: text, Finish: want}, Say("whole"))
+		resp := generate(t, f.Model(), hello)
+		if resp.Finish != want || resp.Text != text {
+			t.Errorf("finish %q text %q (vendor's %q), want %q %q", resp.Finish, resp.Text, resp.FinishReason, want, text)
+		}
+		if resp = generate(t, f.Model(), hello); resp.Finish != "" {
+			t.Errorf("a whole answer has finish %q (vendor's %q)", resp.Finish, resp.FinishReason)
+		}
 	}
 }

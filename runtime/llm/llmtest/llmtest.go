@@ -34,7 +34,9 @@ package llmtest
 
 import (
 	"encoding/json"
+	"net/http"
 	"testing"
+	"time"
 
 	"github.com/batonhq/baton/runtime/llm"
 )
@@ -51,6 +53,21 @@ type Reply struct {
 	Status int
 	// Hang holds the request until the client's context ends.
 	Hang bool
+	// RetryAfter, with Status, is the wait the failure asks for, in the
+	// vendor's documented way: Google's google.rpc.RetryInfo retryDelay
+	// in the error's details, OpenAI's retry-after-ms and Retry-After
+	// headers, Anthropic's Retry-After header.
+	RetryAfter time.Duration
+	// Finish, on an answer, is why it stopped in the engine's words
+	// (engine.FinishTruncated, engine.FinishBlocked), sent in the vendor's
+	// spelling: Gemini MAX_TOKENS or SAFETY, OpenAI length or
+	// content_filter, Anthropic max_tokens or refusal.
+	Finish string
+}
+
+// Throttle fails with 429 asking the caller to come back after d.
+func Throttle(d time.Duration) Reply {
+	return Reply{Status: http.StatusTooManyRequests, RetryAfter: d}
 }
 
 // Call is a scripted tool call. ID is the ID the fake puts on the wire;

@@ -16,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/respjson"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/runtime/llm"
 )
 
@@ -413,10 +414,17 @@ func decodeResponse(body []byte) (resp llm.Response, err error) {
 		return resp, malformed(nil, "choice 0 has a field of the wrong type")
 	}
 	resp.FinishReason = ch.FinishReason
+	switch ch.FinishReason {
+	case "length":
+		resp.Finish = engine.FinishTruncated
+	case "content_filter":
+		resp.Finish = engine.FinishBlocked
+	}
 	if msg.Content == "" && msg.Refusal != "" {
-		// A refusal is not a line the agent can say; the pack's fallback
-		// is, and repeating the request will not change the model's mind.
-		return resp, llm.NewError(llm.KindBadRequest, 0, nil, "openai: the model refused: %s", firstLine(msg.Refusal))
+		// A refusal is not a line the agent can say: the answer is
+		// withheld, and the engine asks once more before its fallback.
+		resp.Finish = engine.FinishBlocked
+		return resp, nil
 	}
 	resp.Text = msg.Content
 	for i, tc := range msg.ToolCalls {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	sdk "github.com/openai/openai-go/v3"
 
@@ -17,7 +18,8 @@ import (
 // arrived.
 //
 //   - An error status: 429 is rate_limit, 408 timeout, 5xx server, all
-//     retryable except 501; other 4xx are bad_request. The status counts
+//     retryable except 501; other 4xx are bad_request. retry-after-ms or
+//     Retry-After on the response becomes RetryAfter. The status counts
 //     even when the body is not OpenAI's error shape (a proxy's HTML page,
 //     a compatible server's {"error": "..."}), which the SDK reports as a
 //     decoding error rather than an API error.
@@ -78,6 +80,9 @@ func fromStatus(status int, msg string, resp *http.Response, cause error) *llm.E
 	// 501 will not start working on a retry.
 	if status == http.StatusNotImplemented {
 		out.Retryable = false
+	}
+	if resp != nil {
+		out.RetryAfter = llm.RetryAfterHeader(resp.Header, time.Now())
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,19 @@ func fakeReply(r llmtest.Reply) openaifake.Reply {
 	out := openaifake.Reply{Text: r.Text, Hang: r.Hang}
 	if r.Status != 0 {
 		out.Status, out.Message = r.Status, "scripted failure: "+http.StatusText(r.Status)
+	}
+	if r.RetryAfter > 0 {
+		// OpenAI sends both: the milliseconds, and whole seconds rounded up.
+		out.Header = http.Header{
+			"Retry-After-Ms": {strconv.FormatInt(r.RetryAfter.Milliseconds(), 10)},
+			"Retry-After":    {strconv.FormatInt(int64((r.RetryAfter+time.Second-1)/time.Second), 10)},
+		}
+	}
+	switch r.Finish {
+	case engine.FinishTruncated:
+		out.FinishReason = "length"
+	case engine.FinishBlocked:
+		out.FinishReason = "content_filter"
 	}
 	for _, c := range r.Calls {
 		out.Calls = append(out.Calls, openaifake.Call{ID: c.ID, Name: c.Name, Args: c.Args})
@@ -290,7 +304,6 @@ func TestGenerateErrors(t *testing.T) {
 		{"200 HTML page", openaifake.Malformed(`<html>gateway</html>`), llm.KindServer, 0, true, "malformed response body"},
 		{"200 with no choices", openaifake.Malformed(`{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[]}`), llm.KindServer, 0, true, "no choices"},
 		{"arguments that are not JSON", openaifake.Calls(openaifake.Call{ID: "call_1", Name: "lookup", Args: `{"id": "A"`}), llm.KindServer, 0, true, "not a JSON object"},
-		{"refusal", openaifake.Reply{Refusal: "I can't help with that."}, llm.KindBadRequest, 0, false, "refused: I can't help"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -87,6 +87,8 @@ type Reply struct {
 	Status    int
 	ErrorType string
 	Message   string
+	// Header is sent with a failure: Retry-After on a 429 or a 529, say.
+	Header http.Header
 	// Body, when set, is written as is with Status (200 when 0), for
 	// answers no real server should give: a truncated or misshapen body.
 	Body []byte
@@ -176,7 +178,7 @@ func Start(cfg Config) *Server {
 		Validate:    func(_ string, body []byte) (*Request, *RequestError) { return s.validate(body) },
 		Index:       func(r *Request, i int) { r.Index = i },
 		Fault: func(r Reply) vf.Fault {
-			return vf.Fault{Status: r.Status, Type: r.ErrorType, Message: r.Message, Body: r.Body, Hang: r.Hang}
+			return vf.Fault{Status: r.Status, Type: r.ErrorType, Message: r.Message, Body: r.Body, Hang: r.Hang, Header: r.Header}
 		},
 		Answer: response,
 		ErrorBody: func(e *RequestError, i int) any {

@@ -83,6 +83,11 @@ type Reply struct {
 	// and Google's error body (Message, or the status text).
 	Status  int
 	Message string
+	// Header is sent with a failure: Retry-After on a 429 or a 529, say.
+	Header http.Header
+	// Details go in the error body's details, as Google's APIs send
+	// them: RetryInfo(d) asks the caller to come back after d.
+	Details []any
 	// Body, when set, is written as is with Status (200 when 0), for
 	// answers no real server should give: a truncated or misshapen body.
 	Body []byte
@@ -166,11 +171,11 @@ func Start(cfg Config) *Server {
 		Validate:    func(model string, body []byte) (*Request, *RequestError) { return validate(model, body, s.lookup) },
 		Index:       func(r *Request, i int) { r.Index = i },
 		Fault: func(r Reply) vf.Fault {
-			return vf.Fault{Status: r.Status, Message: r.Message, Body: r.Body, Hang: r.Hang}
+			return vf.Fault{Status: r.Status, Message: r.Message, Body: r.Body, Hang: r.Hang, Header: r.Header, Details: r.Details}
 		},
 		Answer: s.response,
 		ErrorBody: func(e *RequestError, _ int) any {
-			return ErrorBody{Error: ErrorStatus{Code: e.Status, Message: e.Error(), Status: e.Type}}
+			return ErrorBody{Error: ErrorStatus{Code: e.Status, Message: e.Error(), Status: e.Type, Details: e.Details}}
 		},
 	}, cfg.APIKey, cfg.Behavior)
 	return s

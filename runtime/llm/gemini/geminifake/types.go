@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"time"
 )
 
 // The types below mirror the REST JSON of models.generateContent, field for
@@ -239,6 +241,18 @@ type ErrorStatus struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
 	Status  string `json:"status"`
+	// Details are google.rpc detail messages, each with its "@type".
+	Details []any `json:"details,omitempty"`
+}
+
+// RetryInfoType is the "@type" of a google.rpc.RetryInfo detail.
+const RetryInfoType = "type.googleapis.com/google.rpc.RetryInfo"
+
+// RetryInfo is the detail a 429 carries to say when to come back:
+// {"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"2s"},
+// the delay a protobuf Duration in its JSON form (seconds, "s"-suffixed).
+func RetryInfo(d time.Duration) map[string]any {
+	return map[string]any{"@type": RetryInfoType, "retryDelay": strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"}
 }
 
 // Bytes is a bytes field of the REST JSON: a base64 string on the wire.

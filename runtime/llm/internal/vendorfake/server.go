@@ -86,6 +86,12 @@ type Fault struct {
 	Status  int
 	Type    string
 	Message string
+	// Header is sent with the failure: a throttled call's Retry-After,
+	// say.
+	Header http.Header
+	// Details go in the error body where the vendor has a place for them
+	// (Google's error.details: a google.rpc.RetryInfo, say).
+	Details []any
 	// Body, when set, is written as is with Status (200 when 0).
 	Body []byte
 	// Hang holds the request until the client gives up or the server
@@ -104,6 +110,8 @@ type RequestError struct {
 	// when its body has them null.
 	Param, Code string
 	Violations  []string
+	// Details are the scripted failure's Fault.Details.
+	Details []any
 }
 
 func (e *RequestError) Error() string { return strings.Join(e.Violations, "\n") }
@@ -261,7 +269,12 @@ func (s *Server[R, P]) caller(r *http.Request) *RequestError {
 
 // fail answers the i-th request with f's status in the vendor's error body.
 func (s *Server[R, P]) fail(w http.ResponseWriter, i int, f Fault) {
-	e := &RequestError{Status: f.Status, Type: f.Type, Code: s.wire.Errors.Codes[f.Status], Violations: []string{f.Message}}
+	e := &RequestError{Status: f.Status, Type: f.Type, Code: s.wire.Errors.Codes[f.Status], Violations: []string{f.Message}, Details: f.Details}
+	for k, vs := range f.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
 	if e.Type == "" {
 		e.Type = s.wire.Errors.Type(f.Status)
 	}
