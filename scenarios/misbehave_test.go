@@ -256,22 +256,29 @@ func TestCheckerCatchesEachBound(t *testing.T) {
 
 // TestMisbehaviourMatrix plays every bundled pack with its own candidate
 // against the simulated model misbehaving one way at a time, and every
-// way at once, and checks what a candidate would notice (checkSession).
-// Set BATON_MISBEHAVE_MATRIX=1 to run it.
+// way at once ("mixed"), and checks what a candidate would notice
+// (checkSession). The row "none" plays the well-behaved model: what fails
+// there fails whatever the model does. Set BATON_MISBEHAVE_MATRIX=1 to
+// run it.
 func TestMisbehaviourMatrix(t *testing.T) {
 	if os.Getenv("BATON_MISBEHAVE_MATRIX") != "1" {
 		t.Skip("set BATON_MISBEHAVE_MATRIX=1 to play every pack against every misbehaviour")
 	}
-	rows := append(slices.Clone(dryrun.MisbehaviourNames), "mixed")
+	rows := append([]string{"none"}, dryrun.MisbehaviourNames...)
+	rows = append(rows, "mixed")
 	for _, name := range scenarios.Names() {
 		p, evs := loadBundled(t, name)
 		for _, row := range rows {
 			t.Run(name+"/"+row, func(t *testing.T) {
-				mis := dryrun.Misbehave{Seed: 1}
-				if row != "mixed" {
-					mis.Names = []string{row}
+				opt := dryrun.Options{Events: evs, Seed: 1}
+				switch row {
+				case "none":
+				case "mixed":
+					opt.Misbehave = &dryrun.Misbehave{Seed: 1}
+				default:
+					opt.Misbehave = &dryrun.Misbehave{Names: []string{row}, Seed: 1}
 				}
-				res, err := dryrun.Run(p, dryrun.Options{Events: evs, Misbehave: &mis, Seed: 1})
+				res, err := dryrun.Run(p, opt)
 				if err != nil {
 					t.Fatal(err)
 				}
