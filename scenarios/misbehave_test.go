@@ -62,11 +62,10 @@ func checkSession(p *rules.Pack, recs []record.Record) []problem {
 	}
 	var names []string
 	for i := range p.Roles {
-		names = append(names, p.Roles[i].ID)
-		if p.Roles[i].Name != "" {
-			names = append(names, p.Roles[i].Name)
-		}
+		names = append(names, dryrun.SpeakerNames(&p.Roles[i])...)
 	}
+	// The longest first: "Theo (Tech Lead):" is named whole, not "Theo".
+	slices.SortStableFunc(names, func(a, b string) int { return len(b) - len(a) })
 	hotseat := p.Name == "hotseat"
 	spoke := map[string]bool{}
 	panelEnded := false
@@ -219,7 +218,9 @@ func TestCheckerCatchesEachBound(t *testing.T) {
 		{"slow speech", &slowWPM, []record.Record{msg(1000, "qa", strings.Repeat("word ", 120)), end(2000, "session_complete")}, checkSpeech},
 		{"role id label", dayone, []record.Record{msg(1000, "qa", "qa: "+ok), end(2000, "session_complete")}, checkLabel},
 		{"label upper", dayone, []record.Record{msg(1000, "qa", "TECH_LEAD : "+ok), end(2000, "session_complete")}, checkLabel},
-		{"bold name label", hotseat, panel(msg(4000, "marcus", "Priya Sharma: "+ok), verdict(5000), end(5000, "verdict")), checkLabel},
+		{"first name label", dayone, []record.Record{msg(1000, "qa", "theo: "+ok), end(2000, "session_complete")}, checkLabel},
+		{"display name label", dayone, []record.Record{msg(1000, "qa", "Bea (BA): "+ok), end(2000, "session_complete")}, checkLabel},
+		{"name label", hotseat, panel(msg(4000, "marcus", "MARCUS WEBB: "+ok), verdict(5000), end(5000, "verdict")), checkLabel},
 		{"a colon later is no label", dayone, []record.Record{msg(1000, "qa", "Quick one: "+ok), end(2000, "session_complete")}, ""},
 		{"heading", dayone, []record.Record{msg(1000, "qa", "### Question\n"+ok), end(2000, "session_complete")}, checkMarkdown},
 		{"bold", dayone, []record.Record{msg(1000, "qa", "**"+ok+"**"), end(2000, "session_complete")}, checkMarkdown},

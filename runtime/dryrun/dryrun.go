@@ -48,6 +48,10 @@ func ParseChaos(spec string) (Misbehave, error) { return sim.ParseChaos(spec) }
 // echoes them.
 func ContentWords(s string) []string { return sim.ContentWords(s) }
 
+// SpeakerNames are what a line of a role may be labelled with: its id,
+// its display name and that name's first word.
+func SpeakerNames(r *rules.Role) []string { return sim.SpeakerNames(r) }
+
 // ReadReplies reads a reply script as a YAML or JSON list, or JSON lines.
 func ReadReplies(r io.Reader) ([]Reply, error) { return sim.ReadReplies(r) }
 

@@ -338,16 +338,31 @@ func markdown(base string) string {
 	return "### My question\n\n**" + base + "**\n\n- first, the context\n- second, the risk\n\n```\nstep 1: answer\n```"
 }
 
+// SpeakerNames are what a line of p's roles may be labelled with: each
+// role's id, its display name and, for a name of several words, its
+// first ("Theo" of "Theo (Tech Lead)").
+func SpeakerNames(r *rules.Role) []string {
+	names := []string{r.ID}
+	if r.Name == "" {
+		return names
+	}
+	names = append(names, r.Name)
+	if first, _, ok := strings.Cut(r.Name, " "); ok && len(first) >= 3 && !strings.EqualFold(first, "the") {
+		names = append(names, first)
+	}
+	return names
+}
+
 // label is a speaker label for a line of role: its id, its name or
 // another role's, in a varied case and dress.
 func (f *Model) label(role string, rng *rand.Rand) string {
 	var names []string
 	if r, ok := f.pack.Role(role); ok {
-		names = append(names, r.ID, r.Name)
+		names = append(names, SpeakerNames(r)...)
 	}
 	for i := range f.pack.Roles {
 		if r := &f.pack.Roles[i]; r.ID != role {
-			names = append(names, r.ID, r.Name)
+			names = append(names, SpeakerNames(r)...)
 		}
 	}
 	names = slices.DeleteFunc(names, func(s string) bool { return s == "" })

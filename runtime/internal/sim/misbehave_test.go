@@ -205,7 +205,7 @@ func TestMisbehaviourSeeded(t *testing.T) {
 // A reply's misbehave list spoils that answer; a wrong name is refused.
 func TestReplyMisbehaves(t *testing.T) {
 	p := loadPack(t, "dayone")
-	rs, err := ReadRepliesFile("r.yaml", []byte("- {role: qa, text: \"Which logs?\", misbehave: [label, truncated]}\n"))
+	rs, err := ReadRepliesFile("r.yaml", []byte("- {role: qa, text: \"Which logs would you pull first, and which line would confirm that the retry fired twice?\", misbehave: [label, truncated]}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
