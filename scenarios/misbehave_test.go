@@ -324,8 +324,10 @@ func TestOffRoleAnswersCandidate(t *testing.T) {
 	if l == 0 {
 		t.Fatal("no agent line followed a candidate message")
 	}
-	if a == 0 {
-		t.Error("no off-role line, asked again about role fidelity, answered the candidate")
+	// The off-role model answers the candidate only when it complies with
+	// a role-fidelity correction; a share this low means it never does.
+	if pct(a, l) < 5 {
+		t.Errorf("%.1f%% of lines answered the candidate: the off-role model, asked again about role fidelity, hardly ever complied", pct(a, l))
 	}
 }
 

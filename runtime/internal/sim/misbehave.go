@@ -254,16 +254,20 @@ var smallTalk = []string{
 
 // offRole is an off-role answer, or, when the request is a regeneration
 // about role fidelity, base, complying with ComplyRate and then
-// answering the candidate's last message.
+// answering the candidate's last message: a few of its content words
+// lead the line ("On replay, staging: which log ...").
 func (f *Model) offRole(req *engine.LLMRequest, base string, rng *rand.Rand) string {
 	if c := req.Correction; c != nil && aboutFidelity(c.Instruction) && rng.Float64() < ComplyRate {
 		last := req.CandidateLastMessage
 		if last == "" {
 			last = quoted(c.Instruction)
 		}
-		if ws := ContentWords(last); len(ws) > 0 {
+		if ws := ContentWords(last); len(ws) > 0 && base != "" {
+			// A clause, not a sentence of its own: the line keeps its
+			// count of sentences.
 			ws = ws[:min(3, len(ws))]
-			return "You mentioned " + strings.Join(ws, ", ") + ". " + base
+			r := []rune(base)
+			return "On " + strings.Join(ws, ", ") + ": " + string(unicode.ToLower(r[0])) + string(r[1:])
 		}
 		return base
 	}
