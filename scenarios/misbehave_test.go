@@ -229,6 +229,16 @@ func TestCheckerCatchesEachBound(t *testing.T) {
 		{"star bullet", dayone, []record.Record{msg(1000, "qa", "* one"), end(2000, "session_complete")}, checkMarkdown},
 		{"numbered", dayone, []record.Record{msg(1000, "qa", ok+"\n1. one"), end(2000, "session_complete")}, checkMarkdown},
 		{"late anchor", dayone, []record.Record{late, end(300_000, "session_complete")}, checkAnchor},
+		{"anchor a tick late", dayone, []record.Record{func() record.Record {
+			r := late
+			r.Lateness = &engine.Lateness{DueMS: 180_000, LateMS: dayone.Tick.MS}
+			return r
+		}(), end(300_000, "session_complete")}, ""},
+		{"anchor a tick and 1ms late", dayone, []record.Record{func() record.Record {
+			r := late
+			r.Lateness = &engine.Lateness{DueMS: 180_000, LateMS: dayone.Tick.MS + 1}
+			return r
+		}(), end(300_000, "session_complete")}, checkAnchor},
 		{"late reply is not an anchor", dayone, []record.Record{func() record.Record { r := late; r.Rule = "R3_INTENT"; return r }(), end(300_000, "session_complete")}, ""},
 		{"no outcome", dayone, []record.Record{msg(1000, "qa", ok), end(2000, "duration")}, checkOutcome},
 		{"clean panel", hotseat, panel(job(3500, engine.EffectLLMRequest, "s1", "supervise"), job(3900, engine.EffectJobResult, "s1", "supervise"), verdict(5000), end(5000, "verdict")), ""},

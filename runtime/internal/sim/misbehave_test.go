@@ -218,3 +218,23 @@ func TestReplyMisbehaves(t *testing.T) {
 		t.Errorf("misspelt misbehaviour: %v", err)
 	}
 }
+
+// Jobs keep their content; only truncated, empty, rate_limit and slow
+// touch them.
+func TestJobsOnlyFail(t *testing.T) {
+	p := loadPack(t, "hotseat")
+	job := &engine.LLMRequest{Role: "brain", Job: "configure", Schema: json.RawMessage(`{"type":"object"}`), TimeoutMS: 20000}
+	plain := NewModel(p, nil, -1).Answer(context.Background(), "j1", job)
+	for _, n := range []string{MisLong, MisLabel, MisMarkdown, MisOffRole, MisSafety, MisBadTools, MisRefusedEnd} {
+		if a := misModel(p, n).Answer(context.Background(), "j1", job); !reflect.DeepEqual(a, plain) {
+			t.Errorf("%s changed a job's answer: %+v, want %+v", n, a.Result, plain.Result)
+		}
+	}
+	a := misModel(p, MisTruncated).Answer(context.Background(), "j1", job)
+	if a.Result.Finish != engine.FinishTruncated || json.Valid([]byte(a.Result.Text)) {
+		t.Errorf("truncated job: %+v", a.Result)
+	}
+	if a := misModel(p, MisEmpty).Answer(context.Background(), "j1", job); a.Result.Text != "" || a.Result.Err != nil {
+		t.Errorf("empty job: %+v", a.Result)
+	}
+}
