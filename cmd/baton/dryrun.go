@@ -53,7 +53,7 @@ type dryrunArgs struct {
 func dryrunFlags(fl *flag.FlagSet) runFunc {
 	a := &dryrunArgs{}
 	fl.StringVar(&a.events, "events", "", "candidate events: a `FILE` of JSON lines in the DayOne §5.2 shape (default: the pack's built-in candidate; an empty file is a silent candidate; - reads stdin)")
-	fl.StringVar(&a.llm, "llm", "", llmHelp)
+	fl.StringVar(&a.llm, "llm", "", llmHelp+chaosHelp)
 	fl.StringVar(&a.baseURL, "base-url", "", "with --llm VENDOR: the API base `URL` (a local or proxy endpoint)")
 	fl.StringVar(&a.model, "model", "", "with --llm VENDOR: the model `NAME` (default: the pack's llm.model, else the vendor's default)")
 	fl.StringVar(&a.format, "format", "text", "output `FORMAT`: text (mm:ss.s role kind text), jsonl, or html (a page drawing the timeline: docs/timeline.md)")
@@ -89,6 +89,10 @@ func dryrunFlags(fl *flag.FlagSet) runFunc {
 		})
 	}
 }
+
+// chaosHelp adds dryrun's misbehaving model to -llm's help.
+var chaosHelp = "; or \"chaos\": the scripted model misbehaving on purpose, seeded by --seed, with every misbehaviour (" +
+	strings.Join(dryrun.MisbehaviourNames, ", ") + "), \"chaos:NAME,NAME\" with some, either with \"@RATE\" for how often each strikes a call (default 0.5, off_role 1): chaos:long,label@0.3 (docs/testing.md)"
 
 // openTimed opens the pack ref names and says how long loading took.
 func openTimed(ref string) (*rules.Pack, time.Duration, error) {
@@ -137,8 +141,19 @@ func dryrunOnce(ctx context.Context, c *cli, a *dryrunArgs, ref string, p *rules
 	} else if opt.Events, err = loadEvents(p, a.events); err != nil {
 		return err
 	}
+	if dryrun.IsChaos(a.llm) {
+		mis, err := dryrun.ParseChaos(a.llm)
+		if err != nil {
+			return usageError("--llm: %v", err)
+		}
+		mis.Seed = a.seed
+		opt.Misbehave = &mis
+	}
 	real, err := realModel(ctx, a.llm, a.baseURL, a.model, p)
 	switch {
+	case opt.Misbehave != nil && (a.baseURL != "" || a.model != ""):
+		return usageError("--base-url and --model go with a vendor, not --llm %s", a.llm)
+	case opt.Misbehave != nil:
 	case err != nil:
 		return err
 	case real != nil:

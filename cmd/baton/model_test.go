@@ -48,3 +48,38 @@ func TestDryrunVendorFlags(t *testing.T) {
 		}
 	}
 }
+
+// --llm chaos plays the scripted model misbehaving, the same bytes for the
+// same seed and other bytes for another (with the candidate's events
+// fixed, the seed changes nothing else in DayOne); a misspelt
+// misbehaviour is a usage error that names the nearest.
+func TestDryrunChaos(t *testing.T) {
+	run := func(args ...string) (int, string, string) {
+		return runCLI(t, append([]string{"dryrun", "--events", "../../scenarios/dayone/candidate.jsonl"}, args...)...)
+	}
+	code, out, errs := run("--llm", "chaos:label,markdown@1", "--seed", "3", "dayone")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "### My question") || !strings.Contains(out, "**") {
+		t.Errorf("no markdown in a run of chaos:label,markdown@1:\n%s", out)
+	}
+	if _, again, _ := run("--llm", "chaos:label,markdown@1", "--seed", "3", "dayone"); again != out {
+		t.Error("the same seed printed different bytes")
+	}
+	if _, other, _ := run("--llm", "chaos:label,markdown@1", "--seed", "4", "dayone"); other == out {
+		t.Error("seeds 3 and 4 printed the same bytes")
+	}
+	if _, plain, _ := run("--seed", "3", "dayone"); strings.Contains(plain, "### My question") {
+		t.Error("markdown without --llm chaos")
+	}
+	for _, tt := range []struct{ spec, want string }{
+		{"chaos:lable", `"lable" is not a misbehaviour (did you mean label?) (misbehaviours: rate_limit,`},
+		{"chaos@1.5", "above 0 and at most 1"},
+	} {
+		code, out, errs := runCLI(t, "dryrun", "--llm", tt.spec, "dayone")
+		if code != 2 || out != "" || !strings.Contains(errs, tt.want) {
+			t.Errorf("--llm %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", tt.spec, code, out, errs, tt.want)
+		}
+	}
+}

@@ -29,6 +29,29 @@ type Reply = sim.Reply
 // ReplyTool is a tool call a Reply makes.
 type ReplyTool = sim.ReplyTool
 
+// Misbehave makes the simulated model misbehave (runtime/internal/sim:
+// long, label, markdown, bad_tools, refused_end, truncated, rate_limit,
+// empty, safety, off_role, slow), seeded.
+type Misbehave = sim.Misbehave
+
+// MisbehaviourNames lists the misbehaviours of the simulated model.
+var MisbehaviourNames = sim.MisbehaviourNames
+
+// IsChaos says whether an --llm spelling names a misbehaving model.
+func IsChaos(spec string) bool { return sim.IsChaos(spec) }
+
+// ParseChaos reads "chaos", "chaos:NAME,NAME" or either with "@RATE".
+func ParseChaos(spec string) (Misbehave, error) { return sim.ParseChaos(spec) }
+
+// ContentWords are the words of s that carry its content (lower case,
+// four letters or more, no common words), as the misbehaving model
+// echoes them.
+func ContentWords(s string) []string { return sim.ContentWords(s) }
+
+// SpeakerNames are what a line of a role may be labelled with: its id,
+// its display name and that name's first word.
+func SpeakerNames(r *rules.Role) []string { return sim.SpeakerNames(r) }
+
 // ReadReplies reads a reply script as a YAML or JSON list, or JSON lines.
 func ReadReplies(r io.Reader) ([]Reply, error) { return sim.ReadReplies(r) }
 
@@ -48,6 +71,9 @@ type Options struct {
 	// delay. Its results are in Result.Inputs, so the run can be replayed
 	// offline.
 	Model llm.Answerer
+	// Misbehave, when set, makes the simulated model (not Model)
+	// misbehave as it says, seeded by its own Seed.
+	Misbehave *Misbehave
 	// Seed seeds the pack scripts' Math.random.
 	Seed uint64
 	// Inputs are what the session supplies for the pack's declared inputs
@@ -136,7 +162,11 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*record.Result
 	// The session runs on the pack bound to its inputs: the same pack, or
 	// one compiled with a number or duration the session supplied.
 	p = s.Inputs().Pack()
-	var model llm.Answerer = sim.NewModel(p, opt.Replies, -1)
+	sm := sim.NewModel(p, opt.Replies, -1)
+	if opt.Misbehave != nil {
+		sm.Misbehave(*opt.Misbehave)
+	}
+	var model llm.Answerer = sm
 	if opt.Model != nil {
 		model = opt.Model
 	}

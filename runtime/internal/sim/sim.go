@@ -53,6 +53,9 @@ type Reply struct {
 	ToolCalls []ReplyTool `json:"tool_calls,omitempty" yaml:"tool_calls"`
 	// Job matches job requests by job id.
 	Job string `json:"job,omitempty" yaml:"job"`
+	// Misbehave names misbehaviours (MisbehaviourNames) this answer
+	// shows, whatever the model's own rate.
+	Misbehave []string `json:"misbehave,omitempty" yaml:"misbehave"`
 
 	used bool
 }
@@ -129,6 +132,11 @@ func checkReplies(name string, replies []Reply, lines []int) error {
 		}
 		if r.Call < 0 {
 			add("call %d: calls are counted from 1", r.Call)
+		}
+		for _, n := range r.Misbehave {
+			if err := CheckMisbehaviour(n); err != nil {
+				add("misbehave: %v", err)
+			}
 		}
 	}
 	return errs.Err()
@@ -241,6 +249,8 @@ type Model struct {
 	script []Reply
 	calls  int
 	rotate map[string]int
+	// mis, when set, makes the model misbehave (misbehave.go).
+	mis *Misbehave
 }
 
 var (
@@ -279,9 +289,21 @@ func (f *Model) Warm(id string, req *engine.LLMRequest) {
 }
 
 // answer returns the result for a request and its delay in ms; ok is false
-// when the script says the call never answers.
+// when the script says the call never answers. A misbehaving model
+// (Misbehave, or a reply's misbehave list) then spoils the answer.
 func (f *Model) answer(id string, req *engine.LLMRequest) (res engine.LLMResult, delay int64, ok bool) {
 	f.calls++
+	var forced []string
+	res, delay, ok = f.answerAs(id, req, &forced)
+	if ok {
+		f.misbehave(f.calls, forced, req, &res, &delay)
+	}
+	return res, delay, ok
+}
+
+// answerAs is the ordinary answer; forced is set to the misbehave list
+// of the reply that answered, if any.
+func (f *Model) answerAs(id string, req *engine.LLMRequest, forced *[]string) (res engine.LLMResult, delay int64, ok bool) {
 	res.ID = id
 	delay = f.pack.DryRun.LLMLatency.MS
 	for i := range f.script {
@@ -292,6 +314,7 @@ func (f *Model) answer(id string, req *engine.LLMRequest) (res engine.LLMResult,
 		if !r.Repeat {
 			r.used = true
 		}
+		*forced = r.Misbehave
 		if r.DelayMS != nil {
 			delay = *r.DelayMS
 		}
