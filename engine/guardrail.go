@@ -253,7 +253,7 @@ func (s *Session) bounded(t *turn, line string) string {
 }
 
 // speech cleans a generated line for speech: markdown and leading speaker
-// labels (any role's id or name) go. It returns the line and what was
+// labels (any role's id, name or first name) go. It returns the line and what was
 // removed ("" when nothing: the common case, which allocates nothing).
 func (s *Session) speech(line string) (string, string) {
 	line = strings.TrimSpace(line)
@@ -263,6 +263,11 @@ func (s *Session) speech(line string) (string, string) {
 			s.speakers = append(s.speakers, r.ID)
 			if r.Name != "" {
 				s.speakers = append(s.speakers, r.Name)
+				// Models address and label people by first name too
+				// ("Theo: ..." for "Theo (Tech Lead)").
+				if first, _, ok := strings.Cut(r.Name, " "); ok && len(first) > 1 {
+					s.speakers = append(s.speakers, first)
+				}
 			}
 		}
 	}

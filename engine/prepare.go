@@ -65,6 +65,8 @@ type prepEntry struct {
 	same string // the role "last" means for a silence step
 	hard bool
 	due  int64
+	// reasked: an unusable answer was already asked for again.
+	reasked bool
 
 	role string // as resolved when last asked
 
@@ -214,6 +216,7 @@ func (pr *prepare) send(s *Session, e *prepEntry, t *turn, req *LLMRequest, c *C
 		e.asks++
 		e.guard = guard{}
 		e.sent = req
+		e.reasked = false
 	}
 	e.state = prepAsked
 	e.result = LLMResult{}
@@ -231,6 +234,22 @@ func (pr *prepare) send(s *Session, e *prepEntry, t *turn, req *LLMRequest, c *C
 	}
 	sent.Prepare = &Preparation{DueMS: e.due, LeadMS: e.plan.LeadMS}
 	s.emit(Effect{Type: EffectLLMRequest, ID: e.reqID, Agent: t.role, Kind: t.kind, Rule: t.rule, Request: sent})
+	s.openRequest(e.reqID, &s.prep, s.now+s.p.LLM.Timeout.MS)
+}
+
+// resend asks for e's line again with req, saying why: the answer to
+// the request before could not be used.
+func (pr *prepare) resend(s *Session, e *prepEntry, t *turn, req *LLMRequest, why string) {
+	s.dropRequest(e.reqID)
+	e.unanswered++
+	e.state = prepAsked
+	e.result = LLMResult{}
+	e.role = t.role
+	e.reqID = s.nextID('r')
+	e.askedAt = s.now
+	e.sent = req
+	req.Prepare = &Preparation{DueMS: e.due, LeadMS: e.plan.LeadMS}
+	s.emit(Effect{Type: EffectLLMRequest, ID: e.reqID, Agent: t.role, Kind: t.kind, Rule: t.rule, Request: req, Reason: why})
 	s.openRequest(e.reqID, &s.prep, s.now+s.p.LLM.Timeout.MS)
 }
 
@@ -308,6 +327,30 @@ func (pr *prepare) answered(s *Session, r *LLMResult) {
 				Reason: "preparing: " + r.Err.Message + "; asked again when due"})
 			return
 		}
+		if why := unusable(r); why != "" && !e.reasked && s.now < e.due {
+			// Cut, withheld or empty with time left before it is due:
+			// asked again now, once, as reask.go does for a turn, so the
+			// line is ready on time rather than asked for when due.
+			e.reasked = true
+			t := s.provisional(e)
+			req := *e.sent
+			if why == FinishTruncated {
+				req.MaxTokens = reaskCap(req.MaxTokens)
+			}
+			pr.resend(s, e, t, &req, "asked again before its due time: "+reaskReason(why))
+			return
+		}
+		if r.Err != nil && e.hard && !e.reasked && s.now < e.due {
+			// A hard turn is said when due, whatever its model did: a
+			// failed preparation is asked for again now, once, rather
+			// than when due, which would make it late.
+			e.reasked = true
+			s.emit(Effect{Type: EffectAdapterError, ID: e.reqID, Agent: e.role, Kind: e.spec.Kind, Rule: e.rule,
+				Reason: "preparing: " + adapterReason(r.Err) + "; asked again now, as the turn is hard"})
+			req := *e.sent
+			pr.resend(s, e, s.provisional(e), &req, "asked again before its due time: the preparation failed")
+			return
+		}
 		if r.Err != nil || (strings.TrimSpace(r.Text) == "" && len(r.ToolCalls) == 0) {
 			e.state = prepFailed
 			s.emit(Effect{Type: EffectAdapterError, ID: e.reqID, Agent: e.role, Kind: e.spec.Kind, Rule: e.rule,
@@ -376,6 +419,14 @@ func (pr *prepare) release(s *Session, t *turn) bool {
 	// its window waits again); no other turn may take it.
 	pr.remove(e)
 	if e.state == prepFailed {
+		if t.hard {
+			// A hard turn is not late for a line its preparation could
+			// not get: the fallback is said on time.
+			s.emit(Effect{Type: EffectNote, Kind: NoteWarning, ID: e.reqID, Agent: t.role, Rule: t.rule,
+				Reason: "due with no prepared line: a hard turn says its fallback on time"})
+			s.deliver(t, s.fallback(t), true)
+			return true
+		}
 		return false
 	}
 	// Peeked, not built: instructions queued for the role go with the
@@ -419,6 +470,16 @@ func (pr *prepare) release(s *Session, t *turn) bool {
 		// comes, finds no owner and is ignored.
 		s.dropRequest(e.reqID)
 		s.deliver(t, e.guard.original, false)
+		return true
+	}
+	if t.hard {
+		// A hard turn is said when due: its line is not in yet (a model
+		// slower than the lead), so its fallback is said now and the
+		// answer, when it comes, finds no owner and is ignored.
+		s.dropRequest(e.reqID)
+		s.emit(Effect{Type: EffectNote, Kind: NoteWarning, ID: e.reqID, Agent: t.role, Rule: t.rule,
+			Reason: "due before its prepared line came: a hard turn says its fallback on time"})
+		s.deliver(t, s.fallback(t), true)
 		return true
 	}
 	// Still being written: the turn waits for it as for its own request.

@@ -113,17 +113,22 @@ func (rk *reask) answered(s *Session, r *LLMResult, o requestOwner) *LLMResult {
 	req := *e.Request
 	req.TimeoutMS = a.deadline - s.now
 	if why == FinishTruncated {
-		if req.MaxTokens > 0 {
-			req.MaxTokens *= 2
-		} else {
-			req.MaxTokens = DefaultReaskMaxTokens
-		}
+		req.MaxTokens = reaskCap(req.MaxTokens)
 	}
 	e.ID, e.Request, e.Reason = id, &req, "asked again: "+reaskReason(why)
 	s.emit(e)
 	rk.asked[len(rk.asked)-1].again = true
 	s.openRequest(id, o, a.deadline)
 	return nil
+}
+
+// reaskCap is the output cap of a request asked again after its answer
+// was cut: double the one it had, DefaultReaskMaxTokens when it had none.
+func reaskCap(had int) int {
+	if had > 0 {
+		return had * 2
+	}
+	return DefaultReaskMaxTokens
 }
 
 func reaskReason(why string) string {

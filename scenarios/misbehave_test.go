@@ -293,8 +293,12 @@ func TestMisbehaviourMatrix(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, pr := range checkSession(p, res.Records) {
+				probs := checkSession(p, res.Records)
+				for _, pr := range probs {
 					t.Error(pr)
+				}
+				if len(probs) > 0 && os.Getenv("BATON_MISBEHAVE_DUMP") != "" {
+					_ = record.WriteText(os.Stderr, res.Records, record.FormatOptions{Verbose: true})
 				}
 			})
 		}
