@@ -237,8 +237,8 @@ func (pr *prepare) send(s *Session, e *prepEntry, t *turn, req *LLMRequest, c *C
 	s.openRequest(e.reqID, &s.prep, s.now+s.p.LLM.Timeout.MS)
 }
 
-// resend asks for e's line again with req, saying why: the answer to
-// the request before could not be used.
+// resend asks for e's line again with req, a copy of e.sent, saying
+// why: the answer to the request before could not be used.
 func (pr *prepare) resend(s *Session, e *prepEntry, t *turn, req *LLMRequest, why string) {
 	s.dropRequest(e.reqID)
 	e.unanswered++
@@ -247,7 +247,8 @@ func (pr *prepare) resend(s *Session, e *prepEntry, t *turn, req *LLMRequest, wh
 	e.role = t.role
 	e.reqID = s.nextID('r')
 	e.askedAt = s.now
-	e.sent = req
+	// e.sent stays the request the line is for: a larger cap does not
+	// make the line stale.
 	req.Prepare = &Preparation{DueMS: e.due, LeadMS: e.plan.LeadMS}
 	s.emit(Effect{Type: EffectLLMRequest, ID: e.reqID, Agent: t.role, Kind: t.kind, Rule: t.rule, Request: req, Reason: why})
 	s.openRequest(e.reqID, &s.prep, s.now+s.p.LLM.Timeout.MS)

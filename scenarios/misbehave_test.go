@@ -70,6 +70,7 @@ func checkSession(p *rules.Pack, recs []record.Record) []problem {
 	spoke := map[string]bool{}
 	panelEnded := false
 	pending := map[string]bool{} // supervise requests not answered yet
+	var runs []string            // supervise requests, in the order asked
 	for i := range recs {
 		r := &recs[i]
 		switch r.Type {
@@ -99,12 +100,33 @@ func checkSession(p *rules.Pack, recs []record.Record) []problem {
 			}
 			switch r.Request.Job {
 			case "supervise":
-				pending[r.ID] = true
+				// A request asked again after an unusable answer is the
+				// same supervision, not another one.
+				if !strings.HasPrefix(r.Reason, "asked again") {
+					pending[r.ID] = true
+					runs = append(runs, r.ID)
+				}
 			case "deliberate":
 				panelEnded = true
 			}
 		case engine.EffectJobResult, engine.EffectJobError:
+			// A re-asked request's answer lands under its new id: the
+			// oldest supervision still open is the one answered.
+			if r.Rule == "supervise" && !pending[r.ID] {
+				for _, id := range runs {
+					if pending[id] {
+						delete(pending, id)
+						break
+					}
+				}
+			}
 			delete(pending, r.ID)
+		case engine.EffectNote:
+			// Deliberation that stopped waiting names what it lacks:
+			// the verdict is then rendered knowingly without it.
+			if r.Kind == engine.NoteWarning && strings.Contains(r.Reason, "stopped waiting") {
+				clear(pending)
+			}
 		case engine.EffectReport:
 			if hotseat && r.Kind == "verdict" && len(pending) > 0 {
 				add(checkPending, r, "verdict while %d supervision(s) pending", len(pending))
@@ -269,12 +291,9 @@ func TestCheckerCatchesEachBound(t *testing.T) {
 // against the simulated model misbehaving one way at a time, and every
 // way at once ("mixed"), and checks what a candidate would notice
 // (checkSession). The row "none" plays the well-behaved model: what fails
-// there fails whatever the model does. Set BATON_MISBEHAVE_MATRIX=1 to
-// run it.
+// there fails whatever the model does. BATON_MISBEHAVE_DUMP=1 prints the
+// timeline of a failing row.
 func TestMisbehaviourMatrix(t *testing.T) {
-	if os.Getenv("BATON_MISBEHAVE_MATRIX") != "1" {
-		t.Skip("set BATON_MISBEHAVE_MATRIX=1 to play every pack against every misbehaviour")
-	}
 	rows := append([]string{"none"}, dryrun.MisbehaviourNames...)
 	rows = append(rows, "mixed")
 	for _, name := range scenarios.Names() {
@@ -338,10 +357,11 @@ func TestOffRoleAnswersCandidate(t *testing.T) {
 	if l == 0 {
 		t.Fatal("no agent line followed a candidate message")
 	}
-	// The off-role model answers the candidate only when it complies with
-	// a role-fidelity correction; a share this low means it never does.
-	if pct(a, l) < 5 {
-		t.Errorf("%.1f%% of lines answered the candidate: the off-role model, asked again about role fidelity, hardly ever complied", pct(a, l))
+	// The off-role model answers the candidate only when a role-fidelity
+	// correction says what the candidate said: a correction without it
+	// gave 0.3% (5 of 1,711 lines), with it 39%.
+	if pct(a, l) < 20 {
+		t.Errorf("%.1f%% of lines answered the candidate: corrections do not carry what the candidate said, or the off-role model hardly ever complied", pct(a, l))
 	}
 }
 

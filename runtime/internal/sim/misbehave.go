@@ -11,6 +11,7 @@ import (
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/llm"
 )
 
 // The misbehaviours the simulated model can show, each by its name. They
@@ -258,9 +259,12 @@ var smallTalk = []string{
 // lead the line ("On replay, staging: which log ...").
 func (f *Model) offRole(req *engine.LLMRequest, base string, rng *rand.Rand) string {
 	if c := req.Correction; c != nil && aboutFidelity(c.Instruction) && rng.Float64() < ComplyRate {
+		// Like a model answering the turn in front of it, it answers
+		// the candidate only if the correction it is read (the last
+		// message of the request an adapter sends) says what they said.
 		last := req.CandidateLastMessage
-		if last == "" {
-			last = quoted(c.Instruction)
+		if msgs := llm.FromTurn(req).Messages; last == "" || len(msgs) == 0 || !strings.Contains(msgs[len(msgs)-1].Text, last) {
+			last = ""
 		}
 		if ws := ContentWords(last); len(ws) > 0 && base != "" {
 			// A clause, not a sentence of its own: the line keeps its
@@ -277,18 +281,6 @@ func (f *Model) offRole(req *engine.LLMRequest, base string, rng *rand.Rand) str
 func aboutFidelity(instruction string) bool {
 	s := strings.ToLower(instruction)
 	return strings.Contains(s, rules.GuardRoleFidelity) || strings.Contains(s, "role fidelity")
-}
-
-// quoted is the longest passage in double quotes in s, or "".
-func quoted(s string) string {
-	best := ""
-	parts := strings.Split(s, `"`)
-	for i := 1; i < len(parts); i += 2 {
-		if len(parts[i]) > len(best) {
-			best = parts[i]
-		}
-	}
-	return best
 }
 
 // stopWords are left out of ContentWords.
