@@ -578,6 +578,9 @@ func (c *Context) UnmarshalJSON(data []byte) error {
 type Constraints struct {
 	MaxSentences     int `json:"max_sentences,omitempty"`
 	MaxQuestionCount int `json:"max_question_count,omitempty"`
+	// MaxWords is the role's length bound in words (guardrails max_words
+	// and max_speech at its pace): a longer line is not said as it is.
+	MaxWords int `json:"max_words,omitempty"`
 }
 
 // LLMResult answers one llm_request. Err set means the call failed.

@@ -306,6 +306,9 @@ func (s *Session) request(t *turn, take bool) *LLMRequest {
 		},
 		TimeoutMS: p.LLM.Timeout.MS,
 	}
+	if role, ok := p.Role(t.role); ok {
+		req.Constraints.MaxWords = p.Guardrails.WordBound(role)
+	}
 	s.modelFor(req)
 	req.TranscriptTail = append([]TranscriptLine(nil), s.transcript.tail(p.LLM.TranscriptTail)...)
 	req.ScenarioContext = s.transcript.context

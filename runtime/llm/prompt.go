@@ -1,6 +1,8 @@
 package llm
 
 import (
+	"bytes"
+	"encoding/json"
 	"path"
 	"strconv"
 	"strings"
@@ -99,8 +101,15 @@ func FromTurn(req *engine.LLMRequest) Request {
 			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: st.Call.ID, Name: st.Call.Name, Args: st.Call.Args, Signature: st.Call.Signature})
 		}
 		out.Messages = append(out.Messages, msg)
+		noted := !round.Withheld || strings.TrimSpace(round.Text) == ""
 		for _, st := range round.Steps {
-			out.Messages = append(out.Messages, Message{Role: RoleTool, ToolResult: &ToolResult{CallID: st.Call.ID, Name: st.Call.Name, Content: st.Result, IsError: st.IsError}})
+			content := st.Result
+			if st.IsError && !noted {
+				// The model's words went out beside its calls; that they
+				// were not said is only known here.
+				content, noted = notSaid(content), true
+			}
+			out.Messages = append(out.Messages, Message{Role: RoleTool, ToolResult: &ToolResult{CallID: st.Call.ID, Name: st.Call.Name, Content: content, IsError: st.IsError}})
 		}
 	}
 	// A regeneration: the model sees the answer it gave as its own turn,
@@ -113,6 +122,25 @@ func FromTurn(req *engine.LLMRequest) Request {
 			Message{Role: RoleUser, Text: correction(req, c)})
 	}
 	return out
+}
+
+// NotSaid is what a refused call's result adds when the words that came
+// with it were held back: a round with a refused call is not spoken.
+const NotSaid = "Nothing you wrote with these calls was said, because a call was refused. Correct the call and give your line again."
+
+// notSaid adds NotSaid to a refusal's JSON object as "not_said", first,
+// so the result stays one object whatever it held.
+func notSaid(content json.RawMessage) json.RawMessage {
+	c := bytes.TrimSpace(content)
+	if len(c) < 2 || c[0] != '{' {
+		return content
+	}
+	q, _ := json.Marshal(NotSaid)
+	out := append([]byte(`{"not_said":`), q...)
+	if rest := bytes.TrimSpace(c[1:]); len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, c[1:]...)
 }
 
 // dropRoundLines is the transcript tail without the lines this turn's
@@ -258,6 +286,9 @@ func systemPrompt(req *engine.LLMRequest) string {
 			b.WriteString("Constraints:\n")
 			if n := req.Constraints.MaxSentences; n > 0 {
 				b.WriteString("- Use at most " + strconv.Itoa(n) + " " + text.Plural(n, "sentence", "sentences") + ".\n")
+			}
+			if n := req.Constraints.MaxWords; n > 0 {
+				b.WriteString("- Keep it under " + strconv.Itoa(n) + " words: it is spoken aloud.\n")
 			}
 			if n := req.Constraints.MaxQuestionCount; n > 0 {
 				b.WriteString("- Ask at most " + strconv.Itoa(n) + " " + text.Plural(n, "question", "questions") + ".\n")

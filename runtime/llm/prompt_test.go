@@ -181,8 +181,13 @@ func TestFromTurnSystem(t *testing.T) {
 		{
 			name:   "zero constraints are omitted",
 			req:    engine.LLMRequest{Role: "ba"},
-			hasNot: []string{"at most", "Scenario context", "Turn goal:"},
+			hasNot: []string{"at most", "Scenario context", "Turn goal:", "Keep it under"},
 			has:    []string{BriefBegin + "\nYour role: ba\n"},
+		},
+		{
+			name: "the length bound is spoken words",
+			req:  engine.LLMRequest{Constraints: engine.Constraints{MaxWords: 90}},
+			has:  []string{"- Keep it under 90 words: it is spoken aloud.\n"},
 		},
 		{
 			name: "singular and plural limits",
@@ -381,5 +386,43 @@ func TestAttributed(t *testing.T) {
 		if got := Attributed(tt.speaker, tt.text); got != tt.want {
 			t.Errorf("Attributed(%q, %q) = %q, want %q", tt.speaker, tt.text, got, tt.want)
 		}
+	}
+}
+
+// A round whose calls were refused was not spoken: its first refusal
+// says so, so the model gives its line again rather than assuming it
+// was heard. A round that went well says nothing of the kind.
+func TestFromTurnWithheldRound(t *testing.T) {
+	refused := engine.ToolStep{Call: engine.ToolCall{ID: "c1", Name: "endPanel"}, Result: json.RawMessage(`{"error":"not yet"}`), IsError: true}
+	for _, tc := range []struct {
+		name  string
+		round engine.ToolRound
+		want  string
+	}{
+		{"withheld", engine.ToolRound{Text: "Thank you, that concludes the panel.", Withheld: true, Steps: []engine.ToolStep{refused, refused}},
+			`{"not_said":"` + NotSaid + `","error":"not yet"}`},
+		{"said", engine.ToolRound{Text: "One moment.", Steps: []engine.ToolStep{refused}}, `{"error":"not yet"}`},
+		{"no text", engine.ToolRound{Withheld: true, Steps: []engine.ToolStep{refused}}, `{"error":"not yet"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := &engine.LLMRequest{Role: "qa", TurnGoal: "g", ToolRounds: []engine.ToolRound{tc.round}}
+			var results []string
+			for _, m := range FromTurn(req).Messages {
+				if m.ToolResult != nil {
+					results = append(results, string(m.ToolResult.Content))
+				}
+			}
+			if results[0] != tc.want {
+				t.Errorf("first result %s, want %s", results[0], tc.want)
+			}
+			for _, r := range results[1:] {
+				if strings.Contains(r, "not_said") {
+					t.Errorf("the note is repeated: %s", r)
+				}
+			}
+			if !json.Valid([]byte(results[0])) {
+				t.Errorf("not JSON: %s", results[0])
+			}
+		})
 	}
 }
