@@ -354,8 +354,12 @@ func (pr *prepare) answered(s *Session, r *LLMResult) {
 		}
 		if r.Err != nil || (strings.TrimSpace(r.Text) == "" && len(r.ToolCalls) == 0) {
 			e.state = prepFailed
+			then := "; asked again when due"
+			if e.hard {
+				then = "; its fallback is said when due"
+			}
 			s.emit(Effect{Type: EffectAdapterError, ID: e.reqID, Agent: e.role, Kind: e.spec.Kind, Rule: e.rule,
-				Reason: "preparing: " + adapterReason(r.Err) + "; asked again when due"})
+				Reason: "preparing: " + adapterReason(r.Err) + then})
 			return
 		}
 		pr.precheck(s, e)
