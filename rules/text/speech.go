@@ -50,6 +50,10 @@ func hasMarkdown(s string) bool {
 func markdownPass(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
+	// A title ("### My question") is structure, not speech: spoken, it is
+	// a fragment before the line. It is dropped when the text says
+	// something else, and kept when it is all there is.
+	titles := hasTitle(s)
 	for line := range strings.Lines(s) {
 		t := strings.TrimSpace(line)
 		if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") || isRule(t) || isTableRule(t) {
@@ -58,7 +62,12 @@ func markdownPass(s string) string {
 		for strings.HasPrefix(t, ">") {
 			t = strings.TrimLeft(t[1:], " \t")
 		}
-		t = stripHeading(t)
+		if h := stripHeading(t); h != t {
+			if titles && !endsSentence(h) {
+				continue
+			}
+			t = h
+		}
 		if n := listMarker(t); n > 0 {
 			t = t[n:]
 		}
@@ -75,6 +84,30 @@ func markdownPass(s string) string {
 		b.WriteString(t)
 	}
 	return b.String()
+}
+
+// hasTitle reports whether s has a heading that is not a sentence and a
+// line that is not a heading.
+func hasTitle(s string) bool {
+	title, other := false, false
+	for line := range strings.Lines(s) {
+		t := strings.TrimSpace(line)
+		if t == "" || strings.HasPrefix(t, "```") || isRule(t) {
+			continue
+		}
+		if h := stripHeading(t); h != t {
+			title = title || !endsSentence(h)
+			continue
+		}
+		other = true
+	}
+	return title && other
+}
+
+// endsSentence reports whether t ends as a sentence does.
+func endsSentence(t string) bool {
+	t = strings.TrimRight(strings.TrimSpace(t), "*_`\"')")
+	return strings.HasSuffix(t, ".") || strings.HasSuffix(t, "?") || strings.HasSuffix(t, "!")
 }
 
 // isRule reports a horizontal rule: three or more of one of - * _,

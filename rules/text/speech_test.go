@@ -10,7 +10,10 @@ import (
 func TestStripMarkdown(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{"Plain line, nothing to do.", "Plain line, nothing to do."},
-		{"### Question\nWhat broke?", "Question\nWhat broke?"},
+		{"### Question\nWhat broke?", "What broke?"},
+		{"### A title that is a sentence.\nWhat broke?", "A title that is a sentence.\nWhat broke?"},
+		{"### Only a title", "Only a title"},
+		{"## Plan\n### Risks\n- Rollback first.", "Rollback first."},
 		{"That is **really** *important* and __bold__ too.", "That is really important and bold too."},
 		{"Keep snake_case and my_var as they are.", "Keep snake_case and my_var as they are."},
 		{"Two things:\n- rollback\n- monitoring", "Two things:\nrollback\nmonitoring"},
