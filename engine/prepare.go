@@ -325,7 +325,7 @@ func (pr *prepare) answered(s *Session, r *LLMResult) {
 			// pace, not a failure: the line is asked for when due.
 			e.state = prepFailed
 			s.emit(Effect{Type: EffectNote, Kind: NoteWarning, ID: e.reqID, Agent: e.role, Rule: e.rule,
-				Reason: "preparing: " + r.Err.Message + "; asked again when due"})
+				Reason: "preparing: " + r.Err.Message + e.whenDue()})
 			return
 		}
 		if why := unusable(r); why != "" && !e.reasked && s.now < e.due {
@@ -352,14 +352,16 @@ func (pr *prepare) answered(s *Session, r *LLMResult) {
 			pr.resend(s, e, s.provisional(e), &req, "asked again before its due time: the preparation failed")
 			return
 		}
-		if r.Err != nil || (strings.TrimSpace(r.Text) == "" && len(r.ToolCalls) == 0) {
+		if why := unusable(r); r.Err != nil || why != "" {
+			// Failed, or unusable again (or with no time left to ask):
+			// a cut or withheld answer is never said as it came.
 			e.state = prepFailed
-			then := "; asked again when due"
-			if e.hard {
-				then = "; its fallback is said when due"
+			what := adapterReason(r.Err)
+			if r.Err == nil {
+				what = why + ": " + reaskReason(why)
 			}
 			s.emit(Effect{Type: EffectAdapterError, ID: e.reqID, Agent: e.role, Kind: e.spec.Kind, Rule: e.rule,
-				Reason: "preparing: " + adapterReason(r.Err) + then})
+				Reason: "preparing: " + what + e.whenDue()})
 			return
 		}
 		pr.precheck(s, e)
@@ -400,16 +402,34 @@ func (pr *prepare) precheck(s *Session, e *prepEntry) {
 	pr.send(s, e, t, e.sent, &Correction{Rejected: line, Instruction: instruction, Attempt: gd.regens})
 }
 
-// timedOut fails a preparation whose model did not answer in time.
+// timedOut fails a preparation whose model did not answer in time; a
+// hard turn's is asked for again at once, once, while it is not due.
 func (pr *prepare) timedOut(s *Session, reqID string) {
 	for _, e := range pr.entries {
 		if e.reqID == reqID && e.state == prepAsked {
+			what := "preparing: timeout: no result within " + formatMS(s.p.LLM.Timeout.MS)
+			if e.hard && !e.reasked && s.now < e.due {
+				e.reasked = true
+				s.emit(Effect{Type: EffectAdapterError, ID: e.reqID, Agent: e.role, Kind: e.spec.Kind, Rule: e.rule,
+					Reason: what + "; asked again now, as the turn is hard"})
+				req := *e.sent
+				pr.resend(s, e, s.provisional(e), &req, "asked again before its due time: the preparation timed out")
+				return
+			}
 			e.state = prepFailed
 			s.emit(Effect{Type: EffectAdapterError, ID: e.reqID, Agent: e.role, Kind: e.spec.Kind, Rule: e.rule,
-				Reason: "preparing: timeout: no result within " + formatMS(s.p.LLM.Timeout.MS) + "; asked again when due"})
+				Reason: what + e.whenDue()})
 			return
 		}
 	}
+}
+
+// whenDue says what becomes of a failed preparation when its turn is due.
+func (e *prepEntry) whenDue() string {
+	if e.hard {
+		return "; its fallback is said when due"
+	}
+	return "; asked again when due"
 }
 
 // release is the start of a prepared turn: it says the held line, or
@@ -442,12 +462,30 @@ func (pr *prepare) release(s *Session, t *turn) bool {
 	}
 	if !sameRequest(e.sent, cur) {
 		stale := changed(e.sent, cur)
-		s.emit(Effect{Type: EffectStale, ID: e.reqID, Agent: t.role, Kind: e.plan.OnStale.String(), Rule: t.rule,
+		policy := e.plan.OnStale
+		if policy == rules.StaleSpeak && e.role != t.role {
+			// Another role's line is never said in this role's voice,
+			// nor its calls run as this role.
+			policy = rules.StaleRegenerate
+		}
+		s.emit(Effect{Type: EffectStale, ID: e.reqID, Agent: t.role, Kind: policy.String(), Rule: t.rule,
 			Reason: stale + " changed since " + rules.FormatClock(e.askedAt)})
-		switch e.plan.OnStale {
+		switch policy {
 		case rules.StaleRegenerate:
-			s.dropRequest(e.reqID)
-			return false
+			if !t.hard {
+				s.dropRequest(e.reqID)
+				return false
+			}
+			if e.state != prepReady || e.role != t.role {
+				// Asking now would make a hard turn late.
+				s.dropRequest(e.reqID)
+				s.emit(Effect{Type: EffectNote, Kind: NoteWarning, ID: e.reqID, Agent: t.role, Rule: t.rule,
+					Reason: "stale when due with no line for it: a hard turn says its fallback on time"})
+				s.deliver(t, s.fallback(t), true)
+				return true
+			}
+			// A hard turn says the line it has, marked stale, rather
+			// than a new one late.
 		case rules.StaleDrop:
 			s.dropRequest(e.reqID)
 			s.floor.active = nil
