@@ -37,7 +37,8 @@ var wireVendors = []string{"gemini", "openai", "anthropic"}
 // limit as a 429 with the vendor's retry hint), to the vendor's official
 // SDK behind llm.Turns under the pack's retry policy. Each row runs on
 // one vendor, the vendors rotating so that each sees every misbehaviour
-// over the packs; a role that names its provider (The Brain's) is
+// over the packs (BATON_VENDOR_MATRIX=all runs every row on every
+// vendor: three times the rows, some 14 s of CPU against 4); a role that names its provider (The Brain's) is
 // routed to that vendor's fake, as vendors.ForPack routes it. Waits run
 // on a skipping clock: a retry's 2 s cost no real time but place the
 // answer 2 s later. A row fails on what the candidate would notice
@@ -46,39 +47,45 @@ var wireVendors = []string{"gemini", "openai", "anthropic"}
 // timeline of a failing row.
 func TestMisbehaviourThroughVendors(t *testing.T) {
 	rows := append(slices.Clone(dryrun.MisbehaviourNames), "mixed")
+	all := os.Getenv("BATON_VENDOR_MATRIX") == "all"
 	for pi, name := range scenarios.Names() {
 		p, evs := loadBundled(t, name)
 		for ri, row := range rows {
-			vendor := wireVendors[(pi+ri)%len(wireVendors)]
-			t.Run(name+"/"+row+"/"+vendor, func(t *testing.T) {
-				t.Parallel()
-				mis := &dryrun.Misbehave{Names: []string{row}, Seed: 1}
-				if row == "mixed" {
-					mis = &dryrun.Misbehave{Seed: 1}
-				}
-				w := startWire(t, p, vendor, mis)
-				res, err := dryrun.Run(p, dryrun.Options{Events: evs, Seed: 1, Model: w})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, e := range w.problems() {
-					t.Error(e)
-				}
-				probs := checkSession(p, res.Records)
-				for _, pr := range probs {
-					t.Error(pr)
-				}
-				t.Logf("%d calls on the wire, %d retried after a rate limit", w.calls, w.retried)
-				if w.calls == 0 {
-					t.Error("no request reached a vendor")
-				}
-				if row == misRateLimit && w.retried == 0 {
-					t.Error("no call was rate limited and retried")
-				}
-				if (len(probs) > 0 || t.Failed()) && os.Getenv("BATON_MISBEHAVE_DUMP") != "" {
-					_ = record.WriteText(os.Stderr, res.Records, record.FormatOptions{Verbose: true})
-				}
-			})
+			vendors := []string{wireVendors[(pi+ri)%len(wireVendors)]}
+			if all {
+				vendors = wireVendors
+			}
+			for _, vendor := range vendors {
+				t.Run(name+"/"+row+"/"+vendor, func(t *testing.T) {
+					t.Parallel()
+					mis := &dryrun.Misbehave{Names: []string{row}, Seed: 1}
+					if row == "mixed" {
+						mis = &dryrun.Misbehave{Seed: 1}
+					}
+					w := startWire(t, p, vendor, mis)
+					res, err := dryrun.Run(p, dryrun.Options{Events: evs, Seed: 1, Model: w})
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, e := range w.problems() {
+						t.Error(e)
+					}
+					probs := checkSession(p, res.Records)
+					for _, pr := range probs {
+						t.Error(pr)
+					}
+					t.Logf("%d calls on the wire, %d retried after a rate limit", w.calls, w.retried)
+					if w.calls == 0 {
+						t.Error("no request reached a vendor")
+					}
+					if row == misRateLimit && w.retried == 0 {
+						t.Error("no call was rate limited and retried")
+					}
+					if (len(probs) > 0 || t.Failed()) && os.Getenv("BATON_MISBEHAVE_DUMP") != "" {
+						_ = record.WriteText(os.Stderr, res.Records, record.FormatOptions{Verbose: true})
+					}
+				})
+			}
 		}
 	}
 }
