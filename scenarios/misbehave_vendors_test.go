@@ -257,6 +257,9 @@ func (w *wire) Answer(ctx context.Context, id string, req *engine.LLMRequest) ll
 			w.errorf("%s: retried %v after a 429 asking for %v", id, gap, hint)
 		}
 	}
+	if d := resultDiff(sim.Result, got.Result); d != "" {
+		w.errorf("%s: the engine got other than the model sent: %s", id, d)
+	}
 	// The model's own latency, which the fake does not spend: the
 	// simulated answer's delay, less the rate limit's wait that the
 	// retry policy spent on the clock.
@@ -289,3 +292,46 @@ func neutralReply(req *engine.LLMRequest, res engine.LLMResult) llmtest.Reply {
 
 // misRateLimit is the simulated model's rate limit, by its name.
 const misRateLimit = "rate_limit"
+
+// resultDiff says how the result the engine got from the wire differs
+// from the one the simulated model meant, "" when in nothing it reads:
+// text, intent tag, finish reason, tool calls and the failure's kind.
+func resultDiff(want, got engine.LLMResult) string {
+	var d []string
+	if (want.Err == nil) != (got.Err == nil) || (want.Err != nil && want.Err.Kind != got.Err.Kind) {
+		d = append(d, fmt.Sprintf("error %v, want %v", got.Err, want.Err))
+	}
+	if want.Err != nil {
+		return strings.Join(d, "; ")
+	}
+	if strings.TrimSpace(got.Text) != strings.TrimSpace(want.Text) {
+		d = append(d, fmt.Sprintf("text %.60q, want %.60q", got.Text, want.Text))
+	}
+	if got.IntentTag != want.IntentTag {
+		d = append(d, fmt.Sprintf("intent tag %q, want %q", got.IntentTag, want.IntentTag))
+	}
+	if got.Finish != want.Finish {
+		d = append(d, fmt.Sprintf("finish %q, want %q", got.Finish, want.Finish))
+	}
+	if len(got.ToolCalls) != len(want.ToolCalls) {
+		d = append(d, fmt.Sprintf("%d tool calls, want %d", len(got.ToolCalls), len(want.ToolCalls)))
+	} else {
+		for i, g := range got.ToolCalls {
+			c := want.ToolCalls[i]
+			if g.ID != c.ID || g.Name != c.Name || !sameJSON(g.Args, c.Args) {
+				d = append(d, fmt.Sprintf("tool call %d %s %s(%s), want %s %s(%s)", i+1, g.ID, g.Name, g.Args, c.ID, c.Name, c.Args))
+			}
+		}
+	}
+	return strings.Join(d, "; ")
+}
+
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return string(a) == string(b)
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return string(xa) == string(ya)
+}
