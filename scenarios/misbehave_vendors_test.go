@@ -256,6 +256,9 @@ func (w *wire) Answer(ctx context.Context, id string, req *engine.LLMRequest) ll
 		if gap := srv[1].at.Sub(srv[0].at); gap < hint {
 			w.errorf("%s: retried %v after a 429 asking for %v", id, gap, hint)
 		}
+		if got.After < hint {
+			w.errorf("%s: answered %v after the request, before the %v the retry waited", id, got.After, hint)
+		}
 	}
 	if d := resultDiff(sim.Result, got.Result); d != "" {
 		w.errorf("%s: the engine got other than the model sent: %s", id, d)
