@@ -503,3 +503,29 @@ func (h *host) step(in engine.Input) error {
 	}
 	return nil
 }
+
+// SimulatedModel is the pack's simulated model, as a dry run plays it,
+// for a host that renders its answers itself: a test serving them on a
+// vendor's wire.
+type SimulatedModel struct{ m *sim.Model }
+
+// NewSimulatedModel is p's simulated model, misbehaving as mis says (nil:
+// not at all).
+func NewSimulatedModel(p *rules.Pack, mis *Misbehave) *SimulatedModel {
+	m := sim.NewModel(p, nil, -1)
+	if mis != nil {
+		m.Misbehave(*mis)
+	}
+	return &SimulatedModel{m: m}
+}
+
+// Answer is the model's answer to req, as a dry run would get it, and the
+// misbehaviours (MisbehaviourNames) that struck the call: under a
+// rate_limit the answer's After already holds the wait its hint asked
+// for (sim.RetryAfterMS) and a second latency.
+func (m *SimulatedModel) Answer(ctx context.Context, id string, req *engine.LLMRequest) (llm.Answer, []string) {
+	return m.m.AnswerStruck(ctx, id, req)
+}
+
+// RetryAfterMS is the wait the simulated model's rate limit asks for.
+const RetryAfterMS = sim.RetryAfterMS

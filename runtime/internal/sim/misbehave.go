@@ -181,24 +181,30 @@ func (f *Model) struck(call int, forced []string) (map[string]bool, *rand.Rand) 
 	return hit, rng
 }
 
-// misbehave turns an ordinary answer into a misbehaving one.
-func (f *Model) misbehave(call int, forced []string, req *engine.LLMRequest, res *engine.LLMResult, delay *int64) {
+// misbehave turns an ordinary answer into a misbehaving one. It returns
+// the misbehaviours that struck the call, in MisbehaviourNames order.
+func (f *Model) misbehave(call int, forced []string, req *engine.LLMRequest, res *engine.LLMResult, delay *int64) (struck []string) {
 	if f.mis == nil && len(forced) == 0 {
-		return
+		return nil
 	}
 	hit, rng := f.struck(call, forced)
 	if len(hit) == 0 || res.Err != nil {
-		return
+		return nil
 	}
 	job := req.Job != ""
 	on := func(name string) bool {
 		return hit[name] && (!job || slices.Contains(jobMisbehaviours, name))
 	}
+	for _, n := range MisbehaviourNames {
+		if on(n) {
+			struck = append(struck, n)
+		}
+	}
 	firstRound := len(req.ToolRounds) == 0
 	if on(MisRateLimit) {
 		if req.TimeoutMS > 0 && RetryAfterMS > req.TimeoutMS {
 			*res = engine.LLMResult{ID: res.ID, Err: &engine.AdapterError{Kind: "rate_limit", Message: fmt.Sprintf("rate limited; retry after %dms, past the %dms timeout", RetryAfterMS, req.TimeoutMS)}}
-			return
+			return struck
 		}
 		*delay = *delay + RetryAfterMS + *delay
 	}
@@ -211,11 +217,11 @@ func (f *Model) misbehave(call int, forced []string, req *engine.LLMRequest, res
 	}
 	if on(MisSafety) {
 		*res = engine.LLMResult{ID: res.ID, Finish: engine.FinishBlocked}
-		return
+		return struck
 	}
 	if on(MisEmpty) {
 		*res = engine.LLMResult{ID: res.ID}
-		return
+		return struck
 	}
 	if on(MisOffRole) {
 		res.Text = f.offRole(req, res.Text, rng)
@@ -242,6 +248,7 @@ func (f *Model) misbehave(call int, forced []string, req *engine.LLMRequest, res
 		res.Text = cut(res.Text)
 		res.Finish = engine.FinishTruncated
 	}
+	return struck
 }
 
 // smallTalk is what an off-role model says: nothing of any turn's goal.

@@ -251,6 +251,8 @@ type Model struct {
 	rotate map[string]int
 	// mis, when set, makes the model misbehave (misbehave.go).
 	mis *Misbehave
+	// struck are the misbehaviours that struck the last call.
+	lastStruck []string
 }
 
 var (
@@ -269,15 +271,23 @@ func NewModel(p *rules.Pack, script []Reply, latency time.Duration) *Model {
 
 // Answer implements llm.Answerer. It answers at once; After says when the
 // answer is due.
-func (f *Model) Answer(_ context.Context, id string, req *engine.LLMRequest) llm.Answer {
+func (f *Model) Answer(ctx context.Context, id string, req *engine.LLMRequest) llm.Answer {
+	a, _ := f.AnswerStruck(ctx, id, req)
+	return a
+}
+
+// AnswerStruck is Answer, also naming the misbehaviours that struck the
+// call (MisbehaviourNames order), for a host that plays them itself: a
+// rate limit's hint on a vendor's wire, say.
+func (f *Model) AnswerStruck(_ context.Context, id string, req *engine.LLMRequest) (llm.Answer, []string) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	res, delay, ok := f.answer(id, req)
-	f.mu.Unlock()
 	a := llm.Answer{Result: res, After: time.Duration(delay) * time.Millisecond, Never: !ok}
 	if f.latency >= 0 {
 		a.After = f.latency.Truncate(time.Millisecond)
 	}
-	return a
+	return a, slices.Clone(f.lastStruck)
 }
 
 // Warm implements llm.Warmer: it replays the call so the rotation of lines
@@ -295,8 +305,9 @@ func (f *Model) answer(id string, req *engine.LLMRequest) (res engine.LLMResult,
 	f.calls++
 	var forced []string
 	res, delay, ok = f.answerAs(id, req, &forced)
+	f.lastStruck = nil
 	if ok {
-		f.misbehave(f.calls, forced, req, &res, &delay)
+		f.lastStruck = f.misbehave(f.calls, forced, req, &res, &delay)
 	}
 	return res, delay, ok
 }

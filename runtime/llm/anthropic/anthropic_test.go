@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,30 +37,10 @@ func (anthropicVendor) Caps() llmtest.Caps {
 func (anthropicVendor) Start(t *testing.T, script ...llmtest.Reply) llmtest.Fake {
 	replies := make([]anthropicfake.Reply, len(script))
 	for i, r := range script {
-		replies[i] = fakeReply(r)
+		replies[i] = anthropicfake.Render(r)
 	}
 	s, m := newFake(t, anthropicfake.Script(replies...))
 	return &anthropicFake{s: s, m: m}
-}
-
-func fakeReply(r llmtest.Reply) anthropicfake.Reply {
-	out := anthropicfake.Reply{Text: r.Text, Hang: r.Hang}
-	if r.Status != 0 {
-		out.Status, out.Message = r.Status, "scripted failure: "+http.StatusText(r.Status)
-	}
-	if r.RetryAfter > 0 {
-		out.Header = http.Header{"Retry-After": {strconv.FormatInt(int64((r.RetryAfter+time.Second-1)/time.Second), 10)}}
-	}
-	switch r.Finish {
-	case engine.FinishTruncated:
-		out.StopReason = "max_tokens"
-	case engine.FinishBlocked:
-		out.StopReason = "refusal"
-	}
-	for _, c := range r.Calls {
-		out.Calls = append(out.Calls, anthropicfake.Call{ID: c.ID, Name: c.Name, Input: c.Args})
-	}
-	return out
 }
 
 type anthropicFake struct {

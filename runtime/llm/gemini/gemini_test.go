@@ -34,7 +34,7 @@ func (geminiVendor) Caps() llmtest.Caps {
 func (geminiVendor) Start(t *testing.T, script ...llmtest.Reply) llmtest.Fake {
 	replies := make([]geminifake.Reply, len(script))
 	for i, r := range script {
-		replies[i] = fakeReply(r)
+		replies[i] = geminifake.Render(r)
 	}
 	s := geminifake.New(geminifake.Script(replies...))
 	t.Cleanup(s.Close)
@@ -43,26 +43,6 @@ func (geminiVendor) Start(t *testing.T, script ...llmtest.Reply) llmtest.Fake {
 		t.Fatal(err)
 	}
 	return &geminiFake{s: s, m: m}
-}
-
-func fakeReply(r llmtest.Reply) geminifake.Reply {
-	out := geminifake.Reply{Text: r.Text, Hang: r.Hang}
-	if r.Status != 0 {
-		out.Status, out.Message = r.Status, "scripted failure: "+http.StatusText(r.Status)
-	}
-	if r.RetryAfter > 0 {
-		out.Details = []any{geminifake.RetryInfo(r.RetryAfter)}
-	}
-	switch r.Finish {
-	case engine.FinishTruncated:
-		out.FinishReason = "MAX_TOKENS"
-	case engine.FinishBlocked:
-		out.FinishReason = "SAFETY"
-	}
-	for _, c := range r.Calls {
-		out.Calls = append(out.Calls, geminifake.Call{ID: c.ID, Name: c.Name, Args: c.Args})
-	}
-	return out
 }
 
 type geminiFake struct {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,34 +38,10 @@ func (openaiVendor) Caps() llmtest.Caps {
 func (openaiVendor) Start(t *testing.T, script ...llmtest.Reply) llmtest.Fake {
 	replies := make([]openaifake.Reply, len(script))
 	for i, r := range script {
-		replies[i] = fakeReply(r)
+		replies[i] = openaifake.Render(r)
 	}
 	s, m := newFake(t, openaifake.Script(replies...))
 	return &openaiFake{s: s, m: m}
-}
-
-func fakeReply(r llmtest.Reply) openaifake.Reply {
-	out := openaifake.Reply{Text: r.Text, Hang: r.Hang}
-	if r.Status != 0 {
-		out.Status, out.Message = r.Status, "scripted failure: "+http.StatusText(r.Status)
-	}
-	if r.RetryAfter > 0 {
-		// OpenAI sends both: the milliseconds, and whole seconds rounded up.
-		out.Header = http.Header{
-			"Retry-After-Ms": {strconv.FormatInt(r.RetryAfter.Milliseconds(), 10)},
-			"Retry-After":    {strconv.FormatInt(int64((r.RetryAfter+time.Second-1)/time.Second), 10)},
-		}
-	}
-	switch r.Finish {
-	case engine.FinishTruncated:
-		out.FinishReason = "length"
-	case engine.FinishBlocked:
-		out.FinishReason = "content_filter"
-	}
-	for _, c := range r.Calls {
-		out.Calls = append(out.Calls, openaifake.Call{ID: c.ID, Name: c.Name, Args: c.Args})
-	}
-	return out
 }
 
 type openaiFake struct {
