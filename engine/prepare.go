@@ -67,6 +67,10 @@ type prepEntry struct {
 	due  int64
 	// reasked: an unusable answer was already asked for again.
 	reasked bool
+	// backup is a hard turn's last good line, kept while a newer one is
+	// asked for; backupWhy says what made it stale.
+	backup    LLMResult
+	backupWhy string
 
 	role string // as resolved when last asked
 
@@ -213,6 +217,12 @@ func (pr *prepare) send(s *Session, e *prepEntry, t *turn, req *LLMRequest, c *C
 	s.dropRequest(e.reqID)
 	e.unanswered++
 	if c == nil {
+		if e.hard && e.state == prepReady && e.result.Err == nil && len(e.result.ToolCalls) == 0 && unusable(&e.result) == "" && e.guard.original == "" {
+			// A hard turn asked again because its line went stale keeps
+			// that line: said marked stale if the new one is not in on
+			// time, it beats a fallback.
+			e.backup, e.backupWhy = e.result, changed(e.sent, req)
+		}
 		e.asks++
 		e.guard = guard{}
 		e.sent = req
@@ -424,6 +434,25 @@ func (pr *prepare) timedOut(s *Session, reqID string) {
 	}
 }
 
+// onTime says a hard turn's line when its prepared one is missing: the
+// line it held before that went stale (marked stale, through the
+// guardrails), else its fallback, with a warning saying why.
+func (pr *prepare) onTime(s *Session, t *turn, e *prepEntry, why string) {
+	if b := e.backup; b.Text != "" && e.role == t.role {
+		s.emit(Effect{Type: EffectNote, Kind: NoteWarning, ID: e.reqID, Agent: t.role, Rule: t.rule,
+			Reason: why + ": a hard turn says the line it had on time"})
+		t.stale = e.backupWhy
+		t.reqID = b.ID
+		t.state = tsGenerating
+		t.guard = guard{askedAt: s.now}
+		s.turnResult(t, &b)
+		return
+	}
+	s.emit(Effect{Type: EffectNote, Kind: NoteWarning, ID: e.reqID, Agent: t.role, Rule: t.rule,
+		Reason: why + ": a hard turn says its fallback on time"})
+	s.deliver(t, s.fallback(t), true)
+}
+
 // whenDue says what becomes of a failed preparation when its turn is due.
 func (e *prepEntry) whenDue() string {
 	if e.hard {
@@ -446,10 +475,8 @@ func (pr *prepare) release(s *Session, t *turn) bool {
 	if e.state == prepFailed {
 		if t.hard {
 			// A hard turn is not late for a line its preparation could
-			// not get: the fallback is said on time.
-			s.emit(Effect{Type: EffectNote, Kind: NoteWarning, ID: e.reqID, Agent: t.role, Rule: t.rule,
-				Reason: "due with no prepared line: a hard turn says its fallback on time"})
-			s.deliver(t, s.fallback(t), true)
+			// not get.
+			pr.onTime(s, t, e, "due with no prepared line")
 			return true
 		}
 		return false
@@ -479,9 +506,7 @@ func (pr *prepare) release(s *Session, t *turn) bool {
 			if e.state != prepReady || e.role != t.role {
 				// Asking now would make a hard turn late.
 				s.dropRequest(e.reqID)
-				s.emit(Effect{Type: EffectNote, Kind: NoteWarning, ID: e.reqID, Agent: t.role, Rule: t.rule,
-					Reason: "stale when due with no line for it: a hard turn says its fallback on time"})
-				s.deliver(t, s.fallback(t), true)
+				pr.onTime(s, t, e, "stale when due with no line for it")
 				return true
 			}
 			// A hard turn says the line it has, marked stale, rather
@@ -517,12 +542,11 @@ func (pr *prepare) release(s *Session, t *turn) bool {
 	}
 	if t.hard {
 		// A hard turn is said when due: its line is not in yet (a model
-		// slower than the lead), so its fallback is said now and the
-		// answer, when it comes, finds no owner and is ignored.
+		// slower than the lead), so the line it had before it went stale
+		// or its fallback is said now, and the answer, when it comes,
+		// finds no owner and is ignored.
 		s.dropRequest(e.reqID)
-		s.emit(Effect{Type: EffectNote, Kind: NoteWarning, ID: e.reqID, Agent: t.role, Rule: t.rule,
-			Reason: "due before its prepared line came: a hard turn says its fallback on time"})
-		s.deliver(t, s.fallback(t), true)
+		pr.onTime(s, t, e, "due before its prepared line came")
 		return true
 	}
 	// Still being written: the turn waits for it as for its own request.
