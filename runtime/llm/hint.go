@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -19,7 +20,7 @@ func RetryAfterHeader(h http.Header, now time.Time) time.Duration {
 	}
 	if v := strings.TrimSpace(h.Get("retry-after-ms")); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
+			return HintDuration(ms, time.Millisecond)
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
@@ -27,10 +28,7 @@ func RetryAfterHeader(h http.Header, now time.Time) time.Duration {
 		return 0
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(s * float64(time.Second))
+		return HintDuration(s, time.Second)
 	}
 	at, err := http.ParseTime(v)
 	if err != nil {
@@ -39,5 +37,23 @@ func RetryAfterHeader(h http.Header, now time.Time) time.Duration {
 	if d, err := http.ParseTime(h.Get("Date")); err == nil {
 		now = d
 	}
-	return max(at.Sub(now), 0)
+	return min(max(at.Sub(now), 0), MaxRetryHint)
+}
+
+// MaxRetryHint caps a vendor's retry hint: a wait this long is past any
+// call's budget, so the call gives up at once rather than waiting.
+const MaxRetryHint = 24 * time.Hour
+
+// HintDuration turns n units of a vendor's hint into a duration: 0 for
+// a hint that is not a positive number (NaN, negative, zero), at most
+// MaxRetryHint, so a huge or infinite hint cannot overflow into a
+// negative wait.
+func HintDuration(n float64, unit time.Duration) time.Duration {
+	if !(n > 0) || math.IsInf(n, 0) || n >= float64(MaxRetryHint)/float64(unit) {
+		if n > 0 {
+			return MaxRetryHint
+		}
+		return 0
+	}
+	return time.Duration(n * float64(unit))
 }

@@ -23,6 +23,13 @@ func TestRetryAfterHeader(t *testing.T) {
 		{"date in the past", http.Header{"Retry-After": {date(-time.Minute)}}, 0},
 		{"garbage", http.Header{"Retry-After": {"soon"}}, 0},
 		{"negative", http.Header{"Retry-After": {"-3"}}, 0},
+		{"huge seconds", http.Header{"Retry-After": {"99999999999"}}, MaxRetryHint},
+		{"1e300", http.Header{"Retry-After": {"1e300"}}, MaxRetryHint},
+		{"inf", http.Header{"Retry-After": {"inf"}}, MaxRetryHint},
+		{"NaN", http.Header{"Retry-After": {"NaN"}}, 0},
+		{"ms inf", http.Header{"Retry-After-Ms": {"+Inf"}}, MaxRetryHint},
+		{"ms huge", http.Header{"Retry-After-Ms": {"1e300"}}, MaxRetryHint},
+		{"date far ahead", http.Header{"Retry-After": {date(1000 * time.Hour)}}, MaxRetryHint},
 	}
 	for _, tt := range tests {
 		if got := RetryAfterHeader(tt.h, now); got != tt.want {

@@ -144,7 +144,7 @@ func retryDelay(details []map[string]any) time.Duration {
 			continue
 		}
 		if secs, err := strconv.ParseFloat(strings.TrimSuffix(s, "s"), 64); err == nil && secs > 0 {
-			return time.Duration(secs * float64(time.Second))
+			return llm.HintDuration(secs, time.Second)
 		}
 	}
 	return 0
