@@ -227,8 +227,11 @@ type ToolDecl struct {
 type ToolRound struct {
 	Text string `json:"text,omitempty"`
 	// Withheld: Text was not said, as a call of the round was refused.
-	Withheld bool       `json:"withheld,omitempty"`
-	Steps    []ToolStep `json:"steps"`
+	Withheld bool `json:"withheld,omitempty"`
+	// Said is the line said for Text, as the transcript holds it (the
+	// guardrails may have cleaned or cut it); empty when nothing was.
+	Said  string     `json:"said,omitempty"`
+	Steps []ToolStep `json:"steps"`
 }
 
 // ToolStep is one call and its result inside a tool round.

@@ -326,6 +326,7 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 	if hasText && refused < 0 && f.active == a {
 		s.deliverChecked(a, r.Text, false, true)
 		spoke = true
+		round.Said = a.text
 	} else if hasText {
 		round.Withheld = true
 	}

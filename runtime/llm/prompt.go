@@ -159,7 +159,14 @@ func dropRoundLines(req *engine.LLMRequest) []engine.TranscriptLine {
 	own := strings.TrimSpace(req.Role)
 	drop := map[int]bool{}
 	for _, round := range req.ToolRounds {
-		said := strings.TrimSpace(round.Text)
+		if round.Withheld {
+			continue // never said, so not in the tail
+		}
+		said, exact := strings.TrimSpace(round.Said), true
+		if said == "" {
+			// A request recorded before rounds carried the line as said.
+			said, exact = strings.TrimSpace(round.Text), false
+		}
 		if said == "" {
 			continue
 		}
@@ -168,7 +175,7 @@ func dropRoundLines(req *engine.LLMRequest) []engine.TranscriptLine {
 			if drop[i] || strings.TrimSpace(tail[i].Speaker) != own || text == "" {
 				continue
 			}
-			if text == said || strings.HasPrefix(said, text) || strings.Contains(text, said) {
+			if text == said || (!exact && (strings.HasPrefix(said, text) || strings.Contains(text, said))) {
 				drop[i] = true
 				break
 			}

@@ -426,3 +426,38 @@ func TestFromTurnWithheldRound(t *testing.T) {
 		})
 	}
 }
+
+// A round's line leaves the tail only as it was said: a withheld round
+// was never said, so an earlier line it resembles stays, and a line the
+// guardrails cleaned is matched as it was said, not as the model wrote it.
+func TestFromTurnRoundLinesAsSaid(t *testing.T) {
+	call := engine.ToolStep{Call: engine.ToolCall{ID: "c1", Name: "pass"}, Result: json.RawMessage(`{"ok":true}`)}
+	tail := []engine.TranscriptLine{
+		{Speaker: "qa", Text: "Right. What is your rollback plan?"},
+		{Speaker: "candidate", Text: "We keep the old path."},
+		{Speaker: "qa", Text: "Thanks, over to the lead."},
+	}
+	for _, tc := range []struct {
+		name  string
+		round engine.ToolRound
+		kept  []string
+	}{
+		{"withheld", engine.ToolRound{Text: "Right.", Withheld: true, Steps: []engine.ToolStep{call}},
+			[]string{"Right. What is your rollback plan?", "Thanks, over to the lead."}},
+		{"cleaned", engine.ToolRound{Text: "**qa:** Thanks, over to the lead.", Said: "Thanks, over to the lead.", Steps: []engine.ToolStep{call}},
+			[]string{"Right. What is your rollback plan?"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := &engine.LLMRequest{Role: "qa", TurnGoal: "g", TranscriptTail: tail, ToolRounds: []engine.ToolRound{tc.round}}
+			var own []string
+			for _, m := range FromTurn(req).Messages {
+				if m.Role == RoleModel && len(m.ToolCalls) == 0 {
+					own = append(own, strings.Split(m.Text, "\n")...)
+				}
+			}
+			if !reflect.DeepEqual(own, tc.kept) {
+				t.Errorf("the role's own lines in the history: %q, want %q", own, tc.kept)
+			}
+		})
+	}
+}
