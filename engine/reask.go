@@ -36,6 +36,9 @@ type askedRequest struct {
 // "blocked" or "empty"); when it does not, the result goes to it as it
 // came.
 type reasker interface {
+	// accepts reports whether the owner takes the answer as it came
+	// (asked again, or not, it is not a failure).
+	accepts(s *Session, old, why string) bool
 	reasked(s *Session, old, id, why string) bool
 }
 
@@ -99,7 +102,7 @@ func (rk *reask) answered(s *Session, r *LLMResult, o requestOwner) *LLMResult {
 		return r
 	}
 	ro, canAsk := o.(reasker)
-	if !canAsk {
+	if !canAsk || ro.accepts(s, r.ID, why) {
 		return r
 	}
 	if a.again || s.now >= a.deadline {
@@ -155,13 +158,20 @@ func (f *floor) reasked(s *Session, old, id, why string) bool {
 	if a == nil || a.reqID != old || a.state != tsGenerating {
 		return false
 	}
-	if why == "empty" && a.spokeInRounds() {
-		// After a refused call, nothing more to say is an answer.
-		return false
-	}
 	a.reqID = id
 	return true
 }
+
+// accepts takes an empty answer from a turn that already said its line
+// in an earlier round: after a refused call, nothing more to say is an
+// answer.
+func (f *floor) accepts(_ *Session, old, why string) bool {
+	a := f.active
+	return why == "empty" && a != nil && a.reqID == old && a.spokeInRounds()
+}
+
+// accepts: a job's answer is its output, never taken cut or empty.
+func (j *jobs) accepts(*Session, string, string) bool { return false }
 
 // reasked follows a job to its new request.
 func (j *jobs) reasked(_ *Session, old, id, _ string) bool {
