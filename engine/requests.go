@@ -1,5 +1,7 @@
 package engine
 
+import "strings"
+
 // Model requests and their owners. Every request the engine asks of a
 // model has exactly one owner, recorded where its id is made: the floor
 // (the turn holding it, its regenerations included; turns.go), a
@@ -94,13 +96,21 @@ func (r *LLMResult) apply(s *Session) {
 	s.unowned(r)
 }
 
-// unowned refuses the tool calls of a result nobody waits for (its turn
-// was superseded, interrupted or ended): a call is owned by the request
-// that produced it, and runs only while that request is waited for.
+// unowned notes the tool calls of a result nobody waits for (its turn
+// was superseded, interrupted or ended; or a duplicate of one already
+// answered): a call is owned by the request that produced it and runs
+// only while that request is waited for, so none of them runs. One note
+// says so; tool results under those ids would read as answers to calls
+// that may already have been answered.
 func (s *Session) unowned(r *LLMResult) {
-	for _, c := range r.ToolCalls {
-		s.refuseCall(c.Role, c, "refused: request "+r.ID+" is no longer waited for (its turn was superseded, interrupted or ended)")
+	if len(r.ToolCalls) == 0 {
+		return
 	}
+	names := make([]string, len(r.ToolCalls))
+	for i, c := range r.ToolCalls {
+		names[i] = c.Name
+	}
+	s.note("", "not run: "+strings.Join(names, ", ")+": request "+r.ID+" is no longer waited for (its turn was superseded, interrupted or ended, or it was answered already)")
 }
 
 // requestTimedOut hands a request's timeout to its owner.
