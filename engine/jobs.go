@@ -160,7 +160,7 @@ func (j *jobs) rerun(s *Session, job *rules.Job, role string) {
 	}
 	e := j.reruns[i]
 	j.reruns = slices.Delete(j.reruns, i, i+1)
-	j.run(s, e.job, e.args, rules.OverlapAllow, false, e.job.ID)
+	j.begin(s, e.job, e.args, rules.OverlapAllow, e.job.ID) // a queued start waits as any start does
 }
 
 func (j *jobs) take(id string) (jobEntry, bool) {

@@ -486,6 +486,9 @@ func (ph *Phase) check(c *compiler, i int) {
 		c.missingf(ph.Pos, "jobs", "phase %d: unknown job %q%s", i+1, ph.Job, c.suggest(ph.Job, c.p.jobNames()))
 		return
 	}
+	if ph.job.WaitFor != nil {
+		c.errorf(ph.Pos, "phase %d: job %s has wait_for, but a setup phase never waits (the next phase and the session's start follow it); start it from a rule, or drop wait_for", i+1, ph.Job)
+	}
 	name := ph.job.RoleArg()
 	given := slices.ContainsFunc(ph.Args, func(x Arg) bool { return x.ID == name }) || name == "item" && ph.ForEach.Set()
 	if name != "" && !given {
