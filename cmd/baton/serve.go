@@ -325,7 +325,11 @@ func voiceConnector(ctx context.Context, name string) (voice.Connector, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--voice elevenlabs: %w", err)
 		}
-		list, err := c.Voices(ctx)
+		// Bounded, so a vendor that does not answer stops the start with
+		// an error rather than hanging it.
+		vctx, cancel := context.WithTimeout(ctx, voiceCheckTimeout)
+		list, err := c.Voices(vctx)
+		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("--voice elevenlabs: checking the packs' voices: %w", err)
 		}
@@ -345,6 +349,10 @@ func voiceConnector(ctx context.Context, name string) (voice.Connector, error) {
 // for vendor (its own, or the pack's voice.default), or one that is not
 // in have (when have is given: the account's ElevenLabs voices). A live
 // session would otherwise speak in a voice nobody chose, or fail.
+// voiceCheckTimeout bounds the start-up listing of the speech vendor's
+// voices.
+const voiceCheckTimeout = 30 * time.Second
+
 func checkVoices(flag, vendor string, have map[string]bool) error {
 	var problems []string
 	for _, name := range scenarios.Names() {
