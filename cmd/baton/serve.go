@@ -345,14 +345,14 @@ func voiceConnector(ctx context.Context, name string) (voice.Connector, error) {
 	return nil, nil
 }
 
-// checkVoices refuses to start when a role of a bundled pack has no voice
-// for vendor (its own, or the pack's voice.default), or one that is not
-// in have (when have is given: the account's ElevenLabs voices). A live
-// session would otherwise speak in a voice nobody chose, or fail.
 // voiceCheckTimeout bounds the start-up listing of the speech vendor's
 // voices.
 const voiceCheckTimeout = 30 * time.Second
 
+// checkVoices refuses to start when a role of a bundled pack has no voice
+// for vendor (its own, or the pack's voice.default), or one that is not
+// in have (when have is given: the account's ElevenLabs voices). A live
+// session would otherwise speak in a voice nobody chose, or fail.
 func checkVoices(flag, vendor string, have map[string]bool) error {
 	var problems []string
 	for _, name := range scenarios.Names() {
