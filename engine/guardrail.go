@@ -86,10 +86,20 @@ func (s *Session) correction(t *turn, line string, v []string) string {
 
 // guardLine runs a generated line through the guardrails. It returns the
 // line to say and its outcome, or ok=false when the turn waits for the
-// model again (regenerate) or the session ended.
+// model again (regenerate) or the session ended. An empty line means the
+// answer was empty once cleaned for speech: the caller says the role's
+// fallback line, as for a blank answer.
 func (s *Session) guardLine(t *turn, line string, withCalls bool) (out, outcome string, ok bool) {
 	line, t.cleaned = s.speech(t.role, line)
 	gd := &t.guard
+	if line == "" {
+		// Nothing but markdown: an empty answer, which the role's
+		// fallback line replaces, as it does a blank one.
+		s.emit(Effect{Type: EffectAdapterError, ID: t.reqID, Agent: t.role, Kind: t.kind, Rule: t.rule,
+			Reason: "empty reply: nothing left once cleaned for speech"})
+		return "", OutcomeFallback, true
+	}
+	gd.answers++
 	v := s.check(t, line)
 	if s.ended {
 		return "", "", false
