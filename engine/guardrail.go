@@ -86,10 +86,19 @@ func (s *Session) correction(t *turn, line string, v []string) string {
 
 // guardLine runs a generated line through the guardrails. It returns the
 // line to say and its outcome, or ok=false when the turn waits for the
-// model again (regenerate) or the session ended.
+// model again (regenerate) or the session ended. An empty line means the
+// answer was empty once cleaned for speech: the caller says the role's
+// fallback line, as for a blank answer.
 func (s *Session) guardLine(t *turn, line string, withCalls bool) (out, outcome string, ok bool) {
-	line, t.cleaned = s.speech(line)
+	line, t.cleaned = s.speech(t.role, line)
 	gd := &t.guard
+	if line == "" {
+		// Nothing but markdown: an empty answer, which the role's
+		// fallback line replaces, as it does a blank one.
+		s.emit(Effect{Type: EffectAdapterError, ID: t.reqID, Agent: t.role, Kind: t.kind, Rule: t.rule,
+			Reason: "empty reply: nothing left once cleaned for speech"})
+		return "", OutcomeFallback, true
+	}
 	gd.answers++
 	v := s.check(t, line)
 	if s.ended {
@@ -252,34 +261,46 @@ func (s *Session) bounded(t *turn, line string) string {
 	return text.Cut(line, s.p.Guardrails.WordBound(role), 0)
 }
 
-// speech cleans a generated line for speech: markdown and leading speaker
-// labels (any role's id, name or first name) go. It returns the line and what was
-// removed ("" when nothing: the common case, which allocates nothing).
-func (s *Session) speech(line string) (string, string) {
+// speech cleans role's generated line for speech: markdown and leading
+// speaker labels go (role's own id, name or first name before ':' or a
+// dash; another role's only before ':', as a dash after it addresses
+// them). It returns the line and what was removed ("" when nothing: the
+// common case, which allocates nothing). A line that was all markdown
+// comes back empty.
+func (s *Session) speech(role, line string) (string, string) {
 	line = strings.TrimSpace(line)
 	if s.speakers == nil {
+		s.speakers = map[string]speakers{}
+		var all []string
+		for i := range s.p.Roles {
+			all = append(all, text.SpeakerNames(s.p.Roles[i].ID, s.p.Roles[i].Name)...)
+		}
 		for i := range s.p.Roles {
 			r := &s.p.Roles[i]
-			s.speakers = append(s.speakers, r.ID)
-			if r.Name != "" {
-				s.speakers = append(s.speakers, r.Name)
-				// Models address and label people by first name too
-				// ("Theo: ..." for "Theo (Tech Lead)").
-				if first, _, ok := strings.Cut(r.Name, " "); ok && len(first) > 1 {
-					s.speakers = append(s.speakers, first)
+			var sp speakers
+			sp.own = text.SpeakerNames(r.ID, r.Name)
+			for j := range s.p.Roles {
+				if j != i {
+					sp.others = append(sp.others, text.SpeakerNames(s.p.Roles[j].ID, s.p.Roles[j].Name)...)
 				}
 			}
+			s.speakers[r.ID] = sp
 		}
+		s.speakers[""] = speakers{others: all}
+	}
+	sp, ok := s.speakers[role]
+	if !ok {
+		sp = s.speakers[""]
 	}
 	md := text.StripMarkdown(line)
-	out := text.StripLabels(md, s.speakers)
+	out := text.StripLabels(md, sp.own, sp.others)
 	label := out != md
 	if label {
 		out = text.StripMarkdown(out) // a label may have hidden a heading
 	}
 	out = strings.TrimSpace(out)
 	switch {
-	case out == "" || out == line:
+	case out == line:
 		return line, ""
 	case md != line && label:
 		return out, CleanedMarkdown + ", " + CleanedLabel
@@ -288,6 +309,10 @@ func (s *Session) speech(line string) (string, string) {
 	}
 	return out, CleanedMarkdown
 }
+
+// speakers are the names a role's line may be labelled with: its own and
+// the other roles'.
+type speakers struct{ own, others []string }
 
 // What cleaning removed from a generated line, as agent messages report it.
 const (

@@ -390,7 +390,7 @@ func (pr *prepare) precheck(s *Session, e *prepEntry) {
 		return
 	}
 	t := s.provisional(e)
-	line, _ := s.speech(e.result.Text)
+	line, _ := s.speech(t.role, e.result.Text)
 	v := s.violations(t, line)
 	if s.lines.atCap(s, line) {
 		v = append(v, rules.GuardRepeat)

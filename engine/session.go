@@ -74,9 +74,9 @@ type Session struct {
 	seq     uint64
 	timers  timerTable
 	rng     *rand.Rand
-	// speakers are the role ids and names a generated line may start
-	// with as a label (guardrail.go).
-	speakers []string
+	// speakers are, by role id, the names a generated line may start
+	// with as a label ("" for a line of no role) (guardrail.go).
+	speakers map[string]speakers
 	scripts  scriptRuns
 	reqs     requests        // requests.go
 	reask    reask           // reask.go

@@ -426,6 +426,9 @@ func (s *Session) deliverChecked(t *turn, text string, fallback, withCalls bool)
 			return // asked again, or the session ended
 		}
 		text, outcome = out, oc
+		if text == "" {
+			text, fallback = s.fallback(t), true
+		}
 	}
 	if fallback || outcome == OutcomeFallback {
 		t.cleaned = "" // the role's own line, not the model's

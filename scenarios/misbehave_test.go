@@ -60,12 +60,13 @@ func checkSession(p *rules.Pack, recs []record.Record) []problem {
 	for _, a := range p.Timeline.Anchors {
 		anchors[a.ID] = true
 	}
-	var names []string
+	names := map[string][]string{} // by role id
 	for i := range p.Roles {
-		names = append(names, dryrun.SpeakerNames(&p.Roles[i])...)
+		n := dryrun.SpeakerNames(&p.Roles[i])
+		// The longest first: "Theo (Tech Lead):" is named whole, not "Theo".
+		slices.SortStableFunc(n, func(a, b string) int { return len(b) - len(a) })
+		names[p.Roles[i].ID] = n
 	}
-	// The longest first: "Theo (Tech Lead):" is named whole, not "Theo".
-	slices.SortStableFunc(names, func(a, b string) int { return len(b) - len(a) })
 	hotseat := p.Name == "hotseat"
 	spoke := map[string]bool{}
 	panelEnded := false
@@ -82,7 +83,7 @@ func checkSession(p *rules.Pack, recs []record.Record) []problem {
 			if ms := int64(words) * 60_000 / int64(wordsPerMinute(p, r.Agent)); ms > maxLineSpeechMS {
 				add(checkSpeech, r, "%s %s line takes %s to say (bound %s)", r.Agent, r.Kind, rules.FormatClock(ms), rules.FormatClock(maxLineSpeechMS))
 			}
-			if l := speakerLabel(r.Text, names); l != "" {
+			if l := speakerLabel(r.Text, r.Agent, names); l != "" {
 				add(checkLabel, r, "%s %s line starts with the label %q: %.60q", r.Agent, r.Kind, l, r.Text)
 			}
 			if m := markdownIn(r.Text); m != "" {
@@ -159,17 +160,26 @@ func wordsPerMinute(p *rules.Pack, role string) int {
 	return 150
 }
 
-// speakerLabel is the role id or name line starts with as a label ("qa:",
-// "**Theo:**", any case), or "".
-func speakerLabel(line string, names []string) string {
-	s := strings.TrimLeft(strings.TrimSpace(line), "*_ ")
+// speakerLabel is the role id or name line of role starts with as a
+// label, or "": any role's followed by ':' ("qa:", "**Theo:**", any
+// case), and role's own followed by a dash too ("Marcus — ..." said by
+// marcus). A dash after another role's name addresses them.
+func speakerLabel(line, role string, names map[string][]string) string {
+	s := strings.TrimLeft(strings.TrimSpace(line), "*_[ ")
 	low := strings.ToLower(s)
-	for _, n := range names {
-		if !strings.HasPrefix(low, strings.ToLower(n)) {
-			continue
-		}
-		if rest := strings.TrimLeft(s[len(n):], "*_ "); strings.HasPrefix(rest, ":") {
-			return s[:len(n)]
+	for id, ns := range names {
+		for _, n := range ns {
+			if !strings.HasPrefix(low, strings.ToLower(n)) {
+				continue
+			}
+			rest := strings.TrimLeft(s[len(n):], "*_] ")
+			if strings.HasPrefix(rest, ":") {
+				return s[:len(n)]
+			}
+			dashed := strings.HasPrefix(rest, "-") || strings.HasPrefix(rest, "—") || strings.HasPrefix(rest, "–")
+			if id == role && dashed && rest != s[len(n):] {
+				return s[:len(n)]
+			}
 		}
 	}
 	return ""
@@ -244,6 +254,12 @@ func TestCheckerCatchesEachBound(t *testing.T) {
 		{"display name label", dayone, []record.Record{msg(1000, "qa", "Bea (BA): "+ok), end(2000, "session_complete")}, checkLabel},
 		{"name label", hotseat, panel(msg(4000, "marcus", "MARCUS WEBB: "+ok), verdict(5000), end(5000, "verdict")), checkLabel},
 		{"a colon later is no label", dayone, []record.Record{msg(1000, "qa", "Quick one: "+ok), end(2000, "session_complete")}, ""},
+		{"own name dash label", hotseat, panel(msg(4000, "marcus", "Marcus — "+ok), verdict(5000), end(5000, "verdict")), checkLabel},
+		{"own first name hyphen label", dayone, []record.Record{msg(1000, "tech_lead", "theo - "+ok), end(2000, "session_complete")}, checkLabel},
+		{"another's name before a dash addresses them", hotseat, panel(msg(4000, "priya", "Marcus — over to you: what would you ask about the rollout?"), verdict(5000), end(5000, "verdict")), ""},
+		{"another's name before a hyphen", dayone, []record.Record{msg(1000, "qa", "Theo - your question, please."), end(2000, "session_complete")}, ""},
+		{"The is no first name", hotseat, panel(msg(4000, "brain", "The — honestly — the key question is rollback."), verdict(5000), end(5000, "verdict")), ""},
+		{"another's name in brackets", dayone, []record.Record{msg(1000, "qa", "[Theo]: "+ok), end(2000, "session_complete")}, checkLabel},
 		{"heading", dayone, []record.Record{msg(1000, "qa", "### Question\n"+ok), end(2000, "session_complete")}, checkMarkdown},
 		{"bold", dayone, []record.Record{msg(1000, "qa", "**"+ok+"**"), end(2000, "session_complete")}, checkMarkdown},
 		{"code", dayone, []record.Record{msg(1000, "qa", "Run `make` first. "+ok), end(2000, "session_complete")}, checkMarkdown},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/rules/text"
 	"github.com/batonhq/baton/runtime/llm"
 )
 
@@ -341,20 +342,11 @@ func markdown(base string) string {
 	return "### My question\n\n**" + base + "**\n\n- first, the context\n- second, the risk\n\n```\nstep 1: answer\n```"
 }
 
-// SpeakerNames are what a line of p's roles may be labelled with: each
-// role's id, its display name and, for a name of several words, its
-// first ("Theo" of "Theo (Tech Lead)").
-func SpeakerNames(r *rules.Role) []string {
-	names := []string{r.ID}
-	if r.Name == "" {
-		return names
-	}
-	names = append(names, r.Name)
-	if first, _, ok := strings.Cut(r.Name, " "); ok && len(first) >= 3 && !strings.EqualFold(first, "the") {
-		names = append(names, first)
-	}
-	return names
-}
+// SpeakerNames are what a line of a role may be labelled with: its id,
+// its display name and, for a name of several words, its first when that
+// can be a name (text.SpeakerNames: "Theo" of "Theo (Tech Lead)", not
+// "The" of "The Brain").
+func SpeakerNames(r *rules.Role) []string { return text.SpeakerNames(r.ID, r.Name) }
 
 // label is a speaker label for a line of role: its id, its name or
 // another role's, in a varied case and dress.
