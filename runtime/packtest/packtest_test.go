@@ -94,7 +94,7 @@ tests/fail_unknown_event.yaml:6:5: stt_confidence 2 must be between 0 and 1`,
 fixtures/bad_candidate.jsonl:2:15: unknown event type: "candidate_mesage" is not handled by pack packtest (did you mean candidate_message?) (it takes candidate_message, mic_state_changed, speech_end, typing_state_changed, code_submitted)
 fixtures/bad_candidate.jsonl:3:44: time goes backwards (00:04.0 after 00:06.0)
 fixtures/bad_candidate.jsonl:4:15: candidate_message needs data.text
-fixtures/bad_replies.yaml:3:32: unknown field "txt": did you mean text? (known: call, delay_ms, error, goal, intent_tag, job, json, kind, no_reply, repeat, role, text, tool_calls)
+fixtures/bad_replies.yaml:3:32: unknown field "txt": did you mean text? (known: call, delay_ms, error, goal, intent_tag, job, json, kind, misbehave, no_reply, repeat, role, text, tool_calls)
 fixtures/bad_replies.yaml:4:27: expected a whole number, found "soon"
 fixtures/bad_replies.yaml:6:17: unknown field "nme": did you mean name? (known: args, name)
 tests/fail_files.yaml:8:10: at: bad duration "later": want a number with a unit (800ms, 12s, 1m30s) or mm:ss`,

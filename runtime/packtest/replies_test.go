@@ -16,7 +16,7 @@ import (
 // file:line:col, a misspelt key with the nearest known one, as a pack
 // does.
 func TestReadRepliesFile(t *testing.T) {
-	const known = "(known: call, delay_ms, error, goal, intent_tag, job, json, kind, no_reply, repeat, role, text, tool_calls)"
+	const known = "(known: call, delay_ms, error, goal, intent_tag, job, json, kind, misbehave, no_reply, repeat, role, text, tool_calls)"
 	cases := []struct {
 		name, in, want string
 		replies        int
