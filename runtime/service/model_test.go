@@ -52,17 +52,23 @@ func TestModelRetryWaitsOnServerClock(t *testing.T) {
 		h.clk.Advance(time.Duration(st.Wake-st.Now) * time.Millisecond)
 	}
 
-	// The pack's first backoff (1 s) waits on the fake clock.
-	backoff := h.clk.Now().Add(time.Second)
+	// The pack's first backoff (1 s, jittered to between half of it and
+	// all of it) waits on the fake clock.
+	from := h.clk.Now()
+	inBackoff := func(at time.Time) bool {
+		return !at.Before(from.Add(500*time.Millisecond)) && !at.After(from.Add(time.Second))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	if err := h.clk.WaitFor(ctx, func(armed []time.Time) bool { return slices.ContainsFunc(armed, backoff.Equal) }); err != nil {
+	if err := h.clk.WaitFor(ctx, func(armed []time.Time) bool { return slices.ContainsFunc(armed, inBackoff) }); err != nil {
 		t.Fatalf("no backoff timer on the server's clock (armed: %v): the retry waits elsewhere", h.clk.Armed())
 	}
 	if n := model.calls.Load(); n != 1 {
 		t.Fatalf("%d calls before the backoff elapsed on the server's clock", n)
 	}
-	h.clk.Advance(time.Second)
+	armed := h.clk.Armed()
+	backoff := armed[slices.IndexFunc(armed, inBackoff)].Sub(from)
+	h.clk.Advance(backoff)
 	m := c.waitFor("the retried answer", func(f *ServerFrame) bool {
 		return f.Type == FrameEffect && f.Effect.Type == engine.EffectAgentMessage && !f.Effect.Fallback
 	})
@@ -78,8 +84,8 @@ func TestModelRetryWaitsOnServerClock(t *testing.T) {
 		if st, _ := h.status("retry"); st.Now != 0 {
 			t.Fatalf("the clock started %d ms before the answer came", st.Now)
 		}
-	case m.Effect.T < asked+1000:
-		t.Fatalf("answer applied at %d ms, before the backoff ended at %d ms", m.Effect.T, asked+1000)
+	case m.Effect.T < asked+backoff.Milliseconds():
+		t.Fatalf("answer applied at %d ms, before the backoff ended at %d ms", m.Effect.T, asked+backoff.Milliseconds())
 	}
 }
 
