@@ -8,6 +8,7 @@ import (
 
 	"time"
 
+	"github.com/batonhq/baton/engine"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 )
@@ -23,6 +24,11 @@ func TestMetricsLint(t *testing.T) {
 	h.runUntil("m1", 20_000)
 	c.send(eventFrame("e", msgEvent(20_000, "check the logs")))
 	c.expectAck("e")
+	// The ack goes out when the event is durable; its first effect, which
+	// the latency metric times, may follow it.
+	c.waitFor("the event's first effect", func(f *ServerFrame) bool {
+		return f.Type == FrameEffect && f.Effect.Type == engine.EffectRouted && f.Effect.T >= 20_000
+	})
 	c.sendRaw([]byte("nope"))
 	c.reply("")
 
