@@ -338,7 +338,7 @@ func (pr *prepare) answered(s *Session, r *LLMResult) {
 				Reason: "preparing: " + r.Err.Message + e.whenDue()})
 			return
 		}
-		if why := unusable(r); why != "" && !e.reasked && s.now < e.due {
+		if why := s.unusableLine(e.role, r); why != "" && !e.reasked && s.now < e.due {
 			// Cut, withheld or empty with time left before it is due:
 			// asked again now, once, as reask.go does for a turn, so the
 			// line is ready on time rather than asked for when due.
@@ -362,7 +362,7 @@ func (pr *prepare) answered(s *Session, r *LLMResult) {
 			pr.resend(s, e, s.provisional(e), &req, "asked again before its due time: the preparation failed")
 			return
 		}
-		if why := unusable(r); r.Err != nil || why != "" {
+		if why := s.unusableLine(e.role, r); r.Err != nil || why != "" {
 			// Failed, or unusable again (or with no time left to ask):
 			// a cut or withheld answer is never said as it came.
 			e.state = prepFailed

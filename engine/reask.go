@@ -98,6 +98,9 @@ func unusable(r *LLMResult) string {
 func (rk *reask) answered(s *Session, r *LLMResult, o requestOwner) *LLMResult {
 	a, ok := rk.forget(r.ID)
 	why := unusable(r)
+	if f := &s.floor; why == "" && o == requestOwner(f) && f.active != nil && f.active.reqID == r.ID {
+		why = s.unusableLine(f.active.role, r)
+	}
 	if !ok || why == "" {
 		return r
 	}
@@ -123,6 +126,18 @@ func (rk *reask) answered(s *Session, r *LLMResult, o requestOwner) *LLMResult {
 	rk.asked[len(rk.asked)-1].again = true
 	s.openRequest(id, o, a.deadline)
 	return nil
+}
+
+// unusableLine is unusable for an answer to be said by role: an answer
+// that is all markdown is empty once cleaned for speech.
+func (s *Session) unusableLine(role string, r *LLMResult) string {
+	if why := unusable(r); why != "" || r.Err != nil || len(r.ToolCalls) > 0 {
+		return why
+	}
+	if out, _ := s.speech(role, r.Text); out == "" {
+		return "empty"
+	}
+	return ""
 }
 
 // reaskCap is the output cap of a request asked again after its answer
