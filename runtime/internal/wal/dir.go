@@ -98,8 +98,9 @@ type Dir struct {
 	// pending holds the logs (open or closed) with bytes that are in the
 	// journal but not yet in their file.
 	pending map[string]*Log
-	// gaps are sessions whose redo found lost bytes (RedoReport.Damaged).
-	gaps map[string]error
+	// led is the ledger: how much of each live file was acknowledged,
+	// and the sessions found damaged.
+	led *ledger
 
 	j    *journal
 	redo RedoReport
@@ -148,9 +149,25 @@ func OpenDir(path string, opt Options) (*Dir, error) {
 		d.syncer = nil
 		opt.logger().Info("checkpoints fsync session files one by one", "data", path, "reason", err)
 	}
+	var bad string
+	if d.led, bad, err = readLedger(fsys, path); err != nil {
+		if d.syncer != nil {
+			d.syncer.Close()
+		}
+		lock.Close()
+		return nil, fmt.Errorf("data dir %s: reading the ledger: %w", path, err)
+	}
 	// Before anything reads a session file: acknowledged bytes may be in
 	// the journal only.
-	if d.redo, err = d.redoJournal(); err != nil {
+	fresh := d.led.found == ""
+	d.redo, err = d.redoJournal()
+	d.redo.LedgerLost = bad
+	if err == nil && fresh {
+		// From now on the journal's segments are all of the sized kind,
+		// and the ledger says so.
+		err = d.writeLedger()
+	}
+	if err != nil {
 		if d.syncer != nil {
 			d.syncer.Close()
 		}
@@ -334,6 +351,15 @@ func (d *Dir) Create(h Header) (*Log, error) {
 	if err == nil {
 		err = d.fs.SyncDir(d.path)
 	}
+	if err == nil {
+		// An empty entry at the header's end: the journal, and then the
+		// ledger, know the header was acknowledged, so a header cut
+		// later is found out instead of read as an unfinished Create.
+		var b *batch
+		if b, err = d.j.add(h.SessionID, int64(len(buf)), nil, true); err == nil {
+			err = b.wait()
+		}
+	}
 	if err != nil {
 		d.fs.Remove(path)
 		d.release(h.SessionID)
@@ -423,6 +449,12 @@ func (d *Dir) open(id string) (*Log, *Recovered, error) {
 		return nil, nil, fmt.Errorf("log %s: %w", id, &DamageError{Offset: int64(len(Magic)), Record: 0, NextValid: -1,
 			Reason: fmt.Sprintf("header names session %q", rec.Header.SessionID)})
 	}
+	if err := d.ledgerDamage(id, rec); err != nil {
+		// Recorded at once: the cut below must never happen to it, and
+		// the next start must find it failed without the evidence.
+		d.markDamaged(id, err)
+		return nil, nil, err
+	}
 	if rec.Tail != nil {
 		if err := f.Truncate(rec.Size); err != nil {
 			return nil, nil, fmt.Errorf("log %s: truncating torn tail: %w", id, err)
@@ -462,6 +494,12 @@ func (d *Dir) Read(id string) (*Recovered, error) {
 	rec, err := parse(data, finished)
 	if err != nil {
 		return nil, fmt.Errorf("log %s: %w", filepath.Base(path), err)
+	}
+	if !finished {
+		if err := d.ledgerDamage(id, rec); err != nil {
+			d.markDamaged(id, err)
+			return nil, err
+		}
 	}
 	return rec, nil
 }
@@ -604,6 +642,7 @@ func (l *Log) Finish(end End) error {
 	if err := l.dir.fs.SyncDir(l.dir.path); err != nil {
 		return fmt.Errorf("finishing log %s: %w", l.id, err)
 	}
+	l.dir.forget(l.id)
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -20,15 +19,6 @@ import (
 // The journal, its segment format and the rule that tells a torn batch
 // from damage are described in the package doc (doc.go); docs/journal.md
 // tells why it is built this way.
-
-// JournalMagic starts every journal segment.
-const JournalMagic = "BTNJNL2\n"
-
-// journalMagicV1 starts segments written before batches were framed.
-const journalMagicV1 = "BTNJNL1\n"
-
-// batchHeader is the length of a batch's header: a frame and its payload.
-const batchHeader = frame + 9
 
 // JournalDir is the folder, inside the data directory, holding the
 // journal's segments (NNNNNNNN.jnl) while any are live.
@@ -57,6 +47,9 @@ const maxEntry = 1 + 64 + 8 + 2*(frame+MaxRecord)
 // batchLimit starts a write even when no one waits, so that a flood of
 // unsynced entries cannot grow a batch without bound.
 const batchLimit = 4 << 20
+
+// quickSegment is the size of a segment made while a batch waits for it.
+const quickSegment = 64 << 10
 
 // checkpointRetry is how long a checkpoint that could not finish (no
 // descriptor for a session file, say) waits before it tries again.
@@ -96,8 +89,8 @@ func decodeEntry(p []byte) (jentry, error) {
 		return jentry{}, errors.New("empty entry")
 	}
 	k := int(p[0])
-	if len(p) < 1+k+8+1 {
-		return jentry{}, fmt.Errorf("entry of %d bytes too short for an id of %d, an offset and data", len(p), k)
+	if len(p) < 1+k+8 {
+		return jentry{}, fmt.Errorf("entry of %d bytes too short for an id of %d and an offset", len(p), k)
 	}
 	id := string(p[1 : 1+k])
 	if err := ValidID(id); err != nil {
@@ -110,166 +103,13 @@ func decodeEntry(p []byte) (jentry, error) {
 	return jentry{id: id, off: int64(off), data: p[1+k+8:]}, nil
 }
 
-// parseSegment reads a segment's entries. Only the last segment may end in
-// a torn tail: a segment is retired only after its last batch was synced.
-// The rule that tells a tail from damage is the session log's (parse).
-func parseSegment(data []byte, name string, last bool) ([]jentry, *TailError, error) {
-	if len(data) >= len(journalMagicV1) && string(data[:len(journalMagicV1)]) == journalMagicV1 {
-		return parseSegmentV1(data, name, last)
-	}
-	return parseBatched(data, name, last)
-}
-
-// putBatchHeader fills in the header room at the start of buf, a batch.
-func putBatchHeader(buf []byte) {
-	body := buf[batchHeader:]
-	binary.LittleEndian.PutUint32(buf[0:], 9)
-	buf[frame] = 'B'
-	binary.LittleEndian.PutUint32(buf[frame+1:], uint32(len(body)))
-	binary.LittleEndian.PutUint32(buf[frame+5:], crc32.Checksum(body, castagnoli))
-	binary.LittleEndian.PutUint32(buf[4:], crc32.Checksum(buf[frame:batchHeader], castagnoli))
-}
-
-// batchAt checks the batch at off: its header's frame and checksum, and
-// its body's length and checksum. It returns the body and the batch's
-// length, or why it is not a batch.
-func batchAt(data []byte, off int64) ([]byte, int64, string) {
-	n, hdr, why := frameWithin(data, off, 9)
-	if why != "" {
-		return nil, n, why
-	}
-	if n != 9 || hdr[0] != 'B' {
-		return nil, n, "not a batch header"
-	}
-	size := int64(binary.LittleEndian.Uint32(hdr[1:]))
-	if size == 0 || size > int64(len(data))-off-batchHeader {
-		return nil, n, fmt.Sprintf("batch of %d bytes cut short at %d", size, int64(len(data))-off-batchHeader)
-	}
-	body := data[off+batchHeader : off+batchHeader+size]
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(hdr[5:]) {
-		return nil, n, "batch checksum mismatch"
-	}
-	return body, batchHeader + size, ""
-}
-
-// parseBatched reads a segment of batches. Only the last batch of the
-// last segment may be torn; an invalid batch followed by a valid one is
-// damage, and so is an invalid entry inside a valid batch (its checksum
-// says the disk returned what was written). An invalid batch with only
-// zeros after it may be a batch whose earlier sectors never reached the
-// disk while later ones did. A batch boundary followed by nothing but
-// zeros is a prepared segment's unused end.
-func parseBatched(data []byte, name string, last bool) ([]jentry, *TailError, error) {
-	total := int64(len(data))
-	dmg := func(off int64, entry int, next int64, reason string) error {
-		return &DamageError{Segment: name, Offset: off, Record: entry, NextValid: next, Reason: reason}
-	}
-	nextBatch := func(from int64) int64 {
-		for p := from; p+batchHeader <= total; p++ {
-			if binary.LittleEndian.Uint32(data[p:]) != 9 {
-				continue
-			}
-			if _, _, why := batchAt(data, p); why == "" {
-				return p
-			}
-		}
-		return -1
-	}
-	if total < int64(len(JournalMagic)) || string(data[:len(JournalMagic)]) != JournalMagic {
-		// The magic is written with the segment's first batch and synced
-		// with it, so a segment without it never held an acknowledged
-		// entry, unless a batch in it verifies.
-		next := nextBatch(0)
-		if !last || next != -1 {
-			return nil, nil, dmg(0, 0, next, "not a journal segment (bad magic)")
-		}
-		return nil, &TailError{Offset: 0, Bytes: total, Reason: "segment without its magic", Torn: true}, nil
-	}
-	zeros := int64(len(bytes.TrimRight(data, "\x00")))
-	var out []jentry
-	off := int64(len(JournalMagic))
-	for off < zeros {
-		body, n, why := batchAt(data, off)
-		if why == "" {
-			for at := int64(0); at < int64(len(body)); {
-				m, payload, frameErr := frameWithin(body, at, maxEntry)
-				if frameErr != "" {
-					return nil, nil, dmg(off+batchHeader+at, len(out), -1, "entry in a whole batch: "+frameErr)
-				}
-				e, err := decodeEntry(payload)
-				if err != nil {
-					return nil, nil, dmg(off+batchHeader+at, len(out), -1, "entry content: "+err.Error())
-				}
-				e.seg, e.at = name, off+batchHeader+at
-				out = append(out, e)
-				at += frame + m
-			}
-			off += n
-			continue
-		}
-		if next := nextBatch(off + 1); next >= 0 {
-			return nil, nil, dmg(off, len(out), next, why)
-		}
-		if !last {
-			return nil, nil, dmg(off, len(out), -1, why+" in a segment that is not the journal's last (it was synced whole before the next began)")
-		}
-		return out, &TailError{Offset: off, Bytes: total - off, Reason: why, Torn: true}, nil
-	}
-	return out, nil, nil
-}
-
-// parseSegmentV1 reads a segment of the first format: entries, no batches.
-func parseSegmentV1(data []byte, name string, last bool) ([]jentry, *TailError, error) {
-	verifies := func(p []byte) bool { _, err := decodeEntry(p); return err == nil }
-	total := int64(len(data))
-	dmg := func(off int64, entry int, next int64, reason string) error {
-		return &DamageError{Segment: name, Offset: off, Record: entry, NextValid: next, Reason: reason}
-	}
-	if total < int64(len(journalMagicV1)) || string(data[:len(journalMagicV1)]) != journalMagicV1 {
-		// The magic is written with the segment's first batch and synced
-		// with it, so a segment without it never held an acknowledged
-		// entry, unless something in it verifies.
-		next := nextVerifying(data, 0, maxEntry, verifies)
-		if !last || next != -1 {
-			return nil, nil, dmg(0, 0, max(next, -1), "not a journal segment (bad magic)")
-		}
-		return nil, &TailError{Offset: 0, Bytes: total, Reason: "segment without its magic", Torn: true}, nil
-	}
-	var out []jentry
-	off := int64(len(journalMagicV1))
-	for off < total {
-		n, payload, frameErr := frameWithin(data, off, maxEntry)
-		if frameErr == "" {
-			e, err := decodeEntry(payload)
-			if err != nil {
-				// The checksum holds, so the disk returned what was written.
-				return nil, nil, dmg(off, len(out), nextVerifying(data, off+1, maxEntry, verifies), "entry content: "+err.Error())
-			}
-			e.seg, e.at = name, off
-			out = append(out, e)
-			off += frame + n
-			continue
-		}
-		next := nextVerifying(data, off+1, maxEntry, verifies)
-		switch {
-		case next >= 0:
-			return nil, nil, dmg(off, len(out), next, frameErr)
-		case next == unvouched:
-			return nil, nil, dmg(off, len(out), -1, frameErr+", followed by more unverifiable bytes than a torn write leaves")
-		case !last:
-			return nil, nil, dmg(off, len(out), -1, frameErr+" in a segment that is not the journal's last (it was synced whole before the next began)")
-		}
-		torn := total-off < frame || frame+n > total-off
-		return out, &TailError{Offset: off, Bytes: total - off, Reason: frameErr, Torn: torn}, nil
-	}
-	return out, nil, nil
-}
-
 // batch is everything queued while the previous fsync ran. Its waiters
 // share one channel, closed once the batch is durable or has failed.
 type batch struct {
-	buf  []byte
-	ids  []string
+	buf []byte
+	ids []string
+	// ends[i] is where entry i ends in ids[i]'s file.
+	ends []int64
 	sync bool // someone waits for it
 	done chan struct{}
 	err  error
@@ -281,11 +121,13 @@ func (b *batch) wait() error {
 	return b.err
 }
 
-// segment is a journal file and the sessions with entries in it.
+// segment is a journal file and the sessions with entries in it, each
+// with where its last entry there ends in its file: what the ledger
+// records once the segment is checkpointed.
 type segment struct {
 	no   uint64
 	path string
-	ids  map[string]struct{}
+	ids  map[string]int64
 }
 
 func segName(no uint64) string { return fmt.Sprintf("%08d%s", no, segExt) }
@@ -295,16 +137,21 @@ type journal struct {
 	dir     string
 	maxSize int64
 
-	mu      sync.Mutex
-	cur     *batch
-	spare   []byte   // the last batch's buffer, reused
-	spareID []string // and its id list
-	err     error    // set once: every later write fails with it
-	closing bool
-	retired []*segment // oldest first; deleted only in this order
+	mu       sync.Mutex
+	cur      *batch
+	spare    []byte   // the last batch's buffer, reused
+	spareID  []string // and its id list
+	spareEnd []int64  // and its ends
+	err      error    // set once: every later write fails with it
+	closing  bool
+	retired  []*segment // oldest first; deleted only in this order
 	// spareWanted asks the checkpointer to prepare the next segment;
-	// spareReady says it has.
+	// spareReady says it has, spareSize how long it made it.
 	spareWanted, spareReady bool
+	spareSize               int64
+	// prepMu is held while a segment is prepared or taken: by the
+	// checkpointer ahead of need, by the committer when none is ready.
+	prepMu sync.Mutex
 
 	kick    chan struct{} // a batch wants writing
 	ckKick  chan struct{} // a segment was retired
@@ -317,6 +164,7 @@ type journal struct {
 	seg     File
 	segInfo *segment
 	segSize int64
+	segCap  int64 // the segment's size, fixed when it was made
 	nextNo  uint64
 	made    bool // the journal folder exists
 }
@@ -326,7 +174,9 @@ func newJournal(d *Dir) *journal {
 	if size <= 0 {
 		size = DefaultSegmentSize
 	}
-	j := &journal{d: d, dir: filepath.Join(d.path, JournalDir), maxSize: size, nextNo: 1,
+	// Numbered on from the last segment checkpointed, here or by the
+	// redo before: a gap in the numbers is a segment lost.
+	j := &journal{d: d, dir: filepath.Join(d.path, JournalDir), maxSize: size, nextNo: d.led.checkpointed + 1,
 		kick: make(chan struct{}, 1), ckKick: make(chan struct{}, 1),
 		stopCom: make(chan struct{}), stopCk: make(chan struct{}),
 		comDone: make(chan struct{}), ckDone: make(chan struct{})}
@@ -378,6 +228,7 @@ func (j *journal) add(id string, off int64, data []byte, sync bool) (*batch, err
 	b := j.cur
 	b.buf = appendEntry(b.buf, id, off, data)
 	b.ids = append(b.ids, id)
+	b.ends = append(b.ends, off+int64(len(data)))
 	if sync && !b.sync {
 		b.sync = true
 		signal(j.kick)
@@ -415,18 +266,18 @@ func (j *journal) commitLoop() {
 			j.mu.Unlock()
 			continue
 		}
-		j.cur = &batch{buf: append(j.spare[:0], make([]byte, batchHeader)...), ids: j.spareID[:0], done: make(chan struct{})}
-		j.spare, j.spareID = nil, nil
+		j.cur = &batch{buf: append(j.spare[:0], make([]byte, batchHeader)...), ids: j.spareID[:0], ends: j.spareEnd[:0], done: make(chan struct{})}
+		j.spare, j.spareID, j.spareEnd = nil, nil, nil
 		j.mu.Unlock()
 
 		err := j.commit(b)
-		buf, ids := b.buf, b.ids
-		b.buf, b.ids, b.err = nil, nil, err
+		buf, ids, ends := b.buf, b.ids, b.ends
+		b.buf, b.ids, b.ends, b.err = nil, nil, nil, err
 		close(b.done)
 		clear(ids) // drop the id strings
 		j.mu.Lock()
 		if cap(buf) <= 2*batchLimit {
-			j.spare, j.spareID = buf, ids
+			j.spare, j.spareID, j.spareEnd = buf, ids, ends
 		}
 		j.mu.Unlock()
 		if final {
@@ -447,9 +298,14 @@ func (j *journal) commit(b *batch) error {
 	if err := j.usable(); err != nil && !errors.Is(err, ErrClosed) {
 		return err
 	}
+	if j.seg != nil && j.segSize+int64(len(b.buf)) > j.segCap {
+		// A segment never grows past the size it was made with: that
+		// size is how a cut is told from the segment's end.
+		j.retire()
+	}
 	fresh := j.seg == nil
 	if fresh {
-		if err := j.startSegment(); err != nil {
+		if err := j.startSegment(int64(segHeader + len(b.buf))); err != nil {
 			return j.poison(err)
 		}
 	}
@@ -458,8 +314,8 @@ func (j *journal) commit(b *batch) error {
 	if err != nil {
 		return j.poison(fmt.Errorf("writing journal %s: %w", j.rel(j.segInfo.path), err))
 	}
-	for _, id := range b.ids {
-		j.segInfo.ids[id] = struct{}{}
+	for i, id := range b.ids {
+		j.segInfo.ids[id] = max(j.segInfo.ids[id], b.ends[i])
 	}
 	if !j.d.opt.NoSync {
 		start := time.Now()
@@ -476,9 +332,9 @@ func (j *journal) commit(b *batch) error {
 			return j.poison(fmt.Errorf("syncing journal folder: %w", err))
 		}
 	}
-	if j.segSize >= j.maxSize {
+	if j.segCap-j.segSize < batchHeader+frame+64 {
 		j.retire()
-	} else if j.segSize >= j.maxSize/2 {
+	} else if j.segSize >= j.segCap/2 {
 		j.mu.Lock()
 		want := !j.spareWanted
 		j.spareWanted = true
@@ -497,9 +353,14 @@ func (j *journal) rel(path string) string {
 	return path
 }
 
-// startSegment creates the next segment and writes its magic; the first
-// batch's sync covers both.
-func (j *journal) startSegment() error {
+// startSegment opens the next segment, of at least need bytes: the one
+// prepared ahead of need if there is one long enough, else one prepared
+// now. Either way it is whole (its header and zeros, synced) before
+// anything is written in it, and only then named. The first batch is
+// written over it from offset 0, header included, and its sync and the
+// folder's sync below make the new name durable before anything in it is
+// acknowledged.
+func (j *journal) startSegment(need int64) error {
 	if !j.made {
 		if err := j.d.fs.MkdirAll(j.dir); err != nil {
 			return fmt.Errorf("creating journal folder: %w", err)
@@ -509,42 +370,60 @@ func (j *journal) startSegment() error {
 		}
 		j.made = true
 	}
-	s := &segment{no: j.nextNo, path: filepath.Join(j.dir, segName(j.nextNo)), ids: map[string]struct{}{}}
+	s := &segment{no: j.nextNo, path: filepath.Join(j.dir, segName(j.nextNo)), ids: map[string]int64{}}
+	j.prepMu.Lock()
+	defer j.prepMu.Unlock()
 	j.mu.Lock()
-	spare := j.spareReady
+	size := j.spareSize
+	if !j.spareReady {
+		size = 0
+	}
 	j.spareReady, j.spareWanted = false, false
 	j.mu.Unlock()
-	flag := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-	if spare {
-		// Written from offset 0 over the zeros; the first batch's sync
-		// and the folder's sync below make the new name durable before
-		// anything in it is acknowledged.
-		if err := j.d.fs.Rename(filepath.Join(j.dir, spareName), s.path); err == nil {
-			flag = os.O_WRONLY
+	if size < need {
+		// Made here, in the path of an acknowledgement (the first
+		// segment after a start, or one the checkpointer had not made
+		// ready in time): small, so that no batch waits for megabytes of
+		// zeros. It is retired soon, by then the next is ready.
+		size = max(min(j.maxSize, quickSegment), need)
+		for attempt := 1; ; attempt++ {
+			err := j.prepareSpare(size)
+			if err == nil {
+				break
+			}
+			if !tooManyFiles(err) || (attempt >= openAttempts && j.isClosing()) {
+				return fmt.Errorf("preparing journal %s: %w", j.rel(s.path), err)
+			}
+			// Out of descriptors: failing here would poison the journal
+			// and fail every session, while descriptors come back as
+			// transient opens and connections close. Acknowledgements
+			// wait instead.
+			time.Sleep(time.Duration(min(attempt, 20)) * time.Millisecond)
 		}
-		// else: created afresh, as without a prepared one.
+	}
+	if err := j.d.fs.Rename(filepath.Join(j.dir, spareName), s.path); err != nil {
+		return fmt.Errorf("naming journal %s: %w", j.rel(s.path), err)
 	}
 	var f File
 	var err error
 	for attempt := 1; ; attempt++ {
-		f, err = j.d.fs.OpenFile(s.path, flag, 0o600)
+		f, err = j.d.fs.OpenFile(s.path, os.O_WRONLY, 0o600)
 		if !tooManyFiles(err) || (attempt >= openAttempts && j.isClosing()) {
 			break
 		}
-		// Out of descriptors: failing here would poison the journal and
-		// fail every session, while descriptors come back as transient
-		// opens and connections close. Acknowledgements wait instead.
 		time.Sleep(time.Duration(min(attempt, 20)) * time.Millisecond)
 	}
 	if err != nil {
-		return fmt.Errorf("creating journal %s: %w", j.rel(s.path), err)
+		return fmt.Errorf("opening journal %s: %w", j.rel(s.path), err)
 	}
-	if _, err := f.Write([]byte(JournalMagic)); err != nil {
+	// The header again, the same bytes: the file offset moves past it
+	// without a seek.
+	if _, err := f.Write(appendSegHeader(nil, size)); err != nil {
 		f.Close()
 		return fmt.Errorf("writing journal %s: %w", j.rel(s.path), err)
 	}
 	j.nextNo++
-	j.seg, j.segInfo, j.segSize = f, s, int64(len(JournalMagic))
+	j.seg, j.segInfo, j.segSize, j.segCap = f, s, int64(segHeader), size
 	return nil
 }
 
@@ -572,26 +451,28 @@ func (j *journal) checkpointLoop() {
 		if err := j.checkpointRetired(); err != nil {
 			retry = time.After(checkpointRetry)
 		}
+		j.prepMu.Lock()
 		j.mu.Lock()
 		prepare := j.spareWanted && !j.spareReady && j.err == nil
 		j.mu.Unlock()
 		if prepare {
-			if err := j.prepareSpare(); err != nil {
+			if err := j.prepareSpare(j.maxSize); err != nil {
 				// Not fatal: the next segment is then created as it comes,
 				// and only its fsyncs are slower.
 				j.d.opt.logger().Warn("preparing the next journal segment", "err", err)
 			} else {
 				j.mu.Lock()
-				j.spareReady = true
+				j.spareReady, j.spareSize = true, j.maxSize
 				j.mu.Unlock()
 			}
 		}
+		j.prepMu.Unlock()
 	}
 }
 
-// prepareSpare writes the next segment ahead of need: a segment's worth
-// of zeros, synced (spareName says why).
-func (j *journal) prepareSpare() error {
+// prepareSpare writes the next segment ahead of need: its header and
+// zeros up to size, synced (spareName says why).
+func (j *journal) prepareSpare(size int64) error {
 	path := filepath.Join(j.dir, spareName)
 	if err := j.d.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -600,8 +481,10 @@ func (j *journal) prepareSpare() error {
 	if err != nil {
 		return err
 	}
-	zeros := make([]byte, min(j.maxSize, 1<<20))
-	for left := j.maxSize; left > 0 && err == nil; left -= int64(len(zeros)) {
+	hdr := appendSegHeader(nil, size)
+	_, err = f.Write(hdr)
+	zeros := make([]byte, min(size, 1<<20))
+	for left := size - int64(len(hdr)); left > 0 && err == nil; left -= int64(len(zeros)) {
 		_, err = f.Write(zeros[:min(left, int64(len(zeros)))])
 	}
 	if err == nil && !j.d.opt.NoSync {
@@ -670,6 +553,21 @@ func (j *journal) checkpoint(s *segment) error {
 			return j.poison(fmt.Errorf("checkpoint of journal %s: %w", j.rel(s.path), err))
 		}
 		j.d.opt.onSync(SyncCheckpoint, syncStart)
+	}
+	// The segment is about to go, and with it the only other copy of
+	// these bytes: the ledger records how much of each file they made,
+	// so that a file cut shorter later is found out.
+	lg := j.d.led
+	lg.mu.Lock()
+	for id, end := range s.ids {
+		j.d.ackedLocked(id, end)
+	}
+	lg.checkpointed = max(lg.checkpointed, s.no)
+	err := j.d.writeLedgerLocked()
+	lg.mu.Unlock()
+	// A data directory removed underneath has nothing left to account for.
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("checkpoint of journal %s: %w", j.rel(s.path), err)
 	}
 	if err := j.d.fs.Remove(s.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing journal %s: %w", j.rel(s.path), err)

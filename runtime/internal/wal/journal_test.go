@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -101,11 +102,11 @@ func TestGroupCommit(t *testing.T) {
 	for _, n := range []int{1, 2, 10} {
 		t.Run(fmt.Sprint(n, " waiting"), func(t *testing.T) {
 			release := make(chan struct{})
-			var held atomic.Bool
+			var armed, held atomic.Bool
 			h := &hookFS{StrictMem: waltest.NewStrictMem()}
 			entered := make(chan struct{}, 1)
 			h.sync = func(name string) error {
-				if isSegment(name) && held.CompareAndSwap(false, true) {
+				if isSegment(name) && armed.Load() && held.CompareAndSwap(false, true) {
 					entered <- struct{}{}
 					<-release
 				}
@@ -127,6 +128,7 @@ func TestGroupCommit(t *testing.T) {
 				}
 			}
 			syncs.Store(0)
+			armed.Store(true)
 			var returned atomic.Int32
 			errs := make(chan error, n+1)
 			appendOne := func(l *Log) {
@@ -395,9 +397,30 @@ func memRewrite(t *testing.T, m *waltest.StrictMem, path string, data []byte) {
 	}
 }
 
+// usedEnd is where a segment's last whole batch ends.
+func usedEnd(data []byte) int64 {
+	off := int64(segHeader)
+	for {
+		_, n, why := batchAt(data, off)
+		if why != "" {
+			return off
+		}
+		off += n
+	}
+}
+
+// resized lays out a segment of size bytes: data's batches up to used,
+// then tail, then zeros.
+func resized(data []byte, used int64, tail []byte, size int64) []byte {
+	out := appendSegHeader(nil, size)
+	out = append(out, data[segHeader:used]...)
+	out = append(out, tail...)
+	return append(out, make([]byte, size-int64(len(out)))...)
+}
+
 // TestJournalTornTail leaves the journal's last segment ending the ways
-// a power cut can: redo must cut the tail, report it, and lose nothing
-// before it.
+// a power cut can, written over its zeros: redo must clear the tail,
+// report it, and lose nothing before it.
 func TestJournalTornTail(t *testing.T) {
 	entry := appendEntry(nil, "a", 5000, []byte("never acknowledged"))
 	batch := appendBatch(nil, entry)
@@ -408,41 +431,38 @@ func TestJournalTornTail(t *testing.T) {
 	cases := []struct {
 		name string
 		tail []byte
-		torn bool
 		none bool // not a tail at all
 	}{
-		{"header cut short", batch[:5], true, false},
-		{"body cut short", batch[:len(batch)-3], true, false},
-		{"zeros: a prepared segment's unused end", make([]byte, 300), false, true},
-		{"last batch fails its checksum", append(append([]byte{}, batch[:len(batch)-1]...), batch[len(batch)-1]^1), true, false},
-		{"a later sector of the last batch without its first", append(laterSector, make([]byte, 300)...), true, false},
+		{"header cut short", batch[:5], false},
+		{"body cut short", batch[:len(batch)-3], false},
+		{"zeros: a prepared segment's unused end", nil, true},
+		{"last batch fails its checksum", append(append([]byte{}, batch[:len(batch)-1]...), batch[len(batch)-1]^1), false},
+		{"a later sector of the last batch without its first", laterSector, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			m, segs, ss := journalLeft(t)
 			last := segs[len(segs)-1]
 			good := memRead(t, m, last)
-			memRewrite(t, m, last, append(append([]byte{}, good...), c.tail...))
+			used := usedEnd(good)
+			size := used + 2048
+			memRewrite(t, m, last, resized(good, used, c.tail, size))
 			d, err := OpenDir("/data", Options{FS: m})
 			if err != nil {
 				t.Fatal(err)
 			}
 			rep := d.Redo()
 			d.Close()
+			if len(rep.Journal) > 0 || len(rep.Damaged) > 0 {
+				t.Fatalf("redo found damage: %v %v", rep.Journal, rep.Damaged)
+			}
 			if c.none {
 				if rep.Tail != nil {
 					t.Fatalf("tail %+v, want none", rep.Tail)
 				}
-				if err := checkRecovered(m, ss); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if rep.Tail == nil || rep.Tail.Offset != int64(len(good)) || rep.Tail.Bytes != int64(len(c.tail)) {
-				t.Fatalf("tail %+v, want %d bytes at %d", rep.Tail, len(c.tail), len(good))
-			}
-			if rep.Tail.Torn != c.torn || rep.TailSegment != filepath.Join(JournalDir, filepath.Base(last)) {
-				t.Fatalf("tail %+v in %s, want torn=%v in %s", rep.Tail, rep.TailSegment, c.torn, last)
+			} else if rep.Tail == nil || rep.Tail.Offset != used || rep.Tail.Bytes != size-used ||
+				rep.TailSegment != filepath.Join(JournalDir, filepath.Base(last)) {
+				t.Fatalf("tail %+v in %s, want %d bytes at %d in %s", rep.Tail, rep.TailSegment, size-used, used, last)
 			}
 			if err := checkRecovered(m, ss); err != nil {
 				t.Fatal(err)
@@ -451,45 +471,98 @@ func TestJournalTornTail(t *testing.T) {
 	}
 }
 
-// TestJournalDamage puts invalid bytes where a power cut cannot: OpenDir
-// must fail with a *DamageError naming the segment, and keep the journal.
+// TestJournalDamage puts invalid bytes where a power cut cannot. The
+// directory must open: the damage is reported naming the segment, the
+// journal is kept as evidence, the sessions whose acknowledged bytes it
+// took fail (now and at the next start), and the others recover whole.
 func TestJournalDamage(t *testing.T) {
+	// twoBatches is the first segment holding two batches or more.
+	twoBatches := func(t *testing.T, m *waltest.StrictMem, segs []string) (string, []byte) {
+		for _, s := range segs[:len(segs)-1] {
+			b := memRead(t, m, s)
+			r, _ := parseSegment(b, s, false, true)
+			// Its first entry carries bytes (not a Create's empty one,
+			// whose loss costs nothing once later entries follow).
+			if _, n, _ := batchAt(b, int64(segHeader)); usedEnd(b) > int64(segHeader)+n && len(r.ents[0].data) > 0 {
+				return s, b
+			}
+		}
+		t.Fatal("no segment holds two batches")
+		return "", nil
+	}
 	cases := []struct {
 		name   string
-		seg    func(segs []string) string
-		change func(b []byte) []byte
+		change func(t *testing.T, m *waltest.StrictMem, segs []string) string
 		reason string
+		lost   []string // the sessions that must fail
 	}{
-		{"checksum fails with a valid batch after it", func(s []string) string { return s[len(s)-1] },
-			func(b []byte) []byte {
-				b[len(JournalMagic)+batchHeader+frame+3] ^= 0x40
-				return appendBatch(b, appendEntry(nil, "b", 100, []byte("a valid batch after the bad one")))
-			}, "batch checksum mismatch"},
-		{"torn end of a segment that is not the last", func(s []string) string { return s[0] },
-			func(b []byte) []byte { return b[:len(b)-4] }, "not the journal's last"},
-		{"bad magic in a segment that is not the last", func(s []string) string { return s[0] },
-			func(b []byte) []byte { b[0] = 'X'; return b }, "bad magic"},
-		{"entry whose checksum holds but whose id is invalid", func(s []string) string { return s[0] },
-			func(b []byte) []byte {
-				return appendBatch([]byte(JournalMagic), appendEntry(nil, "bad id!", 100, []byte("x")))
-			}, "entry content"},
+		{"an entry's byte flipped, a valid batch after it", func(t *testing.T, m *waltest.StrictMem, segs []string) string {
+			seg, b := twoBatches(t, m, segs)
+			n, _, _ := frameWithin(b, int64(segHeader+batchHeader), maxEntry)
+			b[int64(segHeader+batchHeader+frame)+n-1] ^= 0x40 // the entry's last byte
+			memRewrite(t, m, seg, b)
+			return seg
+		}, "batch checksum mismatch", []string{"a"}},
+		{"a segment that is not the last cut short", func(t *testing.T, m *waltest.StrictMem, segs []string) string {
+			b := memRead(t, m, segs[0])
+			memRewrite(t, m, segs[0], b[:usedEnd(b)-4])
+			return segs[0]
+		}, "segment cut", []string{"a"}},
+		{"bad magic in a segment that is not the last", func(t *testing.T, m *waltest.StrictMem, segs []string) string {
+			b := memRead(t, m, segs[0])
+			b[0] = 'X'
+			memRewrite(t, m, segs[0], b)
+			return segs[0]
+		}, "bad magic", nil},
+		{"entry whose checksum holds but whose id is invalid", func(t *testing.T, m *waltest.StrictMem, segs []string) string {
+			b := memRead(t, m, segs[0])
+			bad := appendBatch(nil, appendEntry(nil, "bad id!", 100, []byte("x")))
+			memRewrite(t, m, segs[0], resized(b, int64(segHeader), bad, int64(len(b))))
+			return segs[0]
+		}, "entry content", []string{"a"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m, segs, _ := journalLeft(t)
-			seg := c.seg(segs)
-			memRewrite(t, m, seg, c.change(memRead(t, m, seg)))
-			_, err := OpenDir("/data", Options{FS: m})
-			var dmg *DamageError
-			if !errors.As(err, &dmg) || dmg.Segment != filepath.Join(JournalDir, filepath.Base(seg)) || !strings.Contains(err.Error(), c.reason) {
-				t.Fatalf("OpenDir: %v, want a *DamageError in %s: %s", err, seg, c.reason)
+			m, segs, ss := journalLeft(t)
+			seg := c.change(t, m, segs)
+			d, err := OpenDir("/data", Options{FS: m})
+			if err != nil {
+				t.Fatalf("OpenDir: %v, want the damage contained", err)
 			}
-			if !strings.Contains(err.Error(), seg) {
-				t.Errorf("error %q does not name the segment's path", err)
+			rep := d.Redo()
+			if len(rep.Journal) == 0 || rep.Journal[0].Segment != filepath.Join(JournalDir, filepath.Base(seg)) || !strings.Contains(rep.Journal[0].Error(), c.reason) {
+				t.Fatalf("journal damage %v, want it in %s: %s", rep.Journal, seg, c.reason)
 			}
-			for _, s := range segs {
-				if _, err := m.Stat(s); err != nil {
-					t.Errorf("segment %s after damage: %v", s, err)
+			var lost []string
+			for _, dm := range rep.Damaged {
+				lost = append(lost, dm.ID)
+			}
+			if !slices.Equal(lost, c.lost) {
+				t.Fatalf("damaged sessions %v, want %v: %v", lost, c.lost, rep.Damaged)
+			}
+			if len(rep.Evidence) != len(segs) {
+				t.Fatalf("evidence %v, want every segment kept", rep.Evidence)
+			}
+			d.Close()
+			var kept []*plSession
+			for _, s := range ss {
+				if !slices.Contains(c.lost, s.id) {
+					kept = append(kept, s)
+				}
+			}
+			if err := checkRecovered(m, kept); err != nil {
+				t.Fatal(err)
+			}
+			// Failed at the next start as well, with the journal gone.
+			d, err = OpenDir("/data", Options{FS: m})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			for _, id := range c.lost {
+				var dmg *DamageError
+				if _, _, err := d.Open(id); !errors.As(err, &dmg) {
+					t.Fatalf("Open of %s at the next start: %v, want its damage", id, err)
 				}
 			}
 		})
@@ -619,7 +692,7 @@ func TestSegmentWaitsForDescriptor(t *testing.T) {
 // earlier segment (synced whole before the next began) every cut that
 // is not on an entry boundary is damage.
 func TestSegmentPrefixes(t *testing.T) {
-	seg := []byte(JournalMagic)
+	seg := []byte(journalMagicV2)
 	bounds := map[int]int{len(seg): 0} // cut -> whole entries before it
 	n := 0
 	for i := range 4 {
@@ -637,8 +710,9 @@ func TestSegmentPrefixes(t *testing.T) {
 			if zeros {
 				data = append(data, make([]byte, len(seg)-cut)...)
 			}
-			ents, tail, err := parseSegment(data, "journal/x.jnl", true)
-			if err != nil {
+			r, err := parseSegment(data, "journal/x.jnl", true, false)
+			ents, tail := r.ents, r.tail
+			if err != nil || len(r.lost) > 0 {
 				t.Fatalf("last segment cut at %d (zeros %v): %v", cut, zeros, err)
 			}
 			whole, onBound := bounds[cut]
@@ -657,8 +731,8 @@ func TestSegmentPrefixes(t *testing.T) {
 			if (tail == nil) != onBound {
 				t.Fatalf("last segment cut at %d (zeros %v): tail %v", cut, zeros, tail)
 			}
-			if _, _, err := parseSegment(data, "journal/x.jnl", false); (err == nil) != (tail == nil) {
-				t.Fatalf("earlier segment cut at %d (zeros %v): err %v, tail as last %v", cut, zeros, err, tail)
+			if r, _ := parseSegment(data, "journal/x.jnl", false, false); (len(r.lost) == 0) != (tail == nil) {
+				t.Fatalf("earlier segment cut at %d (zeros %v): damage %v, tail as last %v", cut, zeros, r.lost, tail)
 			}
 		}
 	}

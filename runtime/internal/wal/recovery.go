@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -83,6 +84,9 @@ type DamageError struct {
 }
 
 func (e *DamageError) Error() string {
+	if e.Segment != "" && e.Offset < 0 {
+		return "journal damaged: " + e.Reason
+	}
 	if e.Segment != "" {
 		s := fmt.Sprintf("journal %s damaged at offset %d (entry %d): %s", e.Segment, e.Offset, e.Record, e.Reason)
 		if e.NextValid >= 0 {
@@ -91,7 +95,11 @@ func (e *DamageError) Error() string {
 		return s
 	}
 	var s string
-	if e.Record < 0 {
+	if e.Record < 0 && e.Offset < 0 {
+		// Found by the journal's redo or the ledger, not in the file's
+		// bytes.
+		s = "log damaged: " + e.Reason
+	} else if e.Record < 0 {
 		// Found by the journal's redo, which does not read records.
 		s = fmt.Sprintf("log damaged at offset %d: %s", e.Offset, e.Reason)
 	} else {
@@ -109,15 +117,29 @@ func (e *DamageError) Error() string {
 var ErrUnborn = errors.New("log was never completely created")
 
 // ReadFile reads a log file without changing it. A file named *.done is
-// held to the finished-log rule: any invalid byte in it is damage.
+// held to the finished-log rule: any invalid byte in it is damage. A live
+// log in a data directory is held to the directory's ledger: shorter
+// than what was acknowledged of it, or recorded as damaged, is damage.
 func ReadFile(path string) (*Recovered, error) {
 	data, err := readAll(OS, path)
 	if err != nil {
 		return nil, err
 	}
-	rec, err := parse(data, strings.HasSuffix(path, extDone))
+	finished := strings.HasSuffix(path, extDone)
+	rec, err := parse(data, finished)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if id, live := strings.CutSuffix(filepath.Base(path), extLive); live && ValidID(id) == nil {
+		lg, _, lerr := readLedger(OS, filepath.Dir(path))
+		if lerr != nil {
+			return nil, fmt.Errorf("%s: %w", path, lerr)
+		}
+		if e, ok := lg.entries[id]; ok {
+			if err := checkAcked(id, e, rec); err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+		}
 	}
 	return rec, nil
 }

@@ -69,8 +69,8 @@ func TestRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	if syncs != len(ins)+1 {
-		t.Errorf("%d syncs, want one per input plus the header (%d)", syncs, len(ins)+1)
+	if syncs != len(ins)+2 {
+		t.Errorf("%d syncs, want one per input plus the header's two (its file, its entry in the journal) (%d)", syncs, len(ins)+2)
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
