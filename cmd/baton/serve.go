@@ -64,6 +64,7 @@ func serveFlags(fl *flag.FlagSet) runFunc {
 	readTimeout := fl.Duration("read-timeout", 30*time.Second, "time to read one HTTP request, headers and body (0: none; WebSockets are kept by ping/pong instead)")
 	writeTimeout := fl.Duration("write-timeout", 30*time.Second, "time to write one HTTP answer (0: none; not WebSockets)")
 	idleTimeout := fl.Duration("idle-timeout", 60*time.Second, "time an idle keep-alive HTTP connection is kept open (0: none)")
+	scrubEvery := fl.Duration("scrub-interval", service.DefaultScrubInterval, "read every finished log back this often (and at start) to find damage before a client does (0: only at start)")
 	admitLatency := fl.Duration("admit-latency", 2*time.Second, "refuse new sessions (overloaded, HTTP 503) while more than 1% of the client events of the last 2 s took longer than this to be acknowledged; running sessions are never refused (0: never refuse)")
 	llmLatency := fl.String("llm-latency", "pack", "simulated model latency: a duration such as 300ms, or \"pack\" for the pack's dry-run latency")
 	llmScript := fl.String("llm", "", llmHelp)
@@ -88,7 +89,7 @@ func serveFlags(fl *flag.FlagSet) runFunc {
 		return serve(ctx, c.stdout, c.stderr, serveOptions{
 			addr: *addr, data: *data, dev: *dev, token: *token, origins: origins, packRoots: packRoots, hookHosts: hookHosts,
 			maxMsg: *maxMsg, rate: *rate, burst: *burst, sendQueue: *sendQueue, maxConns: *maxConns, maxConnsPerIP: *maxConnsPerIP,
-			readTimeout: *readTimeout, writeTimeout: *writeTimeout, idleTimeout: *idleTimeout, admitLatency: *admitLatency, llmLatency: *llmLatency,
+			readTimeout: *readTimeout, writeTimeout: *writeTimeout, idleTimeout: *idleTimeout, admitLatency: *admitLatency, llmLatency: *llmLatency, scrubEvery: *scrubEvery,
 			llmScript: *llmScript, baseURL: *baseURL, model: *model, noSync: *noSync, syncMode: *syncMode,
 			logFormat: *logFormat, verbose: *verbose, voice: *voiceName,
 			nats: *natsURLs, replicas: *replicas, streams: *natsStreams, leaseTTL: *leaseTTL, node: *node, advertise: *advertise,
@@ -104,6 +105,7 @@ type serveOptions struct {
 	rate                                                                                 float64
 	burst, sendQueue, maxConns, maxConnsPerIP                                            int
 	readTimeout, writeTimeout, idleTimeout, admitLatency                                 time.Duration
+	scrubEvery                                                                           time.Duration
 	nats, node, advertise                                                                string
 	replicas, streams                                                                    int
 	leaseTTL                                                                             time.Duration
@@ -179,7 +181,8 @@ func serve(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error 
 		// The Config takes zero for its default and a negative value for off.
 		MaxConns: offIfZero(o.maxConns), MaxConnsPerIP: offIfZero(o.maxConnsPerIP),
 		HTTPReadTimeout: offIfZero(o.readTimeout), HTTPWriteTimeout: offIfZero(o.writeTimeout), HTTPIdleTimeout: offIfZero(o.idleTimeout),
-		AdmitLatency: offIfZero(o.admitLatency),
+		AdmitLatency:  offIfZero(o.admitLatency),
+		ScrubInterval: scrubInterval(o.scrubEvery),
 	}
 	cfg.Contracts = []service.Contract{dayone.New(dayone.Config{WebhookHosts: o.hookHosts, AllowPrivateWebhooks: o.dev})}
 	cfg.Model = service.SimModel(latency, replies)
@@ -383,4 +386,13 @@ func offIfZero[T int | time.Duration](v T) T {
 		return -1
 	}
 	return v
+}
+
+// scrubInterval maps the flag (0: at start only) to the service's
+// setting (negative: at start only).
+func scrubInterval(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -219,20 +220,30 @@ func (srv *Server) resumeHere(ctx context.Context, id string) *ProtoError {
 }
 
 // logRedo reports what replaying the journal into the session logs did
-// at start.
-func logRedo(log *slog.Logger, r wal.RedoReport) {
+// at start, and what it found damaged.
+func logRedo(log *slog.Logger, m *metrics, r wal.RedoReport) {
+	if r.LedgerLost != "" {
+		log.Error("neither copy of the ledger reads back; logs cut before this start cannot be told from torn ones", "why", r.LedgerLost)
+	}
+	for _, d := range r.Journal {
+		m.journalDamage.Inc()
+		log.Error("journal is damaged; the sessions whose acknowledged inputs it may hold are failed, the rest recover", "err", d)
+	}
+	for _, d := range r.Damaged {
+		log.Error("session log lost acknowledged inputs; the session is failed", "session_id", d.ID, "err", d.Err)
+	}
+	if len(r.Evidence) > 0 {
+		log.Error("journal kept as evidence", "copies", strings.Join(r.Evidence, ", "))
+	}
 	if r.Segments == 0 {
 		return
 	}
-	log.Info("journal redone", "segments", r.Segments, "entries", r.Entries, "sessions", r.Sessions, "repaired", len(r.Repaired))
+	log.Info("journal redone", "segments", r.Segments, "entries", r.Entries, "sessions", r.Sessions, "repaired", len(r.Repaired), "damaged", len(r.Damaged))
 	if r.Tail != nil {
-		log.Warn("journal tail was torn and cut; nothing cut was acknowledged", "segment", r.TailSegment, "tail", r.Tail.Error())
-	}
-	for _, d := range r.Damaged {
-		log.Error("session log has a gap the journal cannot fill", "session_id", d.ID, "err", d.Err)
-	}
-	for _, id := range r.Missing {
-		log.Warn("journal names a session whose log is gone", "session_id", id)
+		// A batch is acknowledged only once it is whole on disk, and a
+		// segment is whole before anything is written in it: only the
+		// write a crash interrupted can be torn.
+		log.Warn("journal's last batch was torn by a crash and cleared; it was never acknowledged", "segment", r.TailSegment, "tail", r.Tail.Error())
 	}
 }
 

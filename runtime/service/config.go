@@ -72,6 +72,10 @@ type Config struct {
 	MaxUploadBytes int64
 	// UploadStoreBytes bounds the uploads the server holds together
 	// (default 64 MiB): past it, the oldest are dropped first.
+	// ScrubInterval is how often finished logs are read back to find
+	// damage before a client does (DefaultScrubInterval when zero; a
+	// negative value scrubs once, at start).
+	ScrubInterval time.Duration
 	// UploadTTL is how long an upload is kept on the server's clock
 	// (default 1 hour); a session that started with it keeps its own
 	// copy in its log.

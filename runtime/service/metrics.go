@@ -34,6 +34,8 @@ type metrics struct {
 	walErrors        prometheus.Counter
 	archiveErrors    prometheus.Counter
 	walTruncations   prometheus.Counter
+	journalDamage    prometheus.Counter
+	scrubbed         *prometheus.CounterVec
 	recoveries       *prometheus.CounterVec
 	panics           *prometheus.CounterVec
 	slowConsumers    prometheus.Counter
@@ -74,6 +76,8 @@ func newMetrics() *metrics {
 	m.walErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_wal_errors_total", Help: "Write-ahead log writes that failed."})
 	m.archiveErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_archive_errors_total", Help: "Ended sessions whose context files could not be archived."})
 	m.walTruncations = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_wal_tail_truncations_total", Help: "Torn or corrupt log tails cut off during recovery."})
+	m.journalDamage = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_wal_journal_damage_total", Help: "Damage found in the journal at start: spans that do not read back, segments cut or missing."})
+	m.scrubbed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_wal_scrubbed_logs_total", Help: "Finished logs read back by the scrub, by outcome (ok, damaged)."}, []string{"outcome"})
 	m.recoveries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_recoveries_total", Help: "Session recoveries from the write-ahead log, by result."}, []string{"result"})
 	m.panics = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_panics_total", Help: "Recovered panics, by where they happened."}, []string{"where"})
 	m.slowConsumers = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_slow_consumer_disconnects_total", Help: "Connections closed because their client did not take what was sent: a full send queue, a write that timed out, or no answer to pings for the pong wait."})
@@ -89,7 +93,7 @@ func newMetrics() *metrics {
 	for _, c := range []prometheus.Collector{
 		m.sessionsActive, m.sessionsStarted, m.sessionsEnded, m.connections, m.events, m.inputs, m.effects,
 		m.clientErrors, m.stepSeconds, m.adapterSeconds, m.adapterErrors, m.adapterInflight,
-		m.walSyncSeconds, m.walErrors, m.archiveErrors, m.walTruncations, m.recoveries, m.panics,
+		m.walSyncSeconds, m.walErrors, m.archiveErrors, m.walTruncations, m.journalDamage, m.scrubbed, m.recoveries, m.panics,
 		m.slowConsumers, m.rateLimited, m.resumes, m.eventToEffectSec, m.warnings, m.guardrails, m.flags, m.turnLateness,
 		m.audioBytes, m.audioDropped,
 		collectors.NewGoCollector(),
@@ -99,6 +103,9 @@ func newMetrics() *metrics {
 	}
 	// Pre-create the label values that are known up front so dashboards
 	// see zeros instead of absent series.
+	for _, r := range []string{"ok", "damaged"} {
+		m.scrubbed.WithLabelValues(r)
+	}
 	for _, r := range []string{"ok", "finished", "failed", "nondeterministic", "damaged"} {
 		m.recoveries.WithLabelValues(r)
 	}

@@ -109,6 +109,9 @@ func (srv *Server) Recover(ctx context.Context) (*RecoveryReport, error) {
 		return rep, fmt.Errorf("recovery interrupted: %w", err)
 	}
 	srv.ready.Store(true)
+	if srv.launchBackground() {
+		go srv.scrub(srv.ctx)
+	}
 	return rep, nil
 }
 

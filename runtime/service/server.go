@@ -99,7 +99,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	srv.cl = newClusterHost(srv.m.reg)
-	logRedo(srv.log, srv.dir.Redo())
+	logRedo(srv.log, srv.m, srv.dir.Redo())
 	srv.limits = newConnLimiter(&srv.cfg, srv.m.reg)
 	srv.admission = newAdmission(&srv.cfg, srv.m.reg)
 	srv.private = privateDirs(cfg.DataDir)
@@ -477,6 +477,18 @@ func (srv *Server) launch(s *session, before func()) bool {
 	srv.m.sessionsActive.Inc()
 	srv.wg.Add(1)
 	go s.run()
+	return true
+}
+
+// launchBackground counts a background goroutine in, unless the server
+// is closing; Shutdown waits for it before closing the data directory.
+func (srv *Server) launchBackground() bool {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.closed {
+		return false
+	}
+	srv.wg.Add(1)
 	return true
 }
 

@@ -252,6 +252,23 @@ func (d *Dir) Live() ([]string, error) {
 	return ids, nil
 }
 
+// Finished lists the ids of finished sessions, sorted.
+func (d *Dir) Finished() ([]string, error) {
+	ents, err := d.fs.ReadDir(d.path)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", d.path, err)
+	}
+	var ids []string
+	for _, e := range ents {
+		id, ok := strings.CutSuffix(e.Name(), extDone)
+		if ok && e.Type().IsRegular() && ValidID(id) == nil {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
 // Log is one session's open log. It is written by one goroutine; the
 // mutex guards it against the checkpointer, which writes its pending
 // bytes meanwhile.
