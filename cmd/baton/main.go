@@ -59,7 +59,7 @@ var commands []*command
 func init() {
 	commands = []*command{
 		dryrunCommand, testCommand, checkCommand, describeCommand, initCommand, schemaCommand,
-		serveCommand, replayCommand, versionCommand, completionCommand, sweepCommand,
+		serveCommand, replayCommand, recoverCommand, versionCommand, completionCommand, sweepCommand,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The ledger is the durable record of how much of each live session's
@@ -306,4 +307,61 @@ func checkAcked(id string, e ledgerEntry, rec *Recovered) error {
 		reason += "; what follows is not a torn tail"
 	}
 	return fmt.Errorf("log %s: %w", id, &DamageError{Offset: at, Record: -1, Inputs: len(rec.Inputs), NextValid: -1, Reason: reason})
+}
+
+// Retire takes a damaged log (live or finished) out of the way once someone has
+// decided: a copy is kept in damaged/ (Preserve), the file is removed and
+// the ledger forgets it, so the id is free and no start fails it again.
+// It refuses a log that is not damaged: a session that can recover is
+// never thrown away by this call.
+func (d *Dir) Retire(id string, now time.Time) (string, error) {
+	if err := ValidID(id); err != nil {
+		return "", err
+	}
+	_, rerr := d.Read(id)
+	var dmg *DamageError
+	if !errors.As(rerr, &dmg) {
+		if rerr == nil {
+			return "", fmt.Errorf("session %s is not damaged; only a damaged log is retired", id)
+		}
+		return "", rerr
+	}
+	evidence := ""
+	for _, path := range []string{d.DonePath(id), d.LivePath(id)} {
+		if _, err := d.fs.Stat(path); err != nil {
+			continue
+		}
+		var err error
+		if evidence, err = d.Preserve(id, rerr, now); err != nil {
+			return "", err
+		}
+		if err := d.fs.Remove(path); err != nil {
+			return "", fmt.Errorf("retiring %s: %w", id, err)
+		}
+		if err := d.fs.SyncDir(d.path); err != nil {
+			return "", fmt.Errorf("retiring %s: %w", id, err)
+		}
+		break
+	}
+	d.led.mu.Lock()
+	defer d.led.mu.Unlock()
+	delete(d.led.entries, id)
+	if err := d.writeLedgerLocked(); err != nil {
+		return evidence, fmt.Errorf("retiring %s: %w", id, err)
+	}
+	return evidence, nil
+}
+
+// Damaged lists the sessions the ledger records as damaged, with why:
+// found by a redo or an Open, at this start or an earlier one.
+func (d *Dir) Damaged() map[string]string {
+	d.led.mu.Lock()
+	defer d.led.mu.Unlock()
+	out := map[string]string{}
+	for id, e := range d.led.entries {
+		if e.damage != "" {
+			out[id] = "log damaged: " + e.damage
+		}
+	}
+	return out
 }
