@@ -768,10 +768,15 @@ func (l *Log) writePendingLocked(f File) error {
 	return nil
 }
 
-// drainPendingLocked writes the pending bytes to the file.
+// drainPendingLocked writes the pending bytes to the file. A poisoned
+// journal writes nothing: the batch that failed may be among the bytes,
+// and nothing may reach a file that the journal does not durably hold.
 func (l *Log) drainPendingLocked() error {
 	if len(l.pending) == 0 {
 		return nil
+	}
+	if err := l.dir.j.usable(); err != nil && !errors.Is(err, ErrClosed) {
+		return fmt.Errorf("log %s: %w", l.id, err)
 	}
 	f, err := l.dir.openRetrying(l.path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
@@ -869,9 +874,11 @@ func (d *Dir) checkpointFile(id string, sync bool) error {
 		return fmt.Errorf("checkpoint of %s: %w", id, err)
 	}
 	if sync {
+		start := time.Now()
 		if err = f.Sync(); err != nil {
 			err = &syncError{err}
 		}
+		d.opt.onSync(SyncCheckpoint, start)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

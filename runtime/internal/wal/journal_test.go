@@ -209,6 +209,18 @@ func TestJournalSyncFailurePoisons(t *testing.T) {
 	if b.Size() != size {
 		t.Errorf("session file grew from %d to %d after the journal failed", size, b.Size())
 	}
+	// The input whose fsync failed never reaches a's file, not even when
+	// the log is closed (which writes what is pending).
+	a.Close()
+	rec, err := Parse(memRead(t, h.StrictMem, "/data/a.wal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range rec.Inputs {
+		if in.T == 2 {
+			t.Error("the input whose journal fsync failed reached the session file on Close")
+		}
+	}
 }
 
 // TestDescriptorExhaustion runs many logs on a file system that refuses
