@@ -1,6 +1,7 @@
 package service
 
 import (
+	"net/http"
 	"testing"
 	"time"
 )
@@ -24,6 +25,12 @@ func (h *harness) URL() string { return h.ts.URL }
 func (h *harness) Post(path string, body any) (int, map[string]any) {
 	h.t.Helper()
 	return h.post(path, body)
+}
+
+// PostAs posts as the holder of a session's secret.
+func (h *harness) PostAs(secret, path string, body any) (int, map[string]any) {
+	h.t.Helper()
+	return h.postWith(path, body, http.Header{SecretHeader: {secret}})
 }
 
 func (h *harness) Dial() *WSClient {

@@ -386,6 +386,12 @@ func sameFrames(t testing.TB, got, want []EffectFrame) {
 // JSON answer.
 func (h *harness) post(path string, body any) (int, map[string]any) {
 	h.t.Helper()
+	return h.postWith(path, body, nil)
+}
+
+// postWith is post with extra request headers.
+func (h *harness) postWith(path string, body any, hdr http.Header) (int, map[string]any) {
+	h.t.Helper()
 	var b []byte
 	switch v := body.(type) {
 	case string:
@@ -393,7 +399,15 @@ func (h *harness) post(path string, body any) (int, map[string]any) {
 	default:
 		b, _ = json.Marshal(v)
 	}
-	resp, err := http.Post(h.ts.URL+path, "application/json", bytes.NewReader(b))
+	req, err := http.NewRequest(http.MethodPost, h.ts.URL+path, bytes.NewReader(b))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -212,7 +212,7 @@ func (srv *Server) AllowOrigins(h http.HandlerFunc) http.HandlerFunc {
 			}
 			w.Header().Set("Access-Control-Allow-Origin", origin)
 			w.Header().Set("Vary", "Origin")
-			w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+			w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, "+SecretHeader)
 			w.Header().Set("Access-Control-Allow-Methods", "POST, OPTIONS")
 		}
 		h(w, r)
@@ -344,25 +344,26 @@ type startParams struct {
 	inputs rules.Supplied
 }
 
-// start creates, logs and launches a new session.
-func (srv *Server) start(sp startParams) (*session, *ProtoError) {
+// start creates, logs and launches a new session. It returns the
+// session's secret (secret.go), which only the starting client gets.
+func (srv *Server) start(sp startParams) (*session, string, *ProtoError) {
 	if err := wal.ValidID(sp.sessionID); err != nil {
-		return nil, perr(CodeBadSessionID, "%v", err)
+		return nil, "", perr(CodeBadSessionID, "%v", err)
 	}
 	if len(sp.candidateID) > 256 {
-		return nil, perr(CodeBadFrame, "candidate_id longer than 256 bytes")
+		return nil, "", perr(CodeBadFrame, "candidate_id longer than 256 bytes")
 	}
 	if !srv.ready.Load() {
-		return nil, perr(CodeShuttingDown, "server is not accepting sessions")
+		return nil, "", perr(CodeShuttingDown, "server is not accepting sessions")
 	}
 	if pe := srv.elsewhere(sp.sessionID); pe != nil {
-		return nil, pe
+		return nil, "", pe
 	}
 	if srv.lookup(sp.sessionID) != nil {
-		return nil, perr(CodeSessionExists, "session %s is already running; resume it instead", sp.sessionID)
+		return nil, "", perr(CodeSessionExists, "session %s is already running; resume it instead", sp.sessionID)
 	}
 	if reason, failed := srv.failedReason(sp.sessionID); failed {
-		return nil, perr(CodeSessionExists, "session %s exists but could not be recovered: %s", sp.sessionID, reason)
+		return nil, "", perr(CodeSessionExists, "session %s exists but could not be recovered: %s", sp.sessionID, reason)
 	}
 	sp.packRef = srv.packs.canonical(sp.packRef)
 	p, err := srv.packs.open(sp.packRef)
@@ -370,14 +371,14 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 		// The client's message names the folder as packCache.show does,
 		// never where it is on disk; the operator gets where here.
 		srv.log.Info("pack refused", "session_id", sp.sessionID, "pack", sp.packRef, "err", err)
-		return nil, perr(CodeBadPack, "%v", err)
+		return nil, "", perr(CodeBadPack, "%v", err)
 	}
 	// The inputs are checked before anything is logged: a refused start
 	// leaves no trace. Bound, they are self-contained (uploads resolved
 	// into their data), so the log header holds all a replay needs.
 	in, err := p.Bind(sp.inputs, rules.BindOptions{Upload: srv.uploads.get})
 	if err != nil {
-		return nil, inputRefusal(err)
+		return nil, "", inputRefusal(err)
 	}
 	// The host's side (the model's budgets, the voice) runs on the pack
 	// the engine runs: compiled for the session's values where a duration
@@ -387,14 +388,19 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	// session_exists, a bad pack or inputs): overloaded says only that
 	// this node takes no new session now.
 	if pe := srv.admission.admit(srv.clock.Now()); pe != nil {
-		return nil, pe
+		return nil, "", pe
 	}
+	secret, hash, err := newSecret()
+	if err != nil {
+		return nil, "", perr(CodeInternal, "%v", err)
+	}
+	sp.host.SecretSHA256 = hash
 	model := srv.cfg.Model(sp.sessionID, p, srv.clock)
 	vo := voiceOptions{ClientVoice: sp.clientVoice}
 	vo.ServerVoice = srv.cfg.Voice != nil && !sp.clientVoice && liveMode(p, sp.voiceMode)
 	host, err := hostJSON(sp.host, mergeObjects(mustJSON(vo), sp.contract))
 	if err != nil {
-		return nil, perr(CodeInternal, "%v", err)
+		return nil, "", perr(CodeInternal, "%v", err)
 	}
 	now := srv.clock.Now()
 	// The session runs against real time: its scripts are held to their
@@ -406,15 +412,15 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	wl, err := srv.logs().Create(hdr)
 	switch {
 	case err != nil && srv.ownedError(sp.sessionID, err) != nil:
-		return nil, srv.ownedError(sp.sessionID, err)
+		return nil, "", srv.ownedError(sp.sessionID, err)
 	case errors.Is(err, wal.ErrExists):
-		return nil, perr(CodeSessionExists, "session %s is already running; resume it instead", sp.sessionID)
+		return nil, "", perr(CodeSessionExists, "session %s is already running; resume it instead", sp.sessionID)
 	case errors.Is(err, wal.ErrFinished):
-		return nil, perr(CodeSessionExists, "session %s has already run to its end; pick a new id", sp.sessionID)
+		return nil, "", perr(CodeSessionExists, "session %s has already run to its end; pick a new id", sp.sessionID)
 	case err != nil:
 		srv.m.walErrors.Inc()
 		srv.log.Error("could not create a session log", "session_id", sp.sessionID, "err", err)
-		return nil, perr(CodeStorage, "could not create the session log: %s", srv.clientText(err))
+		return nil, "", perr(CodeStorage, "could not create the session log: %s", srv.clientText(err))
 	}
 	s := newSession(srv, hdr, sp.host, p)
 	s.wl, s.eng, s.base, s.model = wl, engine.New(p, hdr.Options), now, model
@@ -425,17 +431,17 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	ack := func() {
 		if sp.conn != nil {
 			st := s.state()
-			sp.conn.enqueue(mustJSON(AckFrame{Type: FrameAck, ID: sp.frameID, SessionID: s.id, T: new(int64), State: &st, Workspace: s.workspace()}))
+			sp.conn.enqueue(mustJSON(AckFrame{Type: FrameAck, ID: sp.frameID, SessionID: s.id, SessionSecret: secret, T: new(int64), State: &st, Workspace: s.workspace()}))
 			s.subs[sp.conn] = struct{}{}
 		}
 	}
 	if !srv.launch(s, ack) {
 		wl.Close()
-		return nil, perr(CodeShuttingDown, "server is shutting down")
+		return nil, "", perr(CodeShuttingDown, "server is shutting down")
 	}
 	srv.m.sessionsStarted.Inc()
 	s.log.Info("session started", "pack", p.Name, "candidate_id", sp.candidateID, "client_playback", sp.host.ClientPlayback, "server_voice", s.liveVoice != nil, "watchers", len(s.watchers))
-	return s, nil
+	return s, secret, nil
 }
 
 // inputRefusal is a start's answer when the pack refuses its inputs: the
@@ -456,7 +462,7 @@ func inputRefusal(err error) *ProtoError {
 // about to run.
 func (srv *Server) watch(s *session) {
 	for _, c := range srv.cfg.Contracts {
-		if w := c.Watch(&Session{s}); w != nil {
+		if w := c.Watch(&Session{s: s}); w != nil {
 			s.watchers = append(s.watchers, w)
 		}
 	}
@@ -527,18 +533,19 @@ func (srv *Server) removeConn(c *conn) {
 	delete(srv.conns, c)
 }
 
-// finishedState re-derives a finished session's effects after seq last.
-// Its errors are fit for clients: they name no server directory.
-func (srv *Server) finishedState(id string, last uint64) ([]EffectFrame, *SessionState, error) {
-	frames, st, err := srv.rederiveFinished(id, last)
+// finishedState re-derives a finished session's effects after seq last,
+// with the hash of its secret. Its errors are fit for clients: they name
+// no server directory.
+func (srv *Server) finishedState(id string, last uint64) ([]EffectFrame, *SessionState, string, error) {
+	frames, st, hash, err := srv.rederiveFinished(id, last)
 	if err != nil {
 		srv.log.Error("could not re-derive a finished session", "session_id", id, "err", err)
-		return nil, nil, errors.New(srv.clientText(err))
+		return nil, nil, "", errors.New(srv.clientText(err))
 	}
-	return frames, st, nil
+	return frames, st, hash, nil
 }
 
-func (srv *Server) rederiveFinished(id string, last uint64) ([]EffectFrame, *SessionState, error) {
+func (srv *Server) rederiveFinished(id string, last uint64) ([]EffectFrame, *SessionState, string, error) {
 	rec, err := srv.logs().Read(id)
 	if err != nil {
 		// A finished log was synced whole: any bad byte in it is damage,
@@ -548,18 +555,18 @@ func (srv *Server) rederiveFinished(id string, last uint64) ([]EffectFrame, *Ses
 		if errors.As(err, &dmg) {
 			srv.markFailed(id, err.Error())
 		}
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	p, err := srv.packs.open(rec.Header.PackRef)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	if err := wal.CheckHeader(&rec.Header, p); err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	frames, err := rederive(srv, rec, p, last)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	host, _ := decodeHost(rec.Header.Host)
 	st := &SessionState{SessionID: id, CandidateID: rec.Header.CandidateID, Pack: p.Name, Ended: true, ClientPlayback: host.ClientPlayback}
@@ -567,7 +574,7 @@ func (srv *Server) rederiveFinished(id string, last uint64) ([]EffectFrame, *Ses
 		st.T, st.EndReason = rec.End.T, rec.End.Reason
 	}
 	st.LastSeq = last + uint64(len(frames))
-	return frames, st, nil
+	return frames, st, host.SecretSHA256, nil
 }
 
 // Serve serves on ln until ctx ends, then shuts down gracefully: it stops
