@@ -221,6 +221,13 @@ func (srv *Server) ReadStartBody(w http.ResponseWriter, r *http.Request) ([]byte
 }
 
 func (srv *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *ProtoError) {
+	if r.ContentLength > limit {
+		// Announced too large: refused on the header, before a byte of
+		// the body is read, and the connection closed rather than
+		// drained.
+		closeUnread(w, r)
+		return nil, perr(CodeTooLarge, "body is over the %d-byte limit", limit)
+	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError

@@ -72,6 +72,8 @@ type Server struct {
 	// private are directories whose paths errors sent to clients must
 	// not show (clientText).
 	private []string
+	// unauthLog spaces out the log lines about refused tokens.
+	unauthLog logThrottle
 }
 
 // New opens the data directory (locking it) and prepares a server. It
@@ -81,13 +83,14 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	srv := &Server{
-		cfg:      cfg,
-		clock:    cfg.Clock,
-		log:      cfg.Logger,
-		m:        newMetrics(),
-		sessions: map[string]*session{},
-		failed:   map[string]string{},
-		conns:    map[*conn]struct{}{},
+		cfg:       cfg,
+		clock:     cfg.Clock,
+		log:       cfg.Logger,
+		m:         newMetrics(),
+		sessions:  map[string]*session{},
+		failed:    map[string]string{},
+		conns:     map[*conn]struct{}{},
+		unauthLog: logThrottle{every: unauthorizedLogEvery},
 	}
 	var err error
 	srv.packs, err = newPackCache(cfg.Packs, cfg.PackRoots, cfg.Dev)
@@ -119,6 +122,7 @@ func New(cfg Config) (*Server, error) {
 			code := CodeBadFrame
 			if status == http.StatusForbidden {
 				code = CodeForbiddenOrigin // the upgrader's only 403
+				closeUnread(w, r)
 			}
 			httpError(w, status, code, reason.Error())
 		},
@@ -161,13 +165,53 @@ func (srv *Server) routes() *http.ServeMux {
 func (srv *Server) RequireToken(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !srv.authorized(r, false) {
-			closeUnread(w, r)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
-			httpError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token")
+			srv.refuseToken(w, r)
 			return
 		}
 		h(w, r)
 	}
+}
+
+// refuseToken answers a request without the right token: 401, the
+// connection closed, counted and logged. A flood of them is logged at
+// most once a second (unauthorizedLogEvery), each line counting those
+// left out before it, so it cannot fill the disk; the counter counts all.
+func (srv *Server) refuseToken(w http.ResponseWriter, r *http.Request) {
+	srv.m.unauthorized.Inc()
+	if suppressed, ok := srv.unauthLog.allow(srv.clock.Now()); ok {
+		srv.log.Info("request refused: missing or wrong bearer token", "remote", r.RemoteAddr,
+			"method", r.Method, "path", clip(r.URL.Path, maxEcho*4), "suppressed", suppressed)
+	}
+	closeUnread(w, r)
+	w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
+	httpError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token")
+}
+
+// unauthorizedLogEvery is the least time between two log lines about
+// refused tokens.
+const unauthorizedLogEvery = time.Second
+
+// logThrottle lets a log line through at most once per interval and
+// counts the ones it holds back.
+type logThrottle struct {
+	every time.Duration
+
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+// allow reports whether a line may be written now and, if so, how many
+// were held back since the last one.
+func (t *logThrottle) allow(now time.Time) (suppressed int, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.last.IsZero() && now.Sub(t.last) < t.every {
+		t.suppressed++
+		return 0, false
+	}
+	suppressed, t.suppressed, t.last = t.suppressed, 0, now
+	return suppressed, true
 }
 
 func (srv *Server) authorized(r *http.Request, allowQuery bool) bool {
@@ -220,16 +264,15 @@ func (srv *Server) AllowOrigins(h http.HandlerFunc) http.HandlerFunc {
 }
 
 // closeUnread makes a refusal sent before the request body is read close
-// the connection at once. Otherwise net/http reads the rest of the body,
-// before the answer to keep the connection alive and after it to finish
-// the request, at whatever pace the client sends it: an unauthenticated
-// client could hold the answer back, or the connection open, for the
-// whole read timeout. The read deadline only ends reading; the answer is
-// still written.
+// the connection at once, whether or not the request has a body. With a
+// body, net/http would otherwise read the rest of it, before the answer
+// to keep the connection alive and after it to finish the request, at
+// whatever pace the client sends it: an unauthenticated client could
+// hold the answer back, or the connection open, for the whole read
+// timeout. Without one, a client refused its token or origin has no
+// business keeping the connection for another try. The read deadline
+// only ends reading; the answer is still written.
 func closeUnread(w http.ResponseWriter, r *http.Request) {
-	if r.ContentLength == 0 {
-		return
-	}
 	w.Header().Set("Connection", "close")
 	// An error means a writer without deadlines (a test recorder); the
 	// close above still applies.
@@ -238,9 +281,7 @@ func closeUnread(w http.ResponseWriter, r *http.Request) {
 
 func (srv *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	if !srv.authorized(r, true) {
-		closeUnread(w, r)
-		w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
-		httpError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token")
+		srv.refuseToken(w, r)
 		return
 	}
 	if !srv.ready.Load() {
