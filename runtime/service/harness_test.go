@@ -392,6 +392,15 @@ func (h *harness) post(path string, body any) (int, map[string]any) {
 // postWith is post with extra request headers.
 func (h *harness) postWith(path string, body any, hdr http.Header) (int, map[string]any) {
 	h.t.Helper()
+	code, data := h.postRaw(path, body, hdr)
+	var out map[string]any
+	json.Unmarshal(data, &out)
+	return code, out
+}
+
+// postRaw is postWith answering the body as it came.
+func (h *harness) postRaw(path string, body any, hdr http.Header) (int, []byte) {
+	h.t.Helper()
 	var b []byte
 	switch v := body.(type) {
 	case string:
@@ -412,9 +421,11 @@ func (h *harness) postWith(path string, body any, hdr http.Header) (int, map[str
 		h.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var out map[string]any
-	json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp.StatusCode, data
 }
 
 // waitArmed waits until a fake timer is armed exactly d from now: the
