@@ -800,7 +800,8 @@ func TestClusterProcesses(t *testing.T) {
 	// A client that reaches a node not running its session, whichever
 	// node that is and however it asks, is sent to the owner, where it
 	// resumes. The nodes asked include one restarted and one paused and
-	// resumed moments ago.
+	// resumed moments ago. Without the session's secret it is told, by
+	// every node, the owner too, only that there is no such session.
 	t.Run("a client at the wrong node", func(t *testing.T) {
 		ask := func(s *ccSession, url string, frame map[string]any) (ccFrame, error) {
 			probe := newCCSession(0)
@@ -825,6 +826,11 @@ func TestClusterProcesses(t *testing.T) {
 		for _, s := range ss {
 			node, _ := ccOwner(t, owners, s.id)
 			for _, other := range names {
+				f, err := ask(s, urlOf(other), map[string]any{"id": "w", "type": "resume", "session_id": s.id, "last_seq": 0})
+				if want := notFound(s.id); err != nil || f.Type != FrameError || f.Code != want.Code || f.Message != want.Message || f.URL != "" {
+					t.Errorf("resume of %s (owner %s) at %s without its secret: %v %s %s %q, url %q; want %s %q",
+						s.id, node, other, err, f.Type, f.Code, f.Message, f.URL, want.Code, want.Message)
+				}
 				if other == node {
 					continue
 				}
@@ -863,7 +869,7 @@ func TestClusterProcesses(t *testing.T) {
 			// A new client resumes from nothing: the owner re-derives
 			// every effect, which must extend what this client saw.
 			probe := newCCSession(s.home)
-			probe.id = s.id
+			probe.id, probe.secret = s.id, s.secret
 			if err := probe.reconnect(context.Background(), fleet); err != nil {
 				t.Fatal(err)
 			}
