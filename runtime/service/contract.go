@@ -116,7 +116,7 @@ func (srv *Server) Start(o StartOptions) (*Session, *ProtoError) {
 type Caller struct {
 	Secret string
 	Remote string
-	// Via names the route for the log and metrics ("http" if empty).
+	// Via names the route for the log ("http" if empty).
 	Via string
 }
 
