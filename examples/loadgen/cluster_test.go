@@ -36,6 +36,9 @@ type fakeSession struct {
 	how     string
 	resumes []uint64
 	ended   bool
+	// secret is what its start answered; a resume without it is
+	// answered as for a session that does not exist.
+	secret string
 }
 
 func newFakeCluster() *fakeCluster { return &fakeCluster{sessions: map[string]*fakeSession{}} }
@@ -145,7 +148,8 @@ func (n *fakeNode) serve(w http.ResponseWriter, r *http.Request) {
 				n.cl.mu.Lock()
 				_, exists := n.cl.sessions[f.SessionID]
 				if !exists {
-					n.cl.session(f.SessionID).how = "start"
+					fs := n.cl.session(f.SessionID)
+					fs.how, fs.secret = "start", "secret-of-"+f.SessionID
 				}
 				n.cl.mu.Unlock()
 				if exists {
@@ -154,7 +158,7 @@ func (n *fakeNode) serve(w http.ResponseWriter, r *http.Request) {
 				}
 				sid = f.SessionID
 				zero := int64(0)
-				send(service.AckFrame{Type: service.FrameAck, ID: f.ID, SessionID: sid, T: &zero,
+				send(service.AckFrame{Type: service.FrameAck, ID: f.ID, SessionID: sid, SessionSecret: "secret-of-" + sid, T: &zero,
 					State: &service.SessionState{SessionID: sid, Pack: "dayone"}})
 				send(n.cl.effect(sid, engine.EffectNote))
 				continue
@@ -165,6 +169,7 @@ func (n *fakeNode) serve(w http.ResponseWriter, r *http.Request) {
 			}
 			n.cl.mu.Lock()
 			s, ok := n.cl.sessions[f.SessionID]
+			ok = ok && f.SessionSecret == s.secret
 			var ack service.AckFrame
 			if ok {
 				s.resumes = append(s.resumes, last)

@@ -29,10 +29,13 @@ type frame struct {
 	ID   string `json:"id"`
 	Code string `json:"code"`
 	// URL, on a moved error, is the node that runs the session now.
-	URL    string      `json:"url"`
-	T      *int64      `json:"t_ms"`
-	Seq    uint64      `json:"seq"`
-	Effect *wireEffect `json:"effect"`
+	URL string `json:"url"`
+	// SessionSecret comes with the ack of a start: every resume of
+	// the session carries it, on whichever node.
+	SessionSecret string      `json:"session_secret"`
+	T             *int64      `json:"t_ms"`
+	Seq           uint64      `json:"seq"`
+	Effect        *wireEffect `json:"effect"`
 	// State and Missed come with the ack of a resume (State with a
 	// start's too): Missed holds the effects after the last_seq sent.
 	State  *wireState `json:"state"`
@@ -166,6 +169,7 @@ type client struct {
 	t0      time.Time         // wall time of the session's t_ms 0
 	lastSeq uint64            // the last effect seq seen: where a resume picks up
 	n       int               // events sent, to name them
+	secret  string            // the session's, from its start's ack
 
 	// begun: a node took the session (its start or a resume was acked),
 	// so every later connection resumes it.
@@ -286,9 +290,13 @@ func (c *client) attach(ctx context.Context, url string) error {
 		"candidate_id": "load", "seed": int64(c.seed)}
 	if c.begun || c.hops > 0 {
 		c.mu.Lock()
-		last := c.lastSeq
+		last, secret := c.lastSeq, c.secret
 		c.mu.Unlock()
-		err = c.ask(ctx, "resume", map[string]any{"id": "resume", "type": "resume", "session_id": c.id(), "last_seq": last})
+		resume := map[string]any{"id": "resume", "type": "resume", "session_id": c.id(), "last_seq": last}
+		if secret != "" {
+			resume["session_secret"] = secret
+		}
+		err = c.ask(ctx, "resume", resume)
 		var rf *refusal
 		if errors.As(err, &rf) && rf.code == "session_not_found" && !c.begun {
 			err = c.ask(ctx, "start", start)
@@ -731,6 +739,9 @@ func (c *client) bound(f *frame, now time.Time) {
 	c.mu.Lock()
 	if c.t0.IsZero() {
 		c.t0 = now.Add(-time.Duration(t) * time.Millisecond)
+	}
+	if f.SessionSecret != "" {
+		c.secret = f.SessionSecret
 	}
 	c.mu.Unlock()
 	for i := range f.Missed {

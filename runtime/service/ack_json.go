@@ -6,11 +6,12 @@ import (
 
 // encode returns the ack as json.Marshal would. An input's ack is the
 // frame sent most, one per client event, and reflection was most of its
-// cost: acks without state or missed frames whose strings need no
-// escaping are written directly, and any other goes through
-// encoding/json (ack_json_test.go holds the two to the same bytes).
+// cost: acks without state, missed frames or a secret (a start's) whose
+// strings need no escaping are written directly, and any other goes
+// through encoding/json (ack_json_test.go holds the two to the same
+// bytes).
 func (a *AckFrame) encode() []byte {
-	if a.State != nil || a.Missed != nil || a.Workspace != nil || !plainJSON(a.Type) || !plainJSON(a.ID) || !plainJSON(a.SessionID) || !plainJSON(a.Clamped) {
+	if a.State != nil || a.Missed != nil || a.Workspace != nil || a.SessionSecret != "" || !plainJSON(a.Type) || !plainJSON(a.ID) || !plainJSON(a.SessionID) || !plainJSON(a.Clamped) {
 		return mustJSON(a)
 	}
 	b := make([]byte, 0, 80+len(a.ID)+len(a.SessionID))

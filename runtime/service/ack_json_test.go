@@ -15,7 +15,7 @@ func TestAckEncodeFields(t *testing.T) {
 	for i := range typ.NumField() {
 		got = append(got, typ.Field(i).Name)
 	}
-	want := []string{"Type", "ID", "SessionID", "T", "InputSeq", "Clamped", "State", "Missed", "Workspace"}
+	want := []string{"Type", "ID", "SessionID", "SessionSecret", "T", "InputSeq", "Clamped", "State", "Missed", "Workspace"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("AckFrame fields %v, encode knows %v: update encode and this list", got, want)
 	}
@@ -34,6 +34,7 @@ func TestAckEncode(t *testing.T) {
 		{Type: FrameAck, ID: "", SessionID: ""},
 		{Type: FrameAck, ID: "r", SessionID: "s", State: &SessionState{SessionID: "s", Pack: "dayone"}},
 		{Type: FrameAck, ID: "r", SessionID: "s", Missed: []json.RawMessage{json.RawMessage(`{"type":"effect"}`)}},
+		{Type: FrameAck, ID: "s", SessionID: "s", SessionSecret: "q3Jk8Vb0yQ2hW5n1cZ7tLm4xR9sD6fA0eU3iO8pG2kE", T: &t0},
 	}
 	for _, a := range cases {
 		checkAck(t, a)

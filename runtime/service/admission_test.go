@@ -83,7 +83,7 @@ func TestAdmissionRefusesStartsOnly(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.AdmitLatency = 100 * time.Millisecond })
 	c := h.dial(nil)
 	c.send(startFrame("s", "run1"))
-	c.expectAck("s")
+	secret := c.expectAck("s").SessionSecret
 	h.runUntil("run1", 20_000)
 	c.send(eventFrame("e1", msgEvent(20_000, "check the logs")))
 	c.expectAck("e1")
@@ -100,7 +100,7 @@ func TestAdmissionRefusesStartsOnly(t *testing.T) {
 	c.send(eventFrame("e2", msgEvent(20_500, "and the metrics")))
 	c.expectAck("e2")
 	c3 := h.dial(nil)
-	c3.send(map[string]any{"id": "r", "type": "resume", "session_id": "run1"})
+	c3.send(map[string]any{"id": "r", "type": "resume", "session_id": "run1", "session_secret": secret})
 	c3.expectAck("r")
 
 	h.clk.Advance(admitWindow + admitSlot)

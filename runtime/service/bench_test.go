@@ -53,7 +53,7 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 	goruntime.ReadMemStats(&before)
 	b.ResetTimer()
 	for i := range b.N {
-		if _, pe := h.srv.start(startParams{sessionID: fmt.Sprintf("idle%d", i), packRef: "dayone"}); pe != nil {
+		if _, _, pe := h.srv.start(startParams{sessionID: fmt.Sprintf("idle%d", i), packRef: "dayone"}); pe != nil {
 			b.Fatal(pe)
 		}
 	}

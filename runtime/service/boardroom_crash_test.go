@@ -89,7 +89,7 @@ func TestBoardroomRecoveryRestoresContextFiles(t *testing.T) {
 	p1 := startBaton(t, bin, data, "--llm-latency", "50ms")
 	c1 := dialAt(p1.addr)
 	c1.send(map[string]any{"id": "s", "type": "start", "pack": pack, "session_id": id, "candidate_id": "founder"})
-	c1.expectAck("s")
+	secret := c1.expectAck("s").SessionSecret
 	// Setup: the dossier, then each member's focus brief and first question.
 	awaitEffect(t, c1, "live", func(f *EffectFrame) bool { return f.Effect.Type == engine.EffectLive })
 	awaitEffect(t, c1, "opening", func(f *EffectFrame) bool {
@@ -134,7 +134,7 @@ func TestBoardroomRecoveryRestoresContextFiles(t *testing.T) {
 		t.Fatalf("restart: %q", p2.lastLine)
 	}
 	c2 := dialAt(p2.addr)
-	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": id, "last_seq": seen})
+	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": id, "last_seq": seen, "session_secret": secret})
 	if a := c2.expectAck("r"); a.State == nil || a.State.Ended {
 		t.Fatalf("resume after crash: %+v", a.State)
 	}

@@ -80,7 +80,7 @@ func TestClientToolsOverWebSocket(t *testing.T) {
 	h := newHarness(t)
 	c := h.dial(nil)
 	c.send(map[string]any{"id": "s", "type": "start", "pack": "training", "session_id": "tr1"})
-	c.expectAck("s")
+	secret := c.expectAck("s").SessionSecret
 	c.send(map[string]any{"id": "e1", "type": "event", "event": map[string]any{
 		"event_type": "candidate_message", "data": map[string]any{"text": "Open index.js and add a greet() that returns 'hi'."}}})
 	c.expectAck("e1")
@@ -94,7 +94,7 @@ func TestClientToolsOverWebSocket(t *testing.T) {
 		}
 		// A client that resumes now learns which calls still wait.
 		r := h.dial(nil)
-		r.send(map[string]any{"id": "r", "type": "resume", "session_id": "tr1"})
+		r.send(map[string]any{"id": "r", "type": "resume", "session_id": "tr1", "session_secret": secret})
 		if st := r.expectAck("r").State; st == nil || len(st.ToolCalls) != 1 || st.ToolCalls[0] != call.ToolCallID {
 			t.Fatalf("resume state %+v: want tool_calls [%s]", st, call.ToolCallID)
 		}

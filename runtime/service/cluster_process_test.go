@@ -139,6 +139,9 @@ type ccResume struct {
 type ccSession struct {
 	id   string
 	home int // the node it was started on
+	// secret is what the start answered; every resume carries it, on
+	// whichever node.
+	secret string
 
 	mu       sync.Mutex
 	acked    map[uint64]string // input seq -> text of each acknowledged event
@@ -306,7 +309,7 @@ func (s *ccSession) start(url string) error {
 		c.close()
 		return fmt.Errorf("%s: start on %s: %v %s %s", s.id, url, err, f.Code, f.Message)
 	}
-	s.conn = c
+	s.conn, s.secret = c, f.SessionSecret
 	return nil
 }
 
@@ -331,7 +334,7 @@ func (s *ccSession) reconnect(ctx context.Context, fleet *ccFleet) error {
 			pause(ctx, 50*time.Millisecond)
 			continue
 		}
-		f, err := c.request(map[string]any{"id": "r", "type": "resume", "session_id": s.id, "last_seq": last}, true)
+		f, err := c.request(map[string]any{"id": "r", "type": "resume", "session_id": s.id, "last_seq": last, "session_secret": s.secret}, true)
 		if err == nil && f.Type == FrameAck {
 			s.mu.Lock()
 			s.resumes = append(s.resumes, ccResume{at: time.Now(), url: url})
@@ -748,7 +751,7 @@ func TestClusterProcesses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := c.request(map[string]any{"id": "p", "type": "resume", "session_id": s.id, "last_seq": 0}, true)
+			f, err := c.request(map[string]any{"id": "p", "type": "resume", "session_id": s.id, "last_seq": 0, "session_secret": s.secret}, true)
 			c.close()
 			if err != nil || f.Type != FrameAck {
 				t.Fatalf("%s: resume at its new owner %s: %v %s %s", s.id, node, err, f.Code, f.Message)
@@ -797,7 +800,8 @@ func TestClusterProcesses(t *testing.T) {
 	// A client that reaches a node not running its session, whichever
 	// node that is and however it asks, is sent to the owner, where it
 	// resumes. The nodes asked include one restarted and one paused and
-	// resumed moments ago.
+	// resumed moments ago. Without the session's secret it is told, by
+	// every node, the owner too, only that there is no such session.
 	t.Run("a client at the wrong node", func(t *testing.T) {
 		ask := func(s *ccSession, url string, frame map[string]any) (ccFrame, error) {
 			probe := newCCSession(0)
@@ -811,29 +815,34 @@ func TestClusterProcesses(t *testing.T) {
 		}
 		frames := []struct {
 			name  string
-			frame func(id string) map[string]any
+			frame func(s *ccSession) map[string]any
 		}{
-			{"resume", func(id string) map[string]any {
-				return map[string]any{"id": "w", "type": "resume", "session_id": id, "last_seq": 0}
+			{"resume", func(s *ccSession) map[string]any {
+				return map[string]any{"id": "w", "type": "resume", "session_id": s.id, "last_seq": 0, "session_secret": s.secret}
 			}},
-			{"start", func(id string) map[string]any { return startFrame("w", id) }},
+			{"start", func(s *ccSession) map[string]any { return startFrame("w", s.id) }},
 		}
 		wrong := 0
 		for _, s := range ss {
 			node, _ := ccOwner(t, owners, s.id)
 			for _, other := range names {
+				f, err := ask(s, urlOf(other), map[string]any{"id": "w", "type": "resume", "session_id": s.id, "last_seq": 0})
+				if want := notFound(s.id); err != nil || f.Type != FrameError || f.Code != want.Code || f.Message != want.Message || f.URL != "" {
+					t.Errorf("resume of %s (owner %s) at %s without its secret: %v %s %s %q, url %q; want %s %q",
+						s.id, node, other, err, f.Type, f.Code, f.Message, f.URL, want.Code, want.Message)
+				}
 				if other == node {
 					continue
 				}
 				for _, fr := range frames {
-					f, err := ask(s, urlOf(other), fr.frame(s.id))
+					f, err := ask(s, urlOf(other), fr.frame(s))
 					if err != nil || f.Code != CodeMoved || f.URL != urlOf(node) {
 						wrong++
 						t.Errorf("%s of %s (owner %s) at %s: %v %s %s %q, url %q; want moved to %s",
 							fr.name, s.id, node, other, err, f.Type, f.Code, f.Message, f.URL, urlOf(node))
 						continue
 					}
-					if f, err = ask(s, f.URL, frames[0].frame(s.id)); err != nil || f.Type != FrameAck {
+					if f, err = ask(s, f.URL, frames[0].frame(s)); err != nil || f.Type != FrameAck {
 						t.Errorf("%s: resume where moved sent it: %v %s %s", s.id, err, f.Code, f.Message)
 					}
 				}
@@ -860,7 +869,7 @@ func TestClusterProcesses(t *testing.T) {
 			// A new client resumes from nothing: the owner re-derives
 			// every effect, which must extend what this client saw.
 			probe := newCCSession(s.home)
-			probe.id = s.id
+			probe.id, probe.secret = s.id, s.secret
 			if err := probe.reconnect(context.Background(), fleet); err != nil {
 				t.Fatal(err)
 			}

@@ -586,7 +586,7 @@ func (c *conn) handle(data []byte, read time.Time) {
 		if f.Seed != nil {
 			seed = *f.Seed
 		}
-		s, pe := c.srv.start(startParams{
+		s, _, pe := c.srv.start(startParams{
 			sessionID: f.SessionID, candidateID: f.CandidateID, packRef: f.Pack, seed: seed,
 			host: hostOptions{ClientPlayback: f.ClientPlayback}, conn: c, frameID: f.ID,
 			voiceMode: f.VoiceMode, clientVoice: f.ClientVoice, inputs: f.Inputs,
@@ -605,7 +605,7 @@ func (c *conn) handle(data []byte, read time.Time) {
 		if f.LastSeq != nil {
 			last = *f.LastSeq
 		}
-		c.resume(f.ID, f.SessionID, last)
+		c.resume(f.ID, f.SessionID, f.SessionSecret, last)
 	case FrameEvent:
 		s := c.boundSession(f.ID)
 		if s == nil {
@@ -651,6 +651,14 @@ func (c *conn) bind(s *session) {
 	c.setReadLimit(4 * c.srv.cfg.MaxMessageBytes)
 }
 
+// remote is the client's address, for the log.
+func (c *conn) remote() string {
+	if c.ws == nil {
+		return ""
+	}
+	return c.ws.RemoteAddr().String()
+}
+
 func (c *conn) boundSession(frameID string) *session {
 	switch {
 	case c.sess != nil:
@@ -674,10 +682,17 @@ func (c *conn) post(s *session, frameID string, m *evMsg) {
 }
 
 // resume binds to a live session, or answers for a finished one with the
-// effects the client missed.
-func (c *conn) resume(frameID, id string, last uint64) {
+// effects the client missed. The session's secret is checked first,
+// wherever the session is, so that a refused client learns nothing, not
+// even which node runs it; and again at each session found, for one
+// started since.
+func (c *conn) resume(frameID, id, secret string, last uint64) {
 	if err := wal.ValidID(id); err != nil {
 		c.sendError(frameID, perr(CodeBadSessionID, "%v", err))
+		return
+	}
+	if pe := c.srv.checkSecret(id, secret, c.remote(), "resume"); pe != nil {
+		c.sendError(frameID, pe)
 		return
 	}
 	if pe := c.srv.resumeHere(c.ctx, id); pe != nil {
@@ -688,6 +703,10 @@ func (c *conn) resume(frameID, id string, last uint64) {
 		s := c.srv.lookup(id)
 		if s == nil {
 			break
+		}
+		if pe := c.srv.checkSessionSecret(s, secret, c.remote(), "resume"); pe != nil {
+			c.sendError(frameID, pe)
+			return
 		}
 		reply := make(chan *ProtoError, 1)
 		if pe := s.post(c.ctx, &subMsg{frameID: frameID, c: c, lastSeq: last, reply: reply}); pe != nil {
@@ -722,10 +741,10 @@ func (c *conn) resume(frameID, id string, last uint64) {
 			}
 		}
 	}
-	c.resumeFinished(frameID, id, last)
+	c.resumeFinished(frameID, id, secret, last)
 }
 
-func (c *conn) resumeFinished(frameID, id string, last uint64) {
+func (c *conn) resumeFinished(frameID, id, secret string, last uint64) {
 	st, err := c.srv.logs().State(id)
 	if err != nil {
 		c.sendError(frameID, perr(CodeBadSessionID, "%s", c.srv.clientText(err)))
@@ -736,10 +755,16 @@ func (c *conn) resumeFinished(frameID, id string, last uint64) {
 		return
 	}
 	if st != wal.StateDone {
-		c.sendError(frameID, perr(CodeSessionNotFound, "no session %s on this server", id))
+		c.sendError(frameID, notFound(id))
 		return
 	}
-	missed, state, err := c.srv.finishedState(id, last)
+	missed, state, hash, err := c.srv.finishedState(id, last)
+	if err == nil && secretRefusal(hash, secret) != "" {
+		// Finished after the first check: a session started and ended
+		// since, under someone else's secret.
+		c.sendError(frameID, c.srv.refuseSecret(id, c.remote(), "resume", secretRefusal(hash, secret)))
+		return
+	}
 	if reason, failed := c.srv.failedReason(id); err != nil && failed {
 		// Reading it just found its log damaged.
 		c.sendError(frameID, perr(CodeSessionFailed, "session %s failed: %s", id, reason))

@@ -43,7 +43,17 @@ type Contract interface {
 type EffectHook func(f *EffectFrame)
 
 // Session is a session as a contract sees it.
-type Session struct{ s *session }
+type Session struct {
+	s *session
+	// secret is set only on the Session Start returns: the server keeps
+	// no more than its hash.
+	secret string
+}
+
+// Secret is the session's secret, which a client needs to attach to the
+// session later (a WebSocket resume, an HTTP event): set on the Session
+// Start returns, empty on any other.
+func (h *Session) Secret() string { return h.secret }
 
 // ID is the session id.
 func (h *Session) ID() string { return h.s.id }
@@ -93,23 +103,51 @@ type StartOptions struct {
 
 // Start starts a session, as a WebSocket start frame does.
 func (srv *Server) Start(o StartOptions) (*Session, *ProtoError) {
-	s, pe := srv.start(startParams{sessionID: o.SessionID, candidateID: o.CandidateID, packRef: o.Pack, seed: o.Seed, contract: o.Options, inputs: o.Inputs})
+	s, secret, pe := srv.start(startParams{sessionID: o.SessionID, candidateID: o.CandidateID, packRef: o.Pack, seed: o.Seed, contract: o.Options, inputs: o.Inputs})
 	if pe != nil {
 		return nil, pe
 	}
-	return &Session{s}, nil
+	return &Session{s: s, secret: secret}, nil
+}
+
+// A Caller is the client behind a request that names a session: the
+// session's secret it presented (Session.Secret, SecretHeader over HTTP)
+// and its address, for the log.
+type Caller struct {
+	Secret string
+	Remote string
+	// Via names the route for the log ("http" if empty).
+	Via string
+}
+
+// CallerOf is the caller of an HTTP request: its SecretHeader and remote
+// address.
+func CallerOf(r *http.Request) Caller {
+	return Caller{Secret: r.Header.Get(SecretHeader), Remote: r.RemoteAddr, Via: "http " + r.URL.Path}
 }
 
 // Submit applies a candidate event (the §5.2 shape, naming its session)
 // for a client without a connection, under the per-session event rate a
 // connection's own limit gives WebSocket clients. It returns once the
 // event is logged and applied, with the ack a WebSocket client would get.
-// When ctx ends first the event may still be applied.
-func (srv *Server) Submit(ctx context.Context, w *events.Wire) (AckFrame, *ProtoError) {
+// When ctx ends first the event may still be applied. The caller must
+// present the session's secret; without it the answer is the one for a
+// session that does not exist.
+func (srv *Server) Submit(ctx context.Context, w *events.Wire, by Caller) (AckFrame, *ProtoError) {
 	read := srv.clock.Now()
+	via := by.Via
+	if via == "" {
+		via = "http"
+	}
 	s := srv.lookup(w.SessionID)
 	if s == nil {
+		if pe := srv.checkSecret(w.SessionID, by.Secret, by.Remote, via); pe != nil {
+			return AckFrame{}, pe
+		}
 		return AckFrame{}, srv.absent(w.SessionID)
+	}
+	if pe := srv.checkSessionSecret(s, by.Secret, by.Remote, via); pe != nil {
+		return AckFrame{}, pe
 	}
 	s.submitMu.Lock()
 	ok := s.submitLimit.allow(srv.clock.Now())
@@ -152,7 +190,7 @@ func (srv *Server) absent(id string) *ProtoError {
 	case st == wal.StateDone:
 		return perr(CodeSessionEnded, "session %s has ended", id)
 	}
-	return perr(CodeSessionNotFound, "no session %s on this server; start it first", id)
+	return notFound(id)
 }
 
 // Errorf makes a protocol error.
@@ -183,6 +221,13 @@ func (srv *Server) ReadStartBody(w http.ResponseWriter, r *http.Request) ([]byte
 }
 
 func (srv *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *ProtoError) {
+	if r.ContentLength > limit {
+		// Announced too large: refused on the header, before a byte of
+		// the body is read, and the connection closed rather than
+		// drained.
+		closeUnread(w, r)
+		return nil, perr(CodeTooLarge, "body is over the %d-byte limit", limit)
+	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -232,6 +277,9 @@ func (srv *Server) Bundled() []string { return srv.packs.refs.Names() }
 // in the log header, with a contract's, so a recovered session keeps them.
 type hostOptions struct {
 	ClientPlayback bool `json:"client_playback,omitempty"`
+	// SecretSHA256 is the hex SHA-256 of the session's secret (secret.go);
+	// empty in logs written before sessions had secrets.
+	SecretSHA256 string `json:"secret_sha256,omitempty"`
 }
 
 // hostJSON is the log header's options object: the server's own fields

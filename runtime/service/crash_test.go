@@ -152,7 +152,7 @@ func TestCrashRecoveryRealProcess(t *testing.T) {
 	}
 	c1 := dialAt(p1.addr)
 	c1.send(map[string]any{"id": "s", "type": "start", "pack": pack, "session_id": "crash1", "candidate_id": "cand"})
-	c1.expectAck("s")
+	secret := c1.expectAck("s").SessionSecret
 	c1.waitFor("opener", func(f *ServerFrame) bool { return f.Type == FrameEffect && f.Effect.Type == engine.EffectAgentMessage })
 
 	acked := map[uint64]string{} // input seq -> text
@@ -182,7 +182,7 @@ func TestCrashRecoveryRealProcess(t *testing.T) {
 		t.Fatalf("restart: %q", p2.lastLine)
 	}
 	c2 := dialAt(p2.addr)
-	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "crash1", "last_seq": seen})
+	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "crash1", "last_seq": seen, "session_secret": secret})
 	if a := c2.expectAck("r"); a.State == nil || a.State.Ended {
 		t.Fatalf("resume after crash: %+v", a.State)
 	}

@@ -120,12 +120,13 @@ func TestHTTPContract(t *testing.T) {
 		EndCallbackWebhook:   recv.srv.URL + "/sim/session/end",
 	}
 	code, body := h.Post("/sim/session/start", start)
-	if code != http.StatusOK || body["ok"] != true || body["session_id"] != "sess_001" || body["pack"] != "dayone" {
+	secret, _ := body["session_secret"].(string)
+	if code != http.StatusOK || body["ok"] != true || body["session_id"] != "sess_001" || body["pack"] != "dayone" || len(secret) < 22 {
 		t.Fatalf("start: %d %v", code, body)
 	}
 	// A WebSocket observer sees the same session, including notices.
 	obs := h.Dial()
-	obs.Send(map[string]any{"id": "r", "type": "resume", "session_id": "sess_001"})
+	obs.Send(map[string]any{"id": "r", "type": "resume", "session_id": "sess_001", "session_secret": secret})
 	obs.ExpectAck("r")
 
 	// The QA opener at 00:00: attempt 1 fails, retry after 1 s fails,
@@ -157,7 +158,7 @@ func TestHTTPContract(t *testing.T) {
 	ev := map[string]any{"session_id": "sess_001", "event_type": "candidate_message", "ts_sec": 3.2,
 		"data": map[string]any{"source": "voice", "text": "I prioritize hotfix first", "stt_confidence": 0.92, "addressed_to": "tech_lead"}}
 	h.RunUntil("sess_001", 3200)
-	code, body = h.Post("/sim/session/event", ev)
+	code, body = h.PostAs(secret, "/sim/session/event", ev)
 	if code != http.StatusOK || body["ok"] != true || body["t_ms"] != float64(3200) || body["input_seq"] == nil {
 		t.Fatalf("event: %d %v", code, body)
 	}
@@ -186,7 +187,7 @@ func TestHTTPContract(t *testing.T) {
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
-			code, body := h.Post(tc.path, tc.body)
+			code, body := h.PostAs(secret, tc.path, tc.body)
 			if code != tc.code || errCode(body) != tc.err {
 				t.Fatalf("%d %v, want %d %s", code, body, tc.code, tc.err)
 			}
@@ -233,7 +234,7 @@ func TestHTTPContract(t *testing.T) {
 	if n := h.Metric("baton_webhook_failures_total", "hook", "agent_message"); n != 0 {
 		t.Fatalf("agent webhook failures %v", n)
 	}
-	code, body = h.Post("/sim/session/event", `{"session_id":"sess_001","event_type":"speech_end","ts_sec":601}`)
+	code, body = h.PostAs(secret, "/sim/session/event", `{"session_id":"sess_001","event_type":"speech_end","ts_sec":601}`)
 	if code != http.StatusGone || errCode(body) != service.CodeSessionEnded {
 		t.Fatalf("event after end: %d %v", code, body)
 	}
@@ -250,7 +251,7 @@ func TestWebhookFailureNotice(t *testing.T) {
 		t.Fatalf("start %d %v", code, body)
 	}
 	obs := h.Dial()
-	obs.Send(map[string]any{"id": "r", "type": "resume", "session_id": "n1"})
+	obs.Send(map[string]any{"id": "r", "type": "resume", "session_id": "n1", "session_secret": body["session_secret"]})
 	obs.ExpectAck("r")
 	h.Quiesce("n1")
 	recv.next(t)
@@ -357,7 +358,7 @@ func TestHTTPStartInputs(t *testing.T) {
 				return
 			}
 			c := h.Dial()
-			c.Send(map[string]any{"id": "r", "type": "resume", "session_id": id})
+			c.Send(map[string]any{"id": "r", "type": "resume", "session_id": id, "session_secret": body["session_secret"]})
 			ack := c.ExpectAck("r")
 			if got := strings.Join(ack.State.Inputs, ","); got != "cand_name,notes" {
 				t.Fatalf("session inputs %q", got)

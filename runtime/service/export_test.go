@@ -1,6 +1,8 @@
 package service
 
 import (
+	"context"
+	"net/http"
 	"testing"
 	"time"
 )
@@ -26,9 +28,48 @@ func (h *harness) Post(path string, body any) (int, map[string]any) {
 	return h.post(path, body)
 }
 
+// PostAs posts as the holder of a session's secret.
+func (h *harness) PostAs(secret, path string, body any) (int, map[string]any) {
+	h.t.Helper()
+	return h.postWith(path, body, http.Header{SecretHeader: {secret}})
+}
+
 func (h *harness) Dial() *WSClient {
 	h.t.Helper()
 	return h.dial(nil)
+}
+
+// DialWith dials with request headers (a token).
+func (h *harness) DialWith(hdr http.Header) *WSClient {
+	h.t.Helper()
+	return h.dial(hdr)
+}
+
+// PostRaw posts with request headers and answers the body as it came.
+func (h *harness) PostRaw(path string, body any, hdr http.Header) (int, []byte) {
+	h.t.Helper()
+	return h.postRaw(path, body, hdr)
+}
+
+// WSURL is the WebSocket endpoint.
+func (h *harness) WSURL() string { return h.wsURL() }
+
+// Restart shuts the server down and starts another on its data
+// directory and clock, which recovers its sessions from their logs. A
+// contract serves one server: opts mount new ones.
+func (h *harness) Restart(opts ...func(*Config)) *Harness {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := h.srv.Shutdown(ctx); err != nil {
+		h.t.Fatal(err)
+	}
+	cfg := h.cfg
+	cfg.Contracts = nil
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return startHarness(h.t, cfg, h.clk, nil)
 }
 
 func (h *harness) Quiesce(id string) {
@@ -98,3 +139,6 @@ func (c *wsClient) WaitFor(what string, pred func(*ServerFrame) bool) ServerFram
 	c.t.Helper()
 	return c.waitFor(what, pred)
 }
+
+// DataDir is where the server keeps its logs.
+func (h *harness) DataDir() string { return h.dir }

@@ -386,6 +386,21 @@ func sameFrames(t testing.TB, got, want []EffectFrame) {
 // JSON answer.
 func (h *harness) post(path string, body any) (int, map[string]any) {
 	h.t.Helper()
+	return h.postWith(path, body, nil)
+}
+
+// postWith is post with extra request headers.
+func (h *harness) postWith(path string, body any, hdr http.Header) (int, map[string]any) {
+	h.t.Helper()
+	code, data := h.postRaw(path, body, hdr)
+	var out map[string]any
+	json.Unmarshal(data, &out)
+	return code, out
+}
+
+// postRaw is postWith answering the body as it came.
+func (h *harness) postRaw(path string, body any, hdr http.Header) (int, []byte) {
+	h.t.Helper()
 	var b []byte
 	switch v := body.(type) {
 	case string:
@@ -393,14 +408,24 @@ func (h *harness) post(path string, body any) (int, map[string]any) {
 	default:
 		b, _ = json.Marshal(v)
 	}
-	resp, err := http.Post(h.ts.URL+path, "application/json", bytes.NewReader(b))
+	req, err := http.NewRequest(http.MethodPost, h.ts.URL+path, bytes.NewReader(b))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var out map[string]any
-	json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp.StatusCode, data
 }
 
 // waitArmed waits until a fake timer is armed exactly d from now: the

@@ -2,6 +2,7 @@ package service
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +12,9 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/batonhq/baton/runtime/clock/clocktest"
 )
 
 // bodyContract mounts a route shaped like the DayOne contract's: origin
@@ -34,10 +38,12 @@ func (b *bodyContract) Mount(srv *Server, mux *http.ServeMux) error {
 func (b *bodyContract) Watch(*Session) EffectHook { return nil }
 
 // trickle sends the headers of a POST whose body keeps arriving a byte at
-// a time and never ends (until stop, or the server closes).
+// a time and never ends (until stop, or the server closes). It announces
+// less than the body limit, so only a refusal or the read timeout can
+// answer it before the body is whole.
 func (h *httpConn) trickle(headers string) (stop func()) {
 	h.t.Helper()
-	h.write("POST /test/body HTTP/1.1\r\nHost: baton\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n" + headers + "\r\n")
+	h.write("POST /test/body HTTP/1.1\r\nHost: baton\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n" + headers + "\r\n")
 	done := make(chan struct{})
 	go func() {
 		tick := time.NewTicker(10 * time.Millisecond)
@@ -221,4 +227,120 @@ func TestLogErrorsHideDirectories(t *testing.T) {
 	}
 	c.send(startFrame("s", "fresh"))
 	hidden(c.expectError("s", CodeStorage), "fresh.wal")
+}
+
+// closesAfter reads one answer on h and then insists on the end of the
+// stream: the server closed the connection, it did not keep it alive.
+func (h *httpConn) closesAfter(status int, code string) {
+	h.t.Helper()
+	resp, body := h.response()
+	if resp.StatusCode != status || errorCode(h.t, body) != code {
+		h.t.Fatalf("%d %s, want %d %s", resp.StatusCode, body, status, code)
+	}
+	if !resp.Close {
+		h.t.Error("answer does not say Connection: close")
+	}
+	h.c.SetReadDeadline(time.Now().Add(waitLimit))
+	n, err := io.Copy(io.Discard, h.r)
+	if err != nil || n != 0 {
+		h.t.Fatalf("after the answer: %d more bytes, %v; want the end of the stream", n, err)
+	}
+}
+
+// A request refused for its token or its origin closes its connection
+// even when it has no body: a client that got it wrong has no business
+// keeping the connection for another try.
+func TestRefusalWithoutBodyCloses(t *testing.T) {
+	s := serveTest(t, func(c *Config) {
+		c.Dev, c.Token, c.Origins = false, "tok", []string{"https://app.example.com"}
+		c.HTTPIdleTimeout = time.Hour
+	})
+	const upgrade = "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+	for _, tc := range []struct {
+		name, req string
+		status    int
+		code      string
+	}{
+		{"no token", "GET /debug/stats HTTP/1.1\r\nHost: baton\r\n\r\n", http.StatusUnauthorized, CodeUnauthorized},
+		{"wrong token, empty body", "POST /v1/uploads HTTP/1.1\r\nHost: baton\r\nAuthorization: Bearer nope\r\nContent-Length: 0\r\n\r\n", http.StatusUnauthorized, CodeUnauthorized},
+		{"handshake without token", "GET /ws HTTP/1.1\r\nHost: baton\r\n" + upgrade + "\r\n", http.StatusUnauthorized, CodeUnauthorized},
+		{"other origin", "POST /v1/uploads HTTP/1.1\r\nHost: baton\r\nAuthorization: Bearer tok\r\nOrigin: https://evil.example.com\r\nContent-Length: 0\r\n\r\n", http.StatusForbidden, CodeForbiddenOrigin},
+		{"handshake from other origin", "GET /ws HTTP/1.1\r\nHost: baton\r\nAuthorization: Bearer tok\r\nOrigin: https://evil.example.com\r\n" + upgrade + "\r\n", http.StatusForbidden, CodeForbiddenOrigin},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := s.connect()
+			h.t = t
+			h.write(tc.req)
+			h.closesAfter(tc.status, tc.code)
+		})
+	}
+}
+
+// A body announced over the endpoint's limit is refused on its header:
+// 413 before a byte of it is sent, and the connection closed. The read
+// timeout is far beyond the test's wait, so only an answer that does not
+// wait for the body passes.
+func TestOversizedBodyRefusedOnItsHeader(t *testing.T) {
+	bc := &bodyContract{}
+	s := serveTest(t, func(c *Config) {
+		c.Dev, c.Token = false, "tok"
+		c.HTTPReadTimeout = time.Hour
+		c.Contracts = []Contract{bc}
+	})
+	for _, path := range []string{"/test/body", "/v1/uploads"} {
+		t.Run(path, func(t *testing.T) {
+			h := s.connect()
+			h.t = t
+			h.write("POST " + path + " HTTP/1.1\r\nHost: baton\r\nAuthorization: Bearer tok\r\nContent-Type: application/octet-stream\r\nContent-Length: 100000000\r\n\r\n")
+			h.closesAfter(http.StatusRequestEntityTooLarge, CodeTooLarge)
+		})
+	}
+	// Under the limit, the same route reads the body.
+	h := s.connect()
+	h.write("POST /test/body HTTP/1.1\r\nHost: baton\r\nAuthorization: Bearer tok\r\nContent-Length: 2\r\n\r\n{}")
+	if resp, body := h.response(); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a small body: %d %s", resp.StatusCode, body)
+	}
+}
+
+// Every 401 is counted, and logged with the client's address and the
+// path, at most once a second: the next line says how many it left out.
+func TestUnauthorizedLoggedAndCounted(t *testing.T) {
+	rec := &logRecorder{}
+	clk := clocktest.NewFake(epoch)
+	s := serveTest(t, func(c *Config) {
+		c.Dev, c.Token = false, "tok"
+		c.Logger, c.Clock = slog.New(rec), clk
+	})
+	const msg = "request refused: missing or wrong bearer token"
+	refused := func(path string, hdr string) {
+		t.Helper()
+		h := s.connect()
+		h.write("GET " + path + " HTTP/1.1\r\nHost: baton\r\n" + hdr + "\r\n")
+		h.closesAfter(http.StatusUnauthorized, CodeUnauthorized)
+	}
+	refused("/debug/stats", "")
+	refused("/metrics", "Authorization: Bearer nope\r\n")
+	refused("/ws?access_token=nope", "")
+	if n := testutil.ToFloat64(s.srv.m.unauthorized); n != 3 {
+		t.Fatalf("baton_http_unauthorized_total %v, want 3", n)
+	}
+	lines := rec.all(msg)
+	if len(lines) != 1 || !strings.Contains(lines[0], "remote=127.0.0.1:") || !strings.Contains(lines[0], "path=/debug/stats") || !strings.Contains(lines[0], "suppressed=0") {
+		t.Fatalf("log lines %q: want one, naming the remote address and the path", lines)
+	}
+	clk.Advance(unauthorizedLogEvery)
+	refused("/debug/pprof/", "")
+	lines = rec.all(msg)
+	if len(lines) != 2 || !strings.Contains(lines[1], "path=/debug/pprof/") || !strings.Contains(lines[1], "suppressed=2") {
+		t.Fatalf("log lines %q: want a second, counting the two left out", lines)
+	}
+	for _, l := range lines {
+		if strings.Contains(l, "nope") {
+			t.Errorf("a log line shows the token: %s", l)
+		}
+	}
+	if n := testutil.ToFloat64(s.srv.m.unauthorized); n != 4 {
+		t.Fatalf("baton_http_unauthorized_total %v, want 4", n)
+	}
 }

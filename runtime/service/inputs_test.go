@@ -378,7 +378,7 @@ func TestStartAckWorkspace(t *testing.T) {
 			}
 			check("start", ack)
 			r := h.dial(nil)
-			r.send(map[string]any{"id": "r", "type": "resume", "session_id": tc.start["session_id"]})
+			r.send(map[string]any{"id": "r", "type": "resume", "session_id": tc.start["session_id"], "session_secret": ack.SessionSecret})
 			check("resume", r.expectAck("r"))
 		})
 	}
@@ -395,7 +395,7 @@ func TestInputsSurviveRestart(t *testing.T) {
 	c := h.dial(nil)
 	c.send(inputsStart("s", "rec", pack, map[string]any{"cand_name": "Barbara", "years": 12,
 		"notes": textFile("notes.md", notes), "topics": []string{"replay"}}))
-	c.expectAck("s")
+	secret := c.expectAck("s").SessionSecret
 	h.quiesce("rec")
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
@@ -405,7 +405,7 @@ func TestInputsSurviveRestart(t *testing.T) {
 	cfg := h.cfg
 	h2 := startHarness(t, cfg, h.clk, nil)
 	c2 := h2.dial(nil)
-	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "rec"})
+	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "rec", "session_secret": secret})
 	if ack := c2.expectAck("r"); strings.Join(ack.State.Inputs, ",") != "cand_name,notes,topics,years" {
 		t.Fatalf("recovered session's inputs %v", ack.State.Inputs)
 	}

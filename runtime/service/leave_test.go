@@ -36,7 +36,7 @@ func TestClientLeavesEarly(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
 	c := h.dial(nil)
 	c.send(startFrame("s", "left"))
-	c.expectAck("s")
+	secret := c.expectAck("s").SessionSecret
 	c.send(eventFrame("e", msgEvent(12_000, "I would check the logs for the retry first.")))
 	c.expectAck("e")
 	h.runUntil("left", 20_000)
@@ -76,7 +76,7 @@ func TestClientLeavesEarly(t *testing.T) {
 
 	// It is still there to resume.
 	c2 := h.dial(nil)
-	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "left", "last_seq": st.Seq})
+	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "left", "last_seq": st.Seq, "session_secret": secret})
 	if ack := c2.expectAck("r"); ack.State == nil || ack.State.Ended {
 		t.Fatalf("resume after leaving: %+v", ack.State)
 	}

@@ -347,11 +347,11 @@ func TestDebugStatsMemory(t *testing.T) {
 	}
 	a, b := h.dial(nil), h.dial(nil)
 	a.send(startFrame("s", "one"))
-	a.expectAck("s")
+	secret := a.expectAck("s").SessionSecret
 	b.send(startFrame("s", "two"))
 	b.expectAck("s")
 	watcher := h.dial(nil)
-	watcher.send(map[string]any{"id": "r", "type": "resume", "session_id": "one", "last_seq": 0})
+	watcher.send(map[string]any{"id": "r", "type": "resume", "session_id": "one", "last_seq": 0, "session_secret": secret})
 	watcher.expectAck("r")
 	idle := h.dial(nil)
 	idle.send(map[string]any{"id": "p", "type": "ping"})

@@ -48,6 +48,8 @@ type metrics struct {
 	turnLateness     *prometheus.HistogramVec
 	audioBytes       prometheus.Counter
 	audioDropped     *prometheus.CounterVec
+	secretRefusals   *prometheus.CounterVec
+	unauthorized     prometheus.Counter
 }
 
 // Latency buckets from 50 µs to 10 s: engine steps are microseconds, fsyncs
@@ -90,12 +92,15 @@ func newMetrics() *metrics {
 	m.audioBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_voice_audio_bytes_total", Help: "Client microphone audio passed to live speech sessions, in bytes."})
 	m.audioDropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_voice_audio_dropped_total",
 		Help: "Client audio frames dropped, by reason: no_live_session (none open yet, or the floor is moving), rate_limited (over the audio budget), backlog (the live model is behind), too_large, malformed, send_failed (the live session refused it)."}, []string{"reason"})
+	m.secretRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_session_secret_refusals_total",
+		Help: "Attempts to attach to a session (resume, HTTP event) refused for its secret, by reason: missing or mismatch. Each is answered as for a session that does not exist."}, []string{"reason"})
+	m.unauthorized = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_http_unauthorized_total", Help: "HTTP requests, WebSocket handshakes included, refused with 401 for a missing or wrong bearer token."})
 	for _, c := range []prometheus.Collector{
 		m.sessionsActive, m.sessionsStarted, m.sessionsEnded, m.connections, m.events, m.inputs, m.effects,
 		m.clientErrors, m.stepSeconds, m.adapterSeconds, m.adapterErrors, m.adapterInflight,
 		m.walSyncSeconds, m.walErrors, m.archiveErrors, m.walTruncations, m.journalDamage, m.scrubbed, m.recoveries, m.panics,
 		m.slowConsumers, m.rateLimited, m.resumes, m.eventToEffectSec, m.warnings, m.guardrails, m.flags, m.turnLateness,
-		m.audioBytes, m.audioDropped,
+		m.audioBytes, m.audioDropped, m.secretRefusals, m.unauthorized,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
@@ -112,6 +117,9 @@ func newMetrics() *metrics {
 	m.adapterSeconds.WithLabelValues("llm")
 	for _, r := range audioDropReasons {
 		m.audioDropped.WithLabelValues(r)
+	}
+	for _, r := range secretRefusalReasons {
+		m.secretRefusals.WithLabelValues(r)
 	}
 	return m
 }

@@ -14,6 +14,7 @@ import (
 // plAcked is what a client was told before the power went.
 type plAcked struct {
 	started bool
+	secret  string
 	events  map[uint64]string // input seq -> text of each acknowledged event
 }
 
@@ -28,10 +29,11 @@ func powerLossRun(t *testing.T, mem *waltest.StrictMem, clk *clocktest.Fake) plA
 	got := plAcked{events: map[uint64]string{}}
 	c := h.dial(nil)
 	c.send(startFrame("s", "pl"))
-	if f := c.reply("s"); f.Type != FrameAck {
+	f := c.reply("s")
+	if f.Type != FrameAck {
 		return got
 	}
-	got.started = true
+	got.started, got.secret = true, f.SessionSecret
 	for i := range 6 {
 		at := int64(10_000 * (i + 1))
 		h.runUntil("pl", at)
@@ -113,7 +115,7 @@ func checkServiceRecovered(t *testing.T, mem *waltest.StrictMem, clk *clocktest.
 		}
 	}
 	c := h.dial(nil)
-	c.send(map[string]any{"id": "r", "type": "resume", "session_id": "pl", "last_seq": 0})
+	c.send(map[string]any{"id": "r", "type": "resume", "session_id": "pl", "last_seq": 0, "session_secret": acked.secret})
 	if f := c.reply("r"); f.Type != FrameAck {
 		return fmt.Errorf("resume after recovery: %s %s", f.Code, f.Message)
 	}

@@ -129,6 +129,8 @@ type ClientFrame struct {
 	Inputs rules.Supplied `json:"inputs,omitempty"`
 	// resume: the last effect seq the client saw (0 for none).
 	LastSeq *uint64 `json:"last_seq,omitempty"`
+	// resume: the secret the session's start ack carried.
+	SessionSecret string `json:"session_secret,omitempty"`
 	// event: one candidate event in the seed §5.2 shape.
 	Event *events.Wire `json:"event,omitempty"`
 	// speech_done
@@ -309,7 +311,7 @@ func topString(data []byte, field string) (string, bool) {
 // than silently ignored.
 var frameFields = map[string][]string{
 	FrameStart:            {"session_id", "pack", "candidate_id", "seed", "client_playback", "voice_mode", "client_voice", "inputs"},
-	FrameResume:           {"session_id", "last_seq"},
+	FrameResume:           {"session_id", "last_seq", "session_secret"},
 	FrameEvent:            {"event"},
 	FrameSpeechDone:       {"message_id", "interrupted"},
 	FrameToolCall:         {"tool"},
@@ -330,6 +332,7 @@ func (f *ClientFrame) setFields() []string {
 		{f.SessionID != "", "session_id"}, {f.Pack != "", "pack"}, {f.CandidateID != "", "candidate_id"},
 		{f.Seed != nil, "seed"}, {f.ClientPlayback, "client_playback"}, {f.VoiceMode != "", "voice_mode"},
 		{f.ClientVoice, "client_voice"}, {f.Inputs != nil, "inputs"}, {f.LastSeq != nil, "last_seq"},
+		{f.SessionSecret != "", "session_secret"},
 		{f.Event != nil, "event"}, {f.MessageID != "", "message_id"}, {f.Interrupted, "interrupted"},
 		{f.Tool != nil, "tool"}, {f.Agent != nil, "agent"}, {f.Reason != "", "reason"},
 		{f.ToolCallID != "", "tool_call_id"}, {f.Result != nil, "result"}, {f.IsError, "is_error"},
@@ -422,6 +425,9 @@ type AckFrame struct {
 	Type      string `json:"type"`
 	ID        string `json:"id"`
 	SessionID string `json:"session_id,omitempty"`
+	// SessionSecret is set on the ack of a start only: the secret a
+	// resume of the session must carry (secret.go).
+	SessionSecret string `json:"session_secret,omitempty"`
 	// T is the engine time the input was applied at (ms since start).
 	T *int64 `json:"t_ms,omitempty"`
 	// InputSeq is the input's position in the session's log.
@@ -550,17 +556,18 @@ type PongFrame struct {
 
 // ServerFrame decodes any server frame; clients use it.
 type ServerFrame struct {
-	Type      string          `json:"type"`
-	ID        string          `json:"id,omitempty"`
-	SessionID string          `json:"session_id,omitempty"`
-	T         *int64          `json:"t_ms,omitempty"`
-	InputSeq  uint64          `json:"input_seq,omitempty"`
-	Clamped   string          `json:"clamped,omitempty"`
-	State     *SessionState   `json:"state,omitempty"`
-	Missed    []EffectFrame   `json:"missed,omitempty"`
-	Workspace *WorkspaceState `json:"workspace,omitempty"`
-	Code      string          `json:"code,omitempty"`
-	Message   string          `json:"message,omitempty"`
+	Type          string          `json:"type"`
+	ID            string          `json:"id,omitempty"`
+	SessionID     string          `json:"session_id,omitempty"`
+	SessionSecret string          `json:"session_secret,omitempty"`
+	T             *int64          `json:"t_ms,omitempty"`
+	InputSeq      uint64          `json:"input_seq,omitempty"`
+	Clamped       string          `json:"clamped,omitempty"`
+	State         *SessionState   `json:"state,omitempty"`
+	Missed        []EffectFrame   `json:"missed,omitempty"`
+	Workspace     *WorkspaceState `json:"workspace,omitempty"`
+	Code          string          `json:"code,omitempty"`
+	Message       string          `json:"message,omitempty"`
 	// Inputs are a refused start's refusals, one per input.
 	Inputs rules.InputErrors `json:"inputs,omitempty"`
 	Seq    uint64            `json:"seq,omitempty"`

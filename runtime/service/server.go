@@ -72,6 +72,8 @@ type Server struct {
 	// private are directories whose paths errors sent to clients must
 	// not show (clientText).
 	private []string
+	// unauthLog spaces out the log lines about refused tokens.
+	unauthLog logThrottle
 }
 
 // New opens the data directory (locking it) and prepares a server. It
@@ -81,13 +83,14 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	srv := &Server{
-		cfg:      cfg,
-		clock:    cfg.Clock,
-		log:      cfg.Logger,
-		m:        newMetrics(),
-		sessions: map[string]*session{},
-		failed:   map[string]string{},
-		conns:    map[*conn]struct{}{},
+		cfg:       cfg,
+		clock:     cfg.Clock,
+		log:       cfg.Logger,
+		m:         newMetrics(),
+		sessions:  map[string]*session{},
+		failed:    map[string]string{},
+		conns:     map[*conn]struct{}{},
+		unauthLog: logThrottle{every: unauthorizedLogEvery},
 	}
 	var err error
 	srv.packs, err = newPackCache(cfg.Packs, cfg.PackRoots, cfg.Dev)
@@ -119,6 +122,7 @@ func New(cfg Config) (*Server, error) {
 			code := CodeBadFrame
 			if status == http.StatusForbidden {
 				code = CodeForbiddenOrigin // the upgrader's only 403
+				closeUnread(w, r)
 			}
 			httpError(w, status, code, reason.Error())
 		},
@@ -161,13 +165,53 @@ func (srv *Server) routes() *http.ServeMux {
 func (srv *Server) RequireToken(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !srv.authorized(r, false) {
-			closeUnread(w, r)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
-			httpError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token")
+			srv.refuseToken(w, r)
 			return
 		}
 		h(w, r)
 	}
+}
+
+// refuseToken answers a request without the right token: 401, the
+// connection closed, counted and logged. A flood of them is logged at
+// most once a second (unauthorizedLogEvery), each line counting those
+// left out before it, so it cannot fill the disk; the counter counts all.
+func (srv *Server) refuseToken(w http.ResponseWriter, r *http.Request) {
+	srv.m.unauthorized.Inc()
+	if suppressed, ok := srv.unauthLog.allow(srv.clock.Now()); ok {
+		srv.log.Info("request refused: missing or wrong bearer token", "remote", r.RemoteAddr,
+			"method", r.Method, "path", clip(r.URL.Path, maxEcho*4), "suppressed", suppressed)
+	}
+	closeUnread(w, r)
+	w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
+	httpError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token")
+}
+
+// unauthorizedLogEvery is the least time between two log lines about
+// refused tokens.
+const unauthorizedLogEvery = time.Second
+
+// logThrottle lets a log line through at most once per interval and
+// counts the ones it holds back.
+type logThrottle struct {
+	every time.Duration
+
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+// allow reports whether a line may be written now and, if so, how many
+// were held back since the last one.
+func (t *logThrottle) allow(now time.Time) (suppressed int, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.last.IsZero() && now.Sub(t.last) < t.every {
+		t.suppressed++
+		return 0, false
+	}
+	suppressed, t.suppressed, t.last = t.suppressed, 0, now
+	return suppressed, true
 }
 
 func (srv *Server) authorized(r *http.Request, allowQuery bool) bool {
@@ -212,7 +256,7 @@ func (srv *Server) AllowOrigins(h http.HandlerFunc) http.HandlerFunc {
 			}
 			w.Header().Set("Access-Control-Allow-Origin", origin)
 			w.Header().Set("Vary", "Origin")
-			w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+			w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, "+SecretHeader)
 			w.Header().Set("Access-Control-Allow-Methods", "POST, OPTIONS")
 		}
 		h(w, r)
@@ -220,16 +264,15 @@ func (srv *Server) AllowOrigins(h http.HandlerFunc) http.HandlerFunc {
 }
 
 // closeUnread makes a refusal sent before the request body is read close
-// the connection at once. Otherwise net/http reads the rest of the body,
-// before the answer to keep the connection alive and after it to finish
-// the request, at whatever pace the client sends it: an unauthenticated
-// client could hold the answer back, or the connection open, for the
-// whole read timeout. The read deadline only ends reading; the answer is
-// still written.
+// the connection at once, whether or not the request has a body. With a
+// body, net/http would otherwise read the rest of it, before the answer
+// to keep the connection alive and after it to finish the request, at
+// whatever pace the client sends it: an unauthenticated client could
+// hold the answer back, or the connection open, for the whole read
+// timeout. Without one, a client refused its token or origin has no
+// business keeping the connection for another try. The read deadline
+// only ends reading; the answer is still written.
 func closeUnread(w http.ResponseWriter, r *http.Request) {
-	if r.ContentLength == 0 {
-		return
-	}
 	w.Header().Set("Connection", "close")
 	// An error means a writer without deadlines (a test recorder); the
 	// close above still applies.
@@ -238,9 +281,7 @@ func closeUnread(w http.ResponseWriter, r *http.Request) {
 
 func (srv *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	if !srv.authorized(r, true) {
-		closeUnread(w, r)
-		w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
-		httpError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token")
+		srv.refuseToken(w, r)
 		return
 	}
 	if !srv.ready.Load() {
@@ -344,25 +385,26 @@ type startParams struct {
 	inputs rules.Supplied
 }
 
-// start creates, logs and launches a new session.
-func (srv *Server) start(sp startParams) (*session, *ProtoError) {
+// start creates, logs and launches a new session. It returns the
+// session's secret (secret.go), which only the starting client gets.
+func (srv *Server) start(sp startParams) (*session, string, *ProtoError) {
 	if err := wal.ValidID(sp.sessionID); err != nil {
-		return nil, perr(CodeBadSessionID, "%v", err)
+		return nil, "", perr(CodeBadSessionID, "%v", err)
 	}
 	if len(sp.candidateID) > 256 {
-		return nil, perr(CodeBadFrame, "candidate_id longer than 256 bytes")
+		return nil, "", perr(CodeBadFrame, "candidate_id longer than 256 bytes")
 	}
 	if !srv.ready.Load() {
-		return nil, perr(CodeShuttingDown, "server is not accepting sessions")
+		return nil, "", perr(CodeShuttingDown, "server is not accepting sessions")
 	}
 	if pe := srv.elsewhere(sp.sessionID); pe != nil {
-		return nil, pe
+		return nil, "", pe
 	}
 	if srv.lookup(sp.sessionID) != nil {
-		return nil, perr(CodeSessionExists, "session %s is already running; resume it instead", sp.sessionID)
+		return nil, "", perr(CodeSessionExists, "session %s is already running; resume it instead", sp.sessionID)
 	}
 	if reason, failed := srv.failedReason(sp.sessionID); failed {
-		return nil, perr(CodeSessionExists, "session %s exists but could not be recovered: %s", sp.sessionID, reason)
+		return nil, "", perr(CodeSessionExists, "session %s exists but could not be recovered: %s", sp.sessionID, reason)
 	}
 	sp.packRef = srv.packs.canonical(sp.packRef)
 	p, err := srv.packs.open(sp.packRef)
@@ -370,14 +412,14 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 		// The client's message names the folder as packCache.show does,
 		// never where it is on disk; the operator gets where here.
 		srv.log.Info("pack refused", "session_id", sp.sessionID, "pack", sp.packRef, "err", err)
-		return nil, perr(CodeBadPack, "%v", err)
+		return nil, "", perr(CodeBadPack, "%v", err)
 	}
 	// The inputs are checked before anything is logged: a refused start
 	// leaves no trace. Bound, they are self-contained (uploads resolved
 	// into their data), so the log header holds all a replay needs.
 	in, err := p.Bind(sp.inputs, rules.BindOptions{Upload: srv.uploads.get})
 	if err != nil {
-		return nil, inputRefusal(err)
+		return nil, "", inputRefusal(err)
 	}
 	// The host's side (the model's budgets, the voice) runs on the pack
 	// the engine runs: compiled for the session's values where a duration
@@ -387,14 +429,19 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	// session_exists, a bad pack or inputs): overloaded says only that
 	// this node takes no new session now.
 	if pe := srv.admission.admit(srv.clock.Now()); pe != nil {
-		return nil, pe
+		return nil, "", pe
 	}
+	secret, hash, err := newSecret()
+	if err != nil {
+		return nil, "", perr(CodeInternal, "%v", err)
+	}
+	sp.host.SecretSHA256 = hash
 	model := srv.cfg.Model(sp.sessionID, p, srv.clock)
 	vo := voiceOptions{ClientVoice: sp.clientVoice}
 	vo.ServerVoice = srv.cfg.Voice != nil && !sp.clientVoice && liveMode(p, sp.voiceMode)
 	host, err := hostJSON(sp.host, mergeObjects(mustJSON(vo), sp.contract))
 	if err != nil {
-		return nil, perr(CodeInternal, "%v", err)
+		return nil, "", perr(CodeInternal, "%v", err)
 	}
 	now := srv.clock.Now()
 	// The session runs against real time: its scripts are held to their
@@ -406,15 +453,15 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	wl, err := srv.logs().Create(hdr)
 	switch {
 	case err != nil && srv.ownedError(sp.sessionID, err) != nil:
-		return nil, srv.ownedError(sp.sessionID, err)
+		return nil, "", srv.ownedError(sp.sessionID, err)
 	case errors.Is(err, wal.ErrExists):
-		return nil, perr(CodeSessionExists, "session %s is already running; resume it instead", sp.sessionID)
+		return nil, "", perr(CodeSessionExists, "session %s is already running; resume it instead", sp.sessionID)
 	case errors.Is(err, wal.ErrFinished):
-		return nil, perr(CodeSessionExists, "session %s has already run to its end; pick a new id", sp.sessionID)
+		return nil, "", perr(CodeSessionExists, "session %s has already run to its end; pick a new id", sp.sessionID)
 	case err != nil:
 		srv.m.walErrors.Inc()
 		srv.log.Error("could not create a session log", "session_id", sp.sessionID, "err", err)
-		return nil, perr(CodeStorage, "could not create the session log: %s", srv.clientText(err))
+		return nil, "", perr(CodeStorage, "could not create the session log: %s", srv.clientText(err))
 	}
 	s := newSession(srv, hdr, sp.host, p)
 	s.wl, s.eng, s.base, s.model = wl, engine.New(p, hdr.Options), now, model
@@ -425,17 +472,17 @@ func (srv *Server) start(sp startParams) (*session, *ProtoError) {
 	ack := func() {
 		if sp.conn != nil {
 			st := s.state()
-			sp.conn.enqueue(mustJSON(AckFrame{Type: FrameAck, ID: sp.frameID, SessionID: s.id, T: new(int64), State: &st, Workspace: s.workspace()}))
+			sp.conn.enqueue(mustJSON(AckFrame{Type: FrameAck, ID: sp.frameID, SessionID: s.id, SessionSecret: secret, T: new(int64), State: &st, Workspace: s.workspace()}))
 			s.subs[sp.conn] = struct{}{}
 		}
 	}
 	if !srv.launch(s, ack) {
 		wl.Close()
-		return nil, perr(CodeShuttingDown, "server is shutting down")
+		return nil, "", perr(CodeShuttingDown, "server is shutting down")
 	}
 	srv.m.sessionsStarted.Inc()
 	s.log.Info("session started", "pack", p.Name, "candidate_id", sp.candidateID, "client_playback", sp.host.ClientPlayback, "server_voice", s.liveVoice != nil, "watchers", len(s.watchers))
-	return s, nil
+	return s, secret, nil
 }
 
 // inputRefusal is a start's answer when the pack refuses its inputs: the
@@ -456,7 +503,7 @@ func inputRefusal(err error) *ProtoError {
 // about to run.
 func (srv *Server) watch(s *session) {
 	for _, c := range srv.cfg.Contracts {
-		if w := c.Watch(&Session{s}); w != nil {
+		if w := c.Watch(&Session{s: s}); w != nil {
 			s.watchers = append(s.watchers, w)
 		}
 	}
@@ -539,18 +586,19 @@ func (srv *Server) removeConn(c *conn) {
 	delete(srv.conns, c)
 }
 
-// finishedState re-derives a finished session's effects after seq last.
-// Its errors are fit for clients: they name no server directory.
-func (srv *Server) finishedState(id string, last uint64) ([]EffectFrame, *SessionState, error) {
-	frames, st, err := srv.rederiveFinished(id, last)
+// finishedState re-derives a finished session's effects after seq last,
+// with the hash of its secret. Its errors are fit for clients: they name
+// no server directory.
+func (srv *Server) finishedState(id string, last uint64) ([]EffectFrame, *SessionState, string, error) {
+	frames, st, hash, err := srv.rederiveFinished(id, last)
 	if err != nil {
 		srv.log.Error("could not re-derive a finished session", "session_id", id, "err", err)
-		return nil, nil, errors.New(srv.clientText(err))
+		return nil, nil, "", errors.New(srv.clientText(err))
 	}
-	return frames, st, nil
+	return frames, st, hash, nil
 }
 
-func (srv *Server) rederiveFinished(id string, last uint64) ([]EffectFrame, *SessionState, error) {
+func (srv *Server) rederiveFinished(id string, last uint64) ([]EffectFrame, *SessionState, string, error) {
 	rec, err := srv.logs().Read(id)
 	if err != nil {
 		// A finished log was synced whole: any bad byte in it is damage,
@@ -560,18 +608,18 @@ func (srv *Server) rederiveFinished(id string, last uint64) ([]EffectFrame, *Ses
 		if errors.As(err, &dmg) {
 			srv.markFailed(id, err.Error())
 		}
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	p, err := srv.packs.open(rec.Header.PackRef)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	if err := wal.CheckHeader(&rec.Header, p); err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	frames, err := rederive(srv, rec, p, last)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	host, _ := decodeHost(rec.Header.Host)
 	st := &SessionState{SessionID: id, CandidateID: rec.Header.CandidateID, Pack: p.Name, Ended: true, ClientPlayback: host.ClientPlayback}
@@ -579,7 +627,7 @@ func (srv *Server) rederiveFinished(id string, last uint64) ([]EffectFrame, *Ses
 		st.T, st.EndReason = rec.End.T, rec.End.Reason
 	}
 	st.LastSeq = last + uint64(len(frames))
-	return frames, st, nil
+	return frames, st, host.SecretSHA256, nil
 }
 
 // Serve serves on ln until ctx ends, then shuts down gracefully: it stops

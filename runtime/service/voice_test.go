@@ -324,8 +324,9 @@ func streamAudio(t *testing.T, c *wsClient, pcm []byte) {
 }
 
 // startVoice starts a session of pack in live voice mode and waits until
-// the server has opened its live session.
-func startVoice(t *testing.T, h *harness, c *wsClient, id, pack string, log *voiceLog) {
+// the server has opened its live session. It returns the session's
+// secret.
+func startVoice(t *testing.T, h *harness, c *wsClient, id, pack string, log *voiceLog) string {
 	t.Helper()
 	c.send(map[string]any{"id": "s", "type": "start", "pack": pack, "session_id": id, "voice_mode": "live"})
 	ack := c.expectAck("s")
@@ -333,6 +334,7 @@ func startVoice(t *testing.T, h *harness, c *wsClient, id, pack string, log *voi
 		t.Fatalf("start ack %+v: the server does not host the session's voice", ack.State)
 	}
 	drive(t, c, nil, log, "the live session's metadata", func(l *voiceLog) bool { return len(l.metadata) > 0 })
+	return ack.SessionSecret
 }
 
 const (
@@ -846,7 +848,7 @@ func TestVoiceRecovered(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Voice = connector })
 	c := h.dial(nil)
 	var log voiceLog
-	startVoice(t, h, c, "rv", liveTrainingPack(t), &log)
+	secret := startVoice(t, h, c, "rv", liveTrainingPack(t), &log)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	if err := h.srv.Shutdown(ctx); err != nil {
@@ -862,7 +864,7 @@ func TestVoiceRecovered(t *testing.T) {
 		}
 	}
 	c2 := h2.dial(nil)
-	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "rv"})
+	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "rv", "session_secret": secret})
 	if ack := c2.expectAck("r"); !ack.State.ServerVoice {
 		t.Fatalf("resume ack %+v: the server does not host the session's voice", ack.State)
 	}
@@ -885,7 +887,8 @@ func TestVoiceHostingSurvivesRestart(t *testing.T) {
 	h := newHarness(t) // no --voice: the client hosts
 	c := h.dial(nil)
 	c.send(map[string]any{"id": "s", "type": "start", "pack": "training", "session_id": "cv", "voice_mode": "live"})
-	if ack := c.expectAck("s"); ack.State.ServerVoice {
+	ack := c.expectAck("s")
+	if ack.State.ServerVoice {
 		t.Fatal("a server without --voice hosts the session's voice")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
@@ -897,7 +900,7 @@ func TestVoiceHostingSurvivesRestart(t *testing.T) {
 	cfg.Voice = connector
 	h2 := startHarness(t, cfg, h.clk, nil)
 	c2 := h2.dial(nil)
-	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "cv"})
+	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "cv", "session_secret": ack.SessionSecret})
 	if ack := c2.expectAck("r"); ack.State.ServerVoice {
 		t.Fatal("after a restart with --voice the server took over the voice of a session its client hosts")
 	}

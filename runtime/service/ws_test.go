@@ -115,7 +115,7 @@ func TestWSResume(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.ResumeRing = 4 })
 	c1 := h.dial(nil)
 	c1.send(startFrame("s", "res"))
-	c1.expectAck("s")
+	secret := c1.expectAck("s").SessionSecret
 	h.runUntil("res", 20_000)
 	st, _ := h.quiesce("res")
 	c1.waitFor("all effects so far", func(*ServerFrame) bool { return c1.lastSeq() == st.Seq })
@@ -130,7 +130,7 @@ func TestWSResume(t *testing.T) {
 
 	// Far behind: the ring (4 frames) cannot cover it; rebuilt from the log.
 	c2 := h.dial(nil)
-	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "res", "last_seq": seen})
+	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "res", "last_seq": seen, "session_secret": secret})
 	ack := c2.expectAck("r")
 	if ack.State == nil || ack.State.LastSeq != st.Seq || uint64(len(ack.Missed)) != st.Seq-seen || ack.Missed[0].Seq != seen+1 {
 		t.Fatalf("resume ack: state %+v, %d missed", ack.State, len(ack.Missed))
@@ -140,7 +140,7 @@ func TestWSResume(t *testing.T) {
 	}
 	// Near: from the ring.
 	c3 := h.dial(nil)
-	c3.send(map[string]any{"id": "r", "type": "resume", "session_id": "res", "last_seq": st.Seq - 2})
+	c3.send(map[string]any{"id": "r", "type": "resume", "session_id": "res", "last_seq": st.Seq - 2, "session_secret": secret})
 	if a := c3.expectAck("r"); len(a.Missed) != 2 || a.Missed[1].Seq != st.Seq {
 		t.Fatalf("ring resume: %d missed", len(a.Missed))
 	}
@@ -172,7 +172,7 @@ func TestWSResume(t *testing.T) {
 
 	// A finished session answers a resume with what was missed and ended.
 	c4 := h.dial(nil)
-	c4.send(map[string]any{"id": "r", "type": "resume", "session_id": "res", "last_seq": uint64(len(all) - 3)})
+	c4.send(map[string]any{"id": "r", "type": "resume", "session_id": "res", "last_seq": uint64(len(all) - 3), "session_secret": secret})
 	a := c4.expectAck("r")
 	if a.State == nil || !a.State.Ended || a.State.EndReason != "session_complete" || len(a.Missed) != 3 {
 		t.Fatalf("resume after end: state %+v, %d missed", a.State, len(a.Missed))
@@ -435,6 +435,8 @@ func TestSlowConsumer(t *testing.T) {
 	}
 	h.runUntil("slow", 120_000)
 	close(gate)
+	// The ack was the write the gate held: it is the first frame through.
+	secret := slow.reply("s").SessionSecret
 	ce := slow.waitClose()
 	if ce.Code != websocket.CloseTryAgainLater || !strings.Contains(ce.Text, "slow consumer") {
 		t.Fatalf("close %d %q, want 1013 slow consumer", ce.Code, ce.Text)
@@ -443,7 +445,7 @@ func TestSlowConsumer(t *testing.T) {
 		t.Errorf("slow consumer metric %v", n)
 	}
 	fast := h.dial(nil)
-	fast.send(map[string]any{"id": "r", "type": "resume", "session_id": "slow", "last_seq": 0})
+	fast.send(map[string]any{"id": "r", "type": "resume", "session_id": "slow", "last_seq": 0, "session_secret": secret})
 	fast.expectAck("r")
 	h.runUntil("slow", 150_000)
 	fast.send(eventFrame("e", msgEvent(150_000, "still here")))
@@ -468,7 +470,7 @@ func TestPanics(t *testing.T) {
 	})
 	c := h.dial(nil)
 	c.send(startFrame("s", "boom"))
-	c.expectAck("s")
+	secret := c.expectAck("s").SessionSecret
 	h.runUntil("boom", 40_000)
 	before, _ := h.quiesce("boom")
 	if !before.HasWake {
@@ -494,7 +496,7 @@ func TestPanics(t *testing.T) {
 	c.waitFor("effects up to the rebuilt session's", func(*ServerFrame) bool { return c.lastSeq() == after.Seq })
 	last := max(before.Seq, 2) - 2
 	r := h.dial(nil)
-	r.send(map[string]any{"id": "r", "type": "resume", "session_id": "boom", "last_seq": last})
+	r.send(map[string]any{"id": "r", "type": "resume", "session_id": "boom", "last_seq": last, "session_secret": secret})
 	var want []EffectFrame
 	for _, f := range c.effectList() {
 		if f.Seq > last {
@@ -559,7 +561,7 @@ func TestShutdownAndRecovery(t *testing.T) {
 	h := newHarness(t)
 	c := h.dial(nil)
 	c.send(startFrame("s", "rec"))
-	c.expectAck("s")
+	secret := c.expectAck("s").SessionSecret
 	h.runUntil("rec", 170_000)
 	c.send(eventFrame("e", msgEvent(170_000, "hotfix first, then the launch")))
 	c.expectAck("e")
@@ -586,7 +588,7 @@ func TestShutdownAndRecovery(t *testing.T) {
 		t.Fatalf("recoveries ok %v", n)
 	}
 	c2 := h2.dial(nil)
-	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "rec", "last_seq": st.Seq})
+	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "rec", "last_seq": st.Seq, "session_secret": secret})
 	a := c2.expectAck("r")
 	if a.State.T < 180_000 {
 		t.Fatalf("recovered session at %d, want caught up past the 03:00 anchor", a.State.T)
@@ -616,7 +618,7 @@ func TestLazySyncLostTailRederived(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.LazySync = true })
 	c := h.dial(nil)
 	c.send(startFrame("s", "lazy"))
-	c.expectAck("s")
+	secret := c.expectAck("s").SessionSecret
 	h.runUntil("lazy", 30_000)
 	c.send(eventFrame("e", msgEvent(30_000, "What is the rollback risk?")))
 	c.expectAck("e")
@@ -650,7 +652,7 @@ func TestLazySyncLostTailRederived(t *testing.T) {
 
 	h2 := startHarness(t, h.cfg, h.clk, nil)
 	c2 := h2.dial(nil)
-	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "lazy", "last_seq": seen})
+	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "lazy", "last_seq": seen, "session_secret": secret})
 	c2.expectAck("r")
 	h2.runUntil("lazy", 700_000)
 	c2.waitFor("end", func(f *ServerFrame) bool { return f.Type == FrameEffect && f.Effect.Type == engine.EffectSessionEnd })

@@ -100,6 +100,19 @@ func (l *logRecorder) find(msg string) (string, bool) {
 	return "", false
 }
 
+// all returns every line that starts with msg.
+func (l *logRecorder) all(msg string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, s := range l.lines {
+		if strings.HasPrefix(s, msg) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // waitMetric waits until a counter of the server reaches want.
 func waitMetric(t *testing.T, h *harness, want float64, name string, labels ...string) {
 	t.Helper()

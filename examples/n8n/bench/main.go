@@ -10,7 +10,8 @@
 // posts events to it (POST URL/sim/session/event) one after another, as
 // fast as they are answered, cycling through a DayOne mix of speech,
 // typing and candidate messages. Both systems get the same bodies at the
-// same paths. Only events sent after every session has started and a
+// same paths; baton's events also carry the session's secret, from its
+// start answer, in the Baton-Session-Secret header. Only events sent after every session has started and a
 // warm-up (-warmup) are measured.
 package main
 
@@ -221,8 +222,10 @@ type startBody struct {
 type answer struct {
 	OK       bool   `json:"ok"`
 	InputSeq uint64 `json:"input_seq"`
-	Events   int64  `json:"events"`
-	Error    *struct {
+	// SessionSecret, from baton's start, goes with every event.
+	SessionSecret string `json:"session_secret"`
+	Events        int64  `json:"events"`
+	Error         *struct {
 		Code string `json:"code"`
 	} `json:"error"`
 }
@@ -232,6 +235,7 @@ type client struct {
 	c       *config
 	http    *http.Client
 	id      string
+	secret  string // the session's, from baton's start answer
 	started time.Time
 	next    int // index into mix
 	sent    int64
@@ -258,6 +262,9 @@ func (cl *client) post(ctx context.Context, path string, body any) (answer, stri
 	req.Header.Set("Content-Type", "application/json")
 	if cl.c.token != "" && cl.c.target == targetBaton {
 		req.Header.Set("Authorization", "Bearer "+cl.c.token)
+	}
+	if cl.secret != "" {
+		req.Header.Set("Baton-Session-Secret", cl.secret)
 	}
 	resp, err := cl.http.Do(req)
 	if err != nil {
@@ -289,9 +296,11 @@ func (cl *client) start(ctx context.Context, hook string) error {
 		AgentWebhook: hook + "/sim/session/agent-message", EndWebhook: hook + "/sim/session/end",
 	}
 	cl.started = time.Now()
-	if _, kind := cl.post(ctx, "/sim/session/start", b); kind != "" {
+	a, kind := cl.post(ctx, "/sim/session/start", b)
+	if kind != "" {
 		return fmt.Errorf("starting session %s at %s/sim/session/start: %s", cl.id, cl.c.url, kind)
 	}
+	cl.secret = a.SessionSecret
 	return nil
 }
 

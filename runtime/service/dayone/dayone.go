@@ -107,11 +107,16 @@ type StartRequest struct {
 
 // StartResponse answers a successful start.
 type StartResponse struct {
-	OK         bool   `json:"ok"`
-	SessionID  string `json:"session_id"`
-	Pack       string `json:"pack"`
-	ScenarioID string `json:"scenario_id"`
-	T          int64  `json:"t_ms"`
+	OK        bool   `json:"ok"`
+	SessionID string `json:"session_id"`
+	// SessionSecret, beyond §5.1, is the session's own secret: every
+	// event for the session carries it in the Baton-Session-Secret
+	// header (service.SecretHeader), as a WebSocket resume does in its
+	// frame.
+	SessionSecret string `json:"session_secret"`
+	Pack          string `json:"pack"`
+	ScenarioID    string `json:"scenario_id"`
+	T             int64  `json:"t_ms"`
 }
 
 // EventResponse answers a successful event.
@@ -260,11 +265,12 @@ func (d *Contract) handleStart(w http.ResponseWriter, r *http.Request) {
 		d.srv.WriteError(w, pe)
 		return
 	}
-	writeJSON(w, StartResponse{OK: true, SessionID: s.ID(), Pack: s.Pack(), ScenarioID: req.ScenarioID})
+	writeJSON(w, StartResponse{OK: true, SessionID: s.ID(), SessionSecret: s.Secret(), Pack: s.Pack(), ScenarioID: req.ScenarioID})
 }
 
 // handleEvent is POST /sim/session/event (seed §5.2). It answers once the
-// event is logged and applied.
+// event is logged and applied. The session's secret comes in the
+// Baton-Session-Secret header: the §5.2 body has no field for it.
 func (d *Contract) handleEvent(w http.ResponseWriter, r *http.Request) {
 	data, pe := d.srv.ReadBody(w, r)
 	if pe != nil {
@@ -276,7 +282,7 @@ func (d *Contract) handleEvent(w http.ResponseWriter, r *http.Request) {
 		d.srv.WriteError(w, pe)
 		return
 	}
-	ack, pe := d.srv.Submit(r.Context(), wire)
+	ack, pe := d.srv.Submit(r.Context(), wire, service.CallerOf(r))
 	switch {
 	case r.Context().Err() != nil:
 		// The client left; the event may still be applied, as a network

@@ -75,11 +75,12 @@ func (g *guardServer) start(t *testing.T, id, hook string) (int, map[string]any)
 	return resp.StatusCode, out
 }
 
-// notice watches session id over the WebSocket, moves the session on so
+// notice watches session id over the WebSocket (with the secret its start
+// answered), moves the session on so
 // that it sends more agent messages (a notice for the first may have gone
 // out before the watcher arrived), and returns the first webhook_failed
 // notice's message.
-func (g *guardServer) notice(t *testing.T, id string) string {
+func (g *guardServer) notice(t *testing.T, id, secret string) string {
 	t.Helper()
 	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(g.url, "http")+"/ws", nil)
 	if err != nil {
@@ -87,7 +88,7 @@ func (g *guardServer) notice(t *testing.T, id string) string {
 	}
 	defer ws.Close()
 	ws.SetReadDeadline(time.Now().Add(waitLimit))
-	if err := ws.WriteJSON(map[string]any{"id": "r", "type": "resume", "session_id": id}); err != nil {
+	if err := ws.WriteJSON(map[string]any{"id": "r", "type": "resume", "session_id": id, "session_secret": secret}); err != nil {
 		t.Fatal(err)
 	}
 	advanced := false
@@ -181,10 +182,11 @@ func TestWebhookRedirectNotFollowed(t *testing.T) {
 	})
 	host := strings.TrimPrefix(allowed.srv.URL, "http://")
 	g := newGuardServer(t, Config{WebhookHosts: []string{host}, WebhookBackoff: []time.Duration{}})
-	if code, body := g.start(t, "redir", allowed.srv.URL+"/hook"); code != http.StatusOK {
+	code, body := g.start(t, "redir", allowed.srv.URL+"/hook")
+	if code != http.StatusOK {
 		t.Fatalf("start %d %v", code, body)
 	}
-	msg := g.notice(t, "redir")
+	msg := g.notice(t, "redir", body["session_secret"].(string))
 	if !strings.Contains(msg, "failed after 1 attempt: redirect not followed (HTTP 307)") {
 		t.Fatalf("notice %q", msg)
 	}
@@ -232,10 +234,11 @@ func TestWebhookPrivateRefusedAtStart(t *testing.T) {
 func TestWebhookNameResolvingToLoopbackRefused(t *testing.T) {
 	recv := newCounter(t, "tcp4", "127.0.0.1:0", ok)
 	g := newGuardServer(t, Config{})
-	if code, body := g.start(t, "lh", "http://localhost:"+recv.port()+"/a"); code != http.StatusOK {
+	code, body := g.start(t, "lh", "http://localhost:"+recv.port()+"/a")
+	if code != http.StatusOK {
 		t.Fatalf("start %d %v", code, body)
 	}
-	msg := g.notice(t, "lh")
+	msg := g.notice(t, "lh", body["session_secret"].(string))
 	if !strings.HasSuffix(msg, " refused: address not allowed") {
 		t.Fatalf("notice %q", msg)
 	}
@@ -258,10 +261,11 @@ func TestWebhookFailureHidesNetworkDetail(t *testing.T) {
 	ln.Close()
 	_, port, _ := net.SplitHostPort(addr)
 	g := newGuardServer(t, Config{AllowPrivateWebhooks: true, WebhookBackoff: []time.Duration{}})
-	if code, body := g.start(t, "closed", "http://"+addr+"/a"); code != http.StatusOK {
+	code, body := g.start(t, "closed", "http://"+addr+"/a")
+	if code != http.StatusOK {
 		t.Fatalf("start %d %v", code, body)
 	}
-	msg := g.notice(t, "closed")
+	msg := g.notice(t, "closed", body["session_secret"].(string))
 	if !strings.HasSuffix(msg, " failed after 1 attempt: connection failed") {
 		t.Fatalf("notice %q", msg)
 	}
