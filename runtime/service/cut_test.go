@@ -20,14 +20,16 @@ import (
 	"github.com/batonhq/baton/scenarios"
 )
 
-// runTwo runs two sessions, a and b, with acknowledged events on each.
-func runTwo(t *testing.T, h *harness, a, b string) {
+// runTwo runs two sessions, a and b, with acknowledged events on each,
+// and returns each one's secret.
+func runTwo(t *testing.T, h *harness, a, b string) map[string]string {
 	t.Helper()
 	conns := map[string]*wsClient{}
+	secrets := map[string]string{}
 	for _, id := range []string{a, b} {
 		c := h.dial(nil)
 		c.send(startFrame("s", id))
-		c.expectAck("s")
+		secrets[id] = c.expectAck("s").SessionSecret
 		conns[id] = c
 	}
 	for i, at := range []int64{20_000, 40_000, 60_000} {
@@ -41,6 +43,7 @@ func runTwo(t *testing.T, h *harness, a, b string) {
 	for _, id := range []string{a, b} {
 		h.quiesce(id)
 	}
+	return secrets
 }
 
 // TestCutLogFailsTheSession cuts a live log after a clean shutdown, on a
@@ -51,7 +54,7 @@ func TestCutLogFailsTheSession(t *testing.T) {
 	for _, mid := range []bool{false, true} {
 		t.Run(fmt.Sprint("mid-record ", mid), func(t *testing.T) {
 			h := newHarness(t)
-			runTwo(t, h, "cut", "kept")
+			secrets := runTwo(t, h, "cut", "kept")
 			if err := h.srv.Shutdown(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -94,13 +97,13 @@ func TestCutLogFailsTheSession(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.send(map[string]any{"id": "r", "type": "resume", "session_id": "cut", "last_seq": 1})
+			c.send(map[string]any{"id": "r", "type": "resume", "session_id": "cut", "last_seq": 1, "session_secret": secrets["cut"]})
 			c.expectError("r", CodeSessionFailed)
 			c2, _, err := dialURL(t, url, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "kept", "last_seq": 1})
+			c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "kept", "last_seq": 1, "session_secret": secrets["kept"]})
 			c2.expectAck("r")
 		})
 	}
@@ -138,7 +141,7 @@ func TestJournalDamageFailsOnlyItsSession(t *testing.T) {
 	clk := clocktest.NewFake(epoch)
 	cfg := Config{DataDir: "/data", fs: mem, Dev: true, Clock: clk, Logger: testLogger(), EventRate: 1000, EventBurst: 1000, Model: SimModel(0, nil), Packs: scenarios.FS}
 	h := startHarness(t, cfg, clk, nil)
-	runTwo(t, h, "hit", "spared")
+	secrets := runTwo(t, h, "hit", "spared")
 	after := mem.Restart() // the process dies; the kernel kept its writes
 
 	segs, err := after.ReadDir("/data/" + wal.JournalDir)
@@ -198,13 +201,13 @@ func TestJournalDamageFailsOnlyItsSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.send(map[string]any{"id": "r", "type": "resume", "session_id": "hit", "last_seq": 1})
+	c.send(map[string]any{"id": "r", "type": "resume", "session_id": "hit", "last_seq": 1, "session_secret": secrets["hit"]})
 	c.expectError("r", CodeSessionFailed)
 	c2, _, err := dialURL(t, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "spared", "last_seq": 1})
+	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "spared", "last_seq": 1, "session_secret": secrets["spared"]})
 	c2.expectAck("r")
 	c2.send(eventFrame("e9", msgEvent(70_000, "and then I would write the postmortem")))
 	c2.expectAck("e9")
