@@ -66,6 +66,7 @@ func serveFlags(fl *flag.FlagSet) runFunc {
 	idleTimeout := fl.Duration("idle-timeout", 60*time.Second, "time an idle keep-alive HTTP connection is kept open (0: none)")
 	scrubEvery := fl.Duration("scrub-interval", service.DefaultScrubInterval, "read every finished log back this often (and at start) to find damage before a client does (0: only at start)")
 	admitLatency := fl.Duration("admit-latency", 2*time.Second, "refuse new sessions (overloaded, HTTP 503) while more than 1% of the client events of the last 2 s took longer than this to be acknowledged; running sessions are never refused (0: never refuse)")
+	ackDeadline := fl.Duration("ack-deadline", 5*time.Second, "the longest an input waits for its answer: one whose log write has not completed by then is answered unavailable and never acknowledged; start and resume acks state it (ack_deadline_ms) so that clients take a node silent past it for dead (0: no deadline)")
 	llmLatency := fl.String("llm-latency", "pack", "simulated model latency: a duration such as 300ms, or \"pack\" for the pack's dry-run latency")
 	llmScript := fl.String("llm", "", llmHelp)
 	baseURL := fl.String("base-url", "", "with --llm VENDOR: the API base URL")
@@ -89,7 +90,7 @@ func serveFlags(fl *flag.FlagSet) runFunc {
 		return serve(ctx, c.stdout, c.stderr, serveOptions{
 			addr: *addr, data: *data, dev: *dev, token: *token, origins: origins, packRoots: packRoots, hookHosts: hookHosts,
 			maxMsg: *maxMsg, rate: *rate, burst: *burst, sendQueue: *sendQueue, maxConns: *maxConns, maxConnsPerIP: *maxConnsPerIP,
-			readTimeout: *readTimeout, writeTimeout: *writeTimeout, idleTimeout: *idleTimeout, admitLatency: *admitLatency, llmLatency: *llmLatency, scrubEvery: *scrubEvery,
+			readTimeout: *readTimeout, writeTimeout: *writeTimeout, idleTimeout: *idleTimeout, admitLatency: *admitLatency, ackDeadline: *ackDeadline, llmLatency: *llmLatency, scrubEvery: *scrubEvery,
 			llmScript: *llmScript, baseURL: *baseURL, model: *model, noSync: *noSync, syncMode: *syncMode,
 			logFormat: *logFormat, verbose: *verbose, voice: *voiceName,
 			nats: *natsURLs, replicas: *replicas, streams: *natsStreams, leaseTTL: *leaseTTL, node: *node, advertise: *advertise,
@@ -104,7 +105,7 @@ type serveOptions struct {
 	maxMsg                                                                               int64
 	rate                                                                                 float64
 	burst, sendQueue, maxConns, maxConnsPerIP                                            int
-	readTimeout, writeTimeout, idleTimeout, admitLatency                                 time.Duration
+	readTimeout, writeTimeout, idleTimeout, admitLatency, ackDeadline                    time.Duration
 	scrubEvery                                                                           time.Duration
 	nats, node, advertise                                                                string
 	replicas, streams                                                                    int
@@ -164,8 +165,8 @@ func serve(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error 
 			return err
 		}
 	}
-	if min(o.readTimeout, o.writeTimeout, o.idleTimeout, o.admitLatency) < 0 {
-		return usageError("--read-timeout, --write-timeout, --idle-timeout and --admit-latency must not be negative (0 turns each off)")
+	if min(o.readTimeout, o.writeTimeout, o.idleTimeout, o.admitLatency, o.ackDeadline) < 0 {
+		return usageError("--read-timeout, --write-timeout, --idle-timeout, --admit-latency and --ack-deadline must not be negative (0 turns each off)")
 	}
 	if o.maxConns < 0 || o.maxConnsPerIP < 0 {
 		return usageError("--max-conns and --max-conns-per-ip must not be negative (0 turns the cap off)")
@@ -181,7 +182,7 @@ func serve(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error 
 		// The Config takes zero for its default and a negative value for off.
 		MaxConns: offIfZero(o.maxConns), MaxConnsPerIP: offIfZero(o.maxConnsPerIP),
 		HTTPReadTimeout: offIfZero(o.readTimeout), HTTPWriteTimeout: offIfZero(o.writeTimeout), HTTPIdleTimeout: offIfZero(o.idleTimeout),
-		AdmitLatency:  offIfZero(o.admitLatency),
+		AdmitLatency: offIfZero(o.admitLatency), AckDeadline: offIfZero(o.ackDeadline),
 		ScrubInterval: scrubInterval(o.scrubEvery),
 	}
 	cfg.Contracts = []service.Contract{dayone.New(dayone.Config{WebhookHosts: o.hookHosts, AllowPrivateWebhooks: o.dev})}

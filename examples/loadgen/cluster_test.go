@@ -91,6 +91,11 @@ type fakeNode struct {
 	// or is sent to the connection as a whole, as a takeover's is.
 	moveOnEvent string
 	answerEvent bool
+	// ackDeadlineMS is advertised in start and resume acks; silent, when
+	// set, freezes the node at a session's first event: it reads and
+	// answers nothing more until it closes, as a paused process.
+	ackDeadlineMS int64
+	silent        chan struct{}
 }
 
 // newFakeNode makes a node whose url is known before it serves, so its
@@ -159,7 +164,7 @@ func (n *fakeNode) serve(w http.ResponseWriter, r *http.Request) {
 				sid = f.SessionID
 				zero := int64(0)
 				send(service.AckFrame{Type: service.FrameAck, ID: f.ID, SessionID: sid, SessionSecret: "secret-of-" + sid, T: &zero,
-					State: &service.SessionState{SessionID: sid, Pack: "dayone"}})
+					State: &service.SessionState{SessionID: sid, Pack: "dayone", AckDeadlineMS: n.ackDeadlineMS}})
 				send(n.cl.effect(sid, engine.EffectNote))
 				continue
 			}
@@ -177,7 +182,8 @@ func (n *fakeNode) serve(w http.ResponseWriter, r *http.Request) {
 					s.how = "resume"
 				}
 				ack = service.AckFrame{Type: service.FrameAck, ID: f.ID, SessionID: f.SessionID,
-					State:  &service.SessionState{SessionID: f.SessionID, Pack: "dayone", LastSeq: uint64(len(s.effects)), Ended: s.ended},
+					State: &service.SessionState{SessionID: f.SessionID, Pack: "dayone", LastSeq: uint64(len(s.effects)), Ended: s.ended,
+						AckDeadlineMS: n.ackDeadlineMS},
 					Missed: rawFrames(s.effects[min(last, uint64(len(s.effects))):])}
 			}
 			n.cl.mu.Unlock()
@@ -188,6 +194,10 @@ func (n *fakeNode) serve(w http.ResponseWriter, r *http.Request) {
 			sid = f.SessionID
 			send(ack)
 		case service.FrameEvent:
+			if n.silent != nil {
+				<-n.silent
+				return
+			}
 			if n.moveOnEvent != "" {
 				n.cl.effect(sid, engine.EffectNote)
 				id := ""
@@ -608,4 +618,53 @@ func rawFrames(frs []service.EffectFrame) []json.RawMessage {
 		raw = append(raw, b)
 	}
 	return raw
+}
+
+// A node that stops answering (paused) past the ack deadline it
+// advertised is given up: the session resumes on the next node, the
+// events the silent node swallowed count as unanswered and never go
+// again (it may have applied them), and the run goes on there.
+func TestClusterSilentNode(t *testing.T) {
+	fc := newFakeCluster()
+	b, c := newFakeNode(t, fc, "b"), newFakeNode(t, fc, "c")
+	b.ackDeadlineMS, c.ackDeadlineMS = 200, 200
+	b.silent = make(chan struct{})
+	t.Cleanup(func() { close(b.silent) }) // before the servers close
+	b.ts.Start()
+	c.ts.Start()
+	// Session 0 starts on b, session 1 on c; b freezes at session 0's
+	// first event. The run goes on until c has acked three of session
+	// 0's events.
+	s := runCluster(t, []string{b.url, c.url}, 2, func(*stats) bool {
+		fc.mu.Lock()
+		defer fc.mu.Unlock()
+		fs := fc.sessions["t_0"]
+		return fs != nil && len(fs.acks) >= 3
+	})
+	if want := (moved{Sessions: 1, Hops: 1}); s.Moved != want {
+		t.Errorf("moved %+v, want %+v", s.Moved, want)
+	}
+	if s.SessionsLost != 0 {
+		t.Errorf("%d sessions lost, want none", s.SessionsLost)
+	}
+	if s.Unanswered == 0 {
+		t.Error("no event counted unanswered; the silent node swallowed at least one")
+	}
+	if n := s.Errors["no answer within the ack deadline"]; n != 1 {
+		t.Errorf("errors %v, want the silent node given up once", s.Errors)
+	}
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	fs := fc.sessions["t_0"]
+	if fs == nil || !slices.Equal(fs.resumes, []uint64{1}) {
+		t.Fatalf("session t_0 resumed %+v, want once, on c, from the start's effect", fs)
+	}
+	for ev, nodes := range fs.acks {
+		if !slices.Equal(nodes, []string{"c"}) {
+			t.Errorf("session t_0 event %s acked by %v, want once by c", ev, nodes)
+		}
+	}
+	if len(fs.acks) == 0 || !fs.ended {
+		t.Errorf("session t_0: %d events acked on c, ended %v; want it carried on and ended there", len(fs.acks), fs.ended)
+	}
 }

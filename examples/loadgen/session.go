@@ -28,6 +28,9 @@ type frame struct {
 	Type string `json:"type"`
 	ID   string `json:"id"`
 	Code string `json:"code"`
+	// Outcome, on an unavailable error, says whether the input was not
+	// applied or may have been.
+	Outcome string `json:"outcome"`
 	// URL, on a moved error, is the node that runs the session now.
 	URL string `json:"url"`
 	// SessionSecret comes with the ack of a start: every resume of
@@ -46,6 +49,8 @@ type frame struct {
 type wireState struct {
 	T     int64 `json:"t_ms"`
 	Ended bool  `json:"ended"`
+	// AckDeadlineMS is the longest the node takes to answer an event.
+	AckDeadlineMS int64 `json:"ack_deadline_ms"`
 }
 
 // wireEffect is an effect frame's effect: the engine's, plus how long the
@@ -67,6 +72,17 @@ type eventFrame struct {
 // session (runtime/service.CodeMoved): the frame's url names the node
 // that does, and an input answered with it was not applied.
 const codeMoved = "moved"
+
+// codeUnavailable is an event the node did not acknowledge within its
+// ack deadline (runtime/service.CodeUnavailable): not applied, or with
+// the outcome unknown. Either way the node is in trouble, and the
+// generator resumes the session on the next node.
+const codeUnavailable = "unavailable"
+
+// deadlineMargin is added to a node's advertised ack deadline for the
+// network: an event unanswered past both means the node is paused or cut
+// off, and the session resumes on the next node.
+const deadlineMargin = 2 * time.Second
 
 var yes, no = true, false
 
@@ -124,6 +140,8 @@ type link struct {
 	// moved holds the url of a moved error ("" when it named none): the
 	// session runs on another node now.
 	moved atomic.Pointer[string]
+	// left: the generator gave the node up (client.leave).
+	left atomic.Bool
 }
 
 // refusal is a start or resume a node refused with code.
@@ -170,6 +188,9 @@ type client struct {
 	lastSeq uint64            // the last effect seq seen: where a resume picks up
 	n       int               // events sent, to name them
 	secret  string            // the session's, from its start's ack
+	// ackDeadline is what the node the session is on advertised; 0 for
+	// none.
+	ackDeadline time.Duration
 
 	// begun: a node took the session (its start or a resume was acked),
 	// so every later connection resumes it.
@@ -307,6 +328,12 @@ func (c *client) attach(ctx context.Context, url string) error {
 	if err != nil {
 		return err
 	}
+	c.mu.Lock()
+	limit := c.ackDeadline
+	c.mu.Unlock()
+	if limit > 0 {
+		go c.watch(l, limit+deadlineMargin)
+	}
 	c.unbound = 0
 	if !c.begun {
 		c.begun = true
@@ -416,6 +443,51 @@ func (c *client) resend() {
 			return
 		}
 	}
+}
+
+// watch takes the node of l for dead once an event has waited longer
+// than limit for its answer: a node that is paused, or cannot reach its
+// log, answers nothing, and its session may be taken over elsewhere.
+func (c *client) watch(l *link, limit time.Duration) {
+	tick := time.NewTicker(max(limit/4, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.gone:
+			return
+		case now := <-tick.C:
+			c.mu.Lock()
+			silent := false
+			for _, p := range c.pending {
+				silent = silent || now.Sub(p.at) > limit
+			}
+			c.mu.Unlock()
+			if silent {
+				c.leave(l, "no answer within the ack deadline")
+				return
+			}
+		}
+	}
+}
+
+// leave gives a node up: every event it left unanswered may have been
+// applied, so none goes again (the server does not deduplicate them);
+// they count as unanswered, and the session resumes on the next node.
+func (c *client) leave(l *link, why string) {
+	if l.left.Swap(true) {
+		return
+	}
+	c.mu.Lock()
+	n := int64(len(c.pending))
+	clear(c.pending)
+	c.mu.Unlock()
+	c.r.st.unanswered.Add(n)
+	c.r.st.outstanding.Add(-n)
+	c.r.st.err(why)
+	next := ""
+	l.moved.CompareAndSwap(nil, &next)
+	l.ws.SetReadDeadline(time.Now())
+	c.poke(c.answered)
 }
 
 // hangUp closes the connection in use, if any, and waits for its reader
@@ -712,6 +784,17 @@ func (c *client) read(l *link) {
 				// queued; one that does not is not waited for.
 				l.ws.SetReadDeadline(now.Add(moveGrace))
 				continue
+			case f.Code == codeUnavailable && f.Outcome == "not_applied":
+				// Not applied: it goes again on the next node, as
+				// one answered moved does, once the answers already
+				// on their way are in.
+				next := ""
+				l.moved.CompareAndSwap(nil, &next)
+				l.ws.SetReadDeadline(now.Add(moveGrace))
+				continue
+			case f.Code == codeUnavailable:
+				c.leave(l, "error frame: "+f.Code+" (outcome unknown)")
+				continue
 			case f.ID == "start" || f.ID == "resume":
 				// A resume the node cannot find is answered by
 				// starting there, not an error (attach).
@@ -742,6 +825,9 @@ func (c *client) bound(f *frame, now time.Time) {
 	}
 	if f.SessionSecret != "" {
 		c.secret = f.SessionSecret
+	}
+	if f.State != nil {
+		c.ackDeadline = time.Duration(f.State.AckDeadlineMS) * time.Millisecond
 	}
 	c.mu.Unlock()
 	for i := range f.Missed {

@@ -117,6 +117,13 @@ type Config struct {
 	// InboxTimeout is how long a client waits for a busy session before
 	// getting a busy error (default 5 s).
 	InboxTimeout time.Duration
+	// AckDeadline is the longest an input waits for its answer (default
+	// 5 s), from when it was read to its ack: one not acknowledged by
+	// then, its log write stalled or not yet begun, is answered
+	// unavailable and never acknowledged (ackdeadline.go). Start and
+	// resume acks state it, so that a client can tell a node paused or cut
+	// off from a slow one. Negative turns it off.
+	AckDeadline time.Duration
 	// AdmitLatency is the answer time past which the node takes no new
 	// sessions: while more than 1% of the client events of the last two
 	// seconds were acknowledged later than this after being read, a start
@@ -182,6 +189,7 @@ func (c *Config) setDefaults() error {
 	setDefault(&c.ResumeRing, 16)
 	setDefault(&c.LLMGrace, 2*time.Second)
 	setDefault(&c.InboxTimeout, 5*time.Second)
+	setDefault(&c.AckDeadline, 5*time.Second)
 	setDefault(&c.AdmitLatency, 2*time.Second)
 	setDefault(&c.HTTPReadTimeout, 30*time.Second)
 	setDefault(&c.HTTPWriteTimeout, 30*time.Second)

@@ -230,7 +230,8 @@ func (c *conn) slowConsumer(cause, reason string) {
 
 func (c *conn) sendError(id string, pe *ProtoError) {
 	c.srv.m.clientErrors.WithLabelValues(pe.Code).Inc()
-	c.enqueue(mustJSON(ErrorFrame{Type: FrameError, ID: id, Code: pe.Code, Message: pe.Message, URL: pe.URL, Inputs: pe.Inputs}))
+	c.enqueue(mustJSON(ErrorFrame{Type: FrameError, ID: id, Code: pe.Code, Message: pe.Message, URL: pe.URL, Inputs: pe.Inputs,
+		Outcome: pe.Outcome, InputSeq: pe.InputSeq}))
 }
 
 // readLoop reads frames until the connection is to close, then drains
@@ -672,7 +673,13 @@ func (c *conn) boundSession(frameID string) *session {
 }
 
 func (c *conn) post(s *session, frameID string, m *evMsg) {
-	if pe := s.post(c.ctx, m); pe != nil {
+	// Armed before the post, which may wait for room: the deadline runs
+	// from when the frame was read.
+	m.ans.expireAfter(c.srv.cfg.AckDeadline, func(pe *ProtoError) {
+		c.srv.m.ackDeadlineMissed.WithLabelValues(pe.Outcome).Inc()
+		c.sendError(frameID, pe)
+	})
+	if pe := s.post(c.ctx, m); pe != nil && m.ans.claim() {
 		if pe.Code == CodeSessionEnded {
 			c.endedID, c.sess = s.id, nil
 			c.bound.Store(nil)

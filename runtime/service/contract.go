@@ -160,12 +160,20 @@ func (srv *Server) Submit(ctx context.Context, w *events.Wire, by Caller) (AckFr
 		return AckFrame{}, pe
 	}
 	reply := make(chan evReply, 1)
-	if pe := s.post(ctx, &evMsg{reply: reply, ev: ev, clientT: clientT, read: read}); pe != nil {
+	m := &evMsg{reply: reply, ev: ev, clientT: clientT, read: read}
+	expired := make(chan *ProtoError, 1)
+	m.ans.expireAfter(srv.cfg.AckDeadline, func(pe *ProtoError) {
+		srv.m.ackDeadlineMissed.WithLabelValues(pe.Outcome).Inc()
+		expired <- pe
+	})
+	if pe := s.post(ctx, m); pe != nil && m.ans.claim() {
 		return AckFrame{}, pe
 	}
 	select {
 	case rep := <-reply:
 		return rep.ack, rep.err
+	case pe := <-expired:
+		return AckFrame{}, pe
 	case <-s.done:
 		select {
 		case rep := <-reply:
@@ -316,7 +324,7 @@ func status(code string) int {
 		return http.StatusRequestEntityTooLarge
 	case CodeRateLimited:
 		return http.StatusTooManyRequests
-	case CodeBusy, CodeShuttingDown, CodeOverloaded:
+	case CodeBusy, CodeShuttingDown, CodeOverloaded, CodeUnavailable:
 		return http.StatusServiceUnavailable
 	case CodeStorage, CodeInternal, CodeSessionFailed:
 		return http.StatusInternalServerError

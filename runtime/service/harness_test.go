@@ -66,15 +66,26 @@ func newHarnessOn(t testing.TB, wrap func(net.Listener) net.Listener, opts ...fu
 
 func startHarness(t testing.TB, cfg Config, clk *clocktest.Fake, wrap func(net.Listener) net.Listener) *harness {
 	t.Helper()
+	h, err := tryStartHarness(t, cfg, clk, wrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// tryStartHarness is startHarness for a server that may fail to start:
+// one whose file system loses power while it opens its data directory.
+func tryStartHarness(t testing.TB, cfg Config, clk *clocktest.Fake, wrap func(net.Listener) net.Listener) (*harness, error) {
+	t.Helper()
 	if cfg.Packs == nil {
 		cfg.Packs = scenarios.FS
 	}
 	srv, err := New(cfg)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if _, err := srv.Recover(context.Background()); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	h := &harness{t: t, srv: srv, clk: clk, dir: cfg.DataDir, cfg: cfg}
 	h.ts = httptest.NewUnstartedServer(srv.Handler())
@@ -83,7 +94,7 @@ func startHarness(t testing.TB, cfg Config, clk *clocktest.Fake, wrap func(net.L
 	}
 	h.ts.Start()
 	t.Cleanup(h.stop)
-	return h
+	return h, nil
 }
 
 func (h *harness) stop() {

@@ -18,38 +18,41 @@ import (
 type metrics struct {
 	reg *prometheus.Registry
 
-	sessionsActive   prometheus.Gauge
-	sessionsStarted  prometheus.Counter
-	sessionsEnded    prometheus.Counter
-	connections      prometheus.Gauge
-	events           *prometheus.CounterVec
-	inputs           *prometheus.CounterVec
-	effects          *prometheus.CounterVec
-	clientErrors     *prometheus.CounterVec
-	stepSeconds      prometheus.Histogram
-	adapterSeconds   *prometheus.HistogramVec
-	adapterErrors    *prometheus.CounterVec
-	adapterInflight  prometheus.Gauge
-	walSyncSeconds   *prometheus.HistogramVec
-	walErrors        prometheus.Counter
-	archiveErrors    prometheus.Counter
-	walTruncations   prometheus.Counter
-	journalDamage    prometheus.Counter
-	scrubbed         *prometheus.CounterVec
-	recoveries       *prometheus.CounterVec
-	panics           *prometheus.CounterVec
-	slowConsumers    prometheus.Counter
-	rateLimited      prometheus.Counter
-	resumes          *prometheus.CounterVec
-	eventToEffectSec prometheus.Histogram
-	warnings         *prometheus.CounterVec
-	guardrails       *prometheus.CounterVec
-	flags            *prometheus.CounterVec
-	turnLateness     *prometheus.HistogramVec
-	audioBytes       prometheus.Counter
-	audioDropped     *prometheus.CounterVec
-	secretRefusals   *prometheus.CounterVec
-	unauthorized     prometheus.Counter
+	sessionsActive  prometheus.Gauge
+	sessionsStarted prometheus.Counter
+	sessionsEnded   prometheus.Counter
+	connections     prometheus.Gauge
+	events          *prometheus.CounterVec
+	inputs          *prometheus.CounterVec
+	effects         *prometheus.CounterVec
+	clientErrors    *prometheus.CounterVec
+	stepSeconds     prometheus.Histogram
+	adapterSeconds  *prometheus.HistogramVec
+	adapterErrors   *prometheus.CounterVec
+	adapterInflight prometheus.Gauge
+	walSyncSeconds  *prometheus.HistogramVec
+	walErrors       prometheus.Counter
+	// ackDeadlineMissed counts inputs answered unavailable at their ack
+	// deadline, by outcome.
+	ackDeadlineMissed *prometheus.CounterVec
+	archiveErrors     prometheus.Counter
+	walTruncations    prometheus.Counter
+	journalDamage     prometheus.Counter
+	scrubbed          *prometheus.CounterVec
+	recoveries        *prometheus.CounterVec
+	panics            *prometheus.CounterVec
+	slowConsumers     prometheus.Counter
+	rateLimited       prometheus.Counter
+	resumes           *prometheus.CounterVec
+	eventToEffectSec  prometheus.Histogram
+	warnings          *prometheus.CounterVec
+	guardrails        *prometheus.CounterVec
+	flags             *prometheus.CounterVec
+	turnLateness      *prometheus.HistogramVec
+	audioBytes        prometheus.Counter
+	audioDropped      *prometheus.CounterVec
+	secretRefusals    *prometheus.CounterVec
+	unauthorized      prometheus.Counter
 }
 
 // Latency buckets from 50 µs to 10 s: engine steps are microseconds, fsyncs
@@ -76,6 +79,7 @@ func newMetrics() *metrics {
 	m.adapterInflight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "baton_adapter_calls_in_flight", Help: "Adapter calls waiting for an answer."})
 	m.walSyncSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "baton_wal_fsync_seconds", Help: "Write-ahead log sync latency, by what was synced: journal (inputs wait for it), create, finish, checkpoint (nobody waits).", Buckets: latencyBuckets}, []string{"sync"})
 	m.walErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_wal_errors_total", Help: "Write-ahead log writes that failed."})
+	m.ackDeadlineMissed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_ack_deadline_missed_total", Help: "Inputs not acknowledged within the ack deadline and answered unavailable, by outcome: not_applied (dropped unwritten), unknown (their log write was under way)."}, []string{"outcome"})
 	m.archiveErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_archive_errors_total", Help: "Ended sessions whose context files could not be archived."})
 	m.walTruncations = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_wal_tail_truncations_total", Help: "Torn or corrupt log tails cut off during recovery."})
 	m.journalDamage = prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_wal_journal_damage_total", Help: "Damage found in the journal at start: spans that do not read back, segments cut or missing."})
@@ -98,7 +102,7 @@ func newMetrics() *metrics {
 	for _, c := range []prometheus.Collector{
 		m.sessionsActive, m.sessionsStarted, m.sessionsEnded, m.connections, m.events, m.inputs, m.effects,
 		m.clientErrors, m.stepSeconds, m.adapterSeconds, m.adapterErrors, m.adapterInflight,
-		m.walSyncSeconds, m.walErrors, m.archiveErrors, m.walTruncations, m.journalDamage, m.scrubbed, m.recoveries, m.panics,
+		m.walSyncSeconds, m.walErrors, m.ackDeadlineMissed, m.archiveErrors, m.walTruncations, m.journalDamage, m.scrubbed, m.recoveries, m.panics,
 		m.slowConsumers, m.rateLimited, m.resumes, m.eventToEffectSec, m.warnings, m.guardrails, m.flags, m.turnLateness,
 		m.audioBytes, m.audioDropped, m.secretRefusals, m.unauthorized,
 		collectors.NewGoCollector(),

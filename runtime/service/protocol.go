@@ -73,10 +73,14 @@ const (
 	CodeBusy             = "busy"       // session did not answer in time
 	CodeOverloaded       = "overloaded" // start refused: running sessions are answered late
 	CodeStorage          = "storage"    // the write-ahead log failed; input not applied
-	CodeInternal         = "internal"   // a bug; reported and recovered
-	CodeShuttingDown     = "shutting_down"
-	CodeUnauthorized     = "unauthorized"
-	CodeBadWebhook       = "bad_webhook"
+	// CodeUnavailable is an input not acknowledged within the ack
+	// deadline (Config.AckDeadline): its outcome says whether it was not
+	// applied or is unknown until a resume. Reconnect and resume.
+	CodeUnavailable  = "unavailable"
+	CodeInternal     = "internal" // a bug; reported and recovered
+	CodeShuttingDown = "shutting_down"
+	CodeUnauthorized = "unauthorized"
+	CodeBadWebhook   = "bad_webhook"
 	// CodeForbiddenOrigin is a browser Origin not in the allowlist (403).
 	CodeForbiddenOrigin = "forbidden_origin"
 	// CodeTooManyConnections is a connection cap reached; refused at
@@ -157,6 +161,11 @@ type ProtoError struct {
 	URL string
 	// Inputs, with an input_* code, are every refused input of a start.
 	Inputs rules.InputErrors
+	// Outcome and InputSeq, with CodeUnavailable, say what became of the
+	// input (OutcomeNotApplied, OutcomeUnknown) and, when unknown, the log
+	// position it takes if its write lands.
+	Outcome  string
+	InputSeq uint64
 }
 
 func (e *ProtoError) Error() string { return e.Code + ": " + e.Message }
@@ -484,6 +493,15 @@ type SessionState struct {
 	// Inputs names the inputs the session was started with, sorted
 	// (their values stay in the session's log).
 	Inputs []string `json:"inputs,omitempty"`
+	// AckDeadlineMS is the longest the server takes to answer an input
+	// (Config.AckDeadline): a client that has no answer by then, plus a
+	// margin for the network, takes the node for dead and resumes.
+	AckDeadlineMS int64 `json:"ack_deadline_ms,omitempty"`
+	// LastInputSeq is the log position of the last event, speech_done or
+	// client_tool_result applied: an input answered unavailable with the
+	// outcome unknown at input_seq N was applied if this is N (or more,
+	// when another client has sent since).
+	LastInputSeq uint64 `json:"last_input_seq,omitempty"`
 }
 
 // ErrorFrame reports a frame that was not applied, or a problem.
@@ -498,6 +516,11 @@ type ErrorFrame struct {
 	// Inputs, with an input_* code, list every refused input of a start:
 	// {code, input, message}, so a form can mark each field.
 	Inputs rules.InputErrors `json:"inputs,omitempty"`
+	// Outcome, with code unavailable: not_applied, or unknown until a
+	// resume; InputSeq, with unknown, is the log position the input takes
+	// if its write lands.
+	Outcome  string `json:"outcome,omitempty"`
+	InputSeq uint64 `json:"input_seq,omitempty"`
 }
 
 // EffectFrame carries one engine effect. A client_tool_call effect
@@ -570,8 +593,11 @@ type ServerFrame struct {
 	Message       string          `json:"message,omitempty"`
 	// Inputs are a refused start's refusals, one per input.
 	Inputs rules.InputErrors `json:"inputs,omitempty"`
-	Seq    uint64            `json:"seq,omitempty"`
-	Effect *WireEffect       `json:"effect,omitempty"`
+	// Outcome is an unavailable error's (ErrorFrame.Outcome); its
+	// input_seq is InputSeq.
+	Outcome string      `json:"outcome,omitempty"`
+	Seq     uint64      `json:"seq,omitempty"`
+	Effect  *WireEffect `json:"effect,omitempty"`
 	// ClientToolCall is set on client_tool_call frames.
 	ClientToolCall *ClientToolCall `json:"client_tool_call,omitempty"`
 	// The event of a server-hosted voice frame (VoiceFrame).

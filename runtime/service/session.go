@@ -77,15 +77,18 @@ type session struct {
 	ringNext    int
 	subs        map[*conn]struct{}
 	lastClientT int64
-	ended       bool
-	endReason   string
-	endRule     string
-	buf         []engine.Effect
-	replaying   bool
-	eventRead   time.Time // when the candidate event being applied was read
-	ctx         context.Context
-	cancel      context.CancelFunc
-	prep        preparing // prepare.go
+	// lastInputSeq is the log position of the last input a client made
+	// (SessionState.LastInputSeq).
+	lastInputSeq uint64
+	ended        bool
+	endReason    string
+	endRule      string
+	buf          []engine.Effect
+	replaying    bool
+	eventRead    time.Time // when the candidate event being applied was read
+	ctx          context.Context
+	cancel       context.CancelFunc
+	prep         preparing // prepare.go
 }
 
 type loggedRequest struct {
@@ -118,6 +121,7 @@ type (
 		input   *engine.Input // tool_call, agent_transcript, end: applied at server time
 		clientT *int64
 		read    time.Time
+		ans     answerOnce
 	}
 	evReply struct {
 		ack AckFrame
@@ -241,6 +245,9 @@ func (s *session) reject(m any) {
 	pe := s.exitError()
 	switch m := m.(type) {
 	case *evMsg:
+		if !m.ans.claim() {
+			return
+		}
 		if m.c != nil {
 			m.c.sendError(m.frameID, pe)
 		}
@@ -412,7 +419,7 @@ func (s *session) apply(in engine.Input, derivable bool, ack func(seq uint64, t 
 	if stepErr != nil && !errors.Is(stepErr, engine.ErrEnded) {
 		s.log.Error("engine refused a logged input", "seq", seq, "type", in.Type, "err", stepErr)
 	}
-	s.observeInput(&in)
+	s.observeInput(seq, &in)
 	if ack != nil {
 		ack(seq, in.T)
 	}
@@ -425,9 +432,16 @@ func (s *session) apply(in engine.Input, derivable bool, ack func(seq uint64, t 
 	return nil
 }
 
-// observeInput updates host bookkeeping for an applied input; it runs
+// observeInput updates host bookkeeping for input seq, applied; it runs
 // live and while replaying a log.
-func (s *session) observeInput(in *engine.Input) {
+func (s *session) observeInput(seq uint64, in *engine.Input) {
+	switch in.Type {
+	case engine.InputCandidate, engine.InputClientToolResult:
+		s.lastInputSeq = seq
+	}
+	if in.Type == engine.InputSpeechDone && s.host.ClientPlayback {
+		s.lastInputSeq = seq // the client's; the server's own are not
+	}
 	switch in.Type {
 	case engine.InputLLMResult:
 		delete(s.requests, in.LLM.ID)
@@ -671,7 +685,7 @@ const msgClientLeft = "client left; the session runs on and can be resumed"
 
 // onClientInput applies a candidate event or a client's speech_done.
 func (s *session) onClientInput(m *evMsg) {
-	respondErr := func(pe *ProtoError) {
+	respond := func(pe *ProtoError) {
 		if m.c != nil {
 			m.c.sendError(m.frameID, pe)
 		}
@@ -681,6 +695,11 @@ func (s *session) onClientInput(m *evMsg) {
 		if m.c == nil && m.reply == nil && m.input != nil {
 			// The session's own live speech made it: nobody else hears.
 			s.log.Warn("live speech input refused", "type", m.input.Type, "code", pe.Code, "err", pe.Message)
+		}
+	}
+	respondErr := func(pe *ProtoError) {
+		if m.ans.claim() {
+			respond(pe)
 		}
 	}
 	if s.ended {
@@ -745,6 +764,19 @@ func (s *session) onClientInput(m *evMsg) {
 			return
 		}
 	}
+	// An input whose deadline passed while it waited (for room, behind a
+	// stalled write, or in a paused process) is dropped unwritten: its
+	// client is told it was not applied, and nothing may contradict that.
+	if m.ans.overdue() {
+		if pe := m.ans.expire(s.srv.cfg.AckDeadline); pe != nil {
+			s.srv.m.ackDeadlineMissed.WithLabelValues(pe.Outcome).Inc()
+			respond(pe)
+		}
+		return
+	}
+	if !m.ans.begin(s.wl.Seq() + 1) {
+		return // answered not applied by its deadline meanwhile
+	}
 	if m.clientT != nil {
 		// The backwards check remembers the time the event was applied at
 		// when that is earlier than the client's own (clamped as future):
@@ -753,6 +785,11 @@ func (s *session) onClientInput(m *evMsg) {
 	}
 	s.eventRead = m.read
 	err := s.apply(in, false, func(seq uint64, t int64) {
+		if !m.ans.claim() {
+			// Its deadline passed during the write: the client was told
+			// the outcome is unknown, and a resume shows it applied.
+			return
+		}
 		if !m.read.IsZero() {
 			now := s.srv.clock.Now()
 			s.srv.admission.answered(now, now.Sub(m.read))
@@ -879,7 +916,7 @@ func (s *session) state() SessionState {
 	return SessionState{SessionID: s.id, CandidateID: s.hdr.CandidateID, Pack: s.pack.Name, T: s.eng.Now(),
 		LastSeq: s.seq, Ended: s.ended, EndReason: s.endReason, ClientPlayback: s.host.ClientPlayback,
 		ServerVoice: s.liveVoice != nil, Playing: slices.Clone(s.playing), ToolCalls: s.eng.PendingClientTools(),
-		Inputs: inputNames(s.hdr.Options.Inputs)}
+		Inputs: inputNames(s.hdr.Options.Inputs), AckDeadlineMS: max(s.srv.cfg.AckDeadline, 0).Milliseconds(), LastInputSeq: s.lastInputSeq}
 }
 
 // inputNames are the names of the inputs a session was started with, in
@@ -971,8 +1008,8 @@ func rederive(srv *Server, rec *wal.Recovered, p *rules.Pack, last uint64) ([]Ef
 	defer tmp.cancel()
 	tmp.replaying = true
 	var out []EffectFrame
-	_, err = wal.Replay(p, rec, func(_ uint64, in *engine.Input, effects []engine.Effect, _ error) {
-		tmp.observeInput(in)
+	_, err = wal.Replay(p, rec, func(seq uint64, in *engine.Input, effects []engine.Effect, _ error) {
+		tmp.observeInput(seq, in)
 		for i := range effects {
 			if fr := tmp.recordEffect(&effects[i]); fr.Seq > last {
 				out = append(out, fr)
@@ -1118,7 +1155,7 @@ func (s *session) load(wl wal.SessionLog, rec *wal.Recovered, setBase bool) (err
 		return err
 	}
 	s.wl = wl
-	s.pending, s.playing, s.ring, s.ringNext, s.seq = nil, nil, nil, 0, 0
+	s.pending, s.playing, s.ring, s.ringNext, s.seq, s.lastInputSeq = nil, nil, nil, 0, 0, 0
 	s.requests = map[string]*engine.LLMRequest{}
 	s.reqLog = nil
 	s.prep.until = time.Time{}
@@ -1128,8 +1165,8 @@ func (s *session) load(wl wal.SessionLog, rec *wal.Recovered, setBase bool) (err
 	res, err := func() (*wal.ReplayResult, error) {
 		// However the replay ends, the ring holds frames ready to send.
 		defer func() { s.replaying = false; s.sealRing() }()
-		return wal.Replay(s.pack, rec, func(_ uint64, in *engine.Input, effects []engine.Effect, _ error) {
-			s.observeInput(in)
+		return wal.Replay(s.pack, rec, func(seq uint64, in *engine.Input, effects []engine.Effect, _ error) {
+			s.observeInput(seq, in)
 			for i := range effects {
 				s.recordEffect(&effects[i])
 			}

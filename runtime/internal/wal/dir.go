@@ -136,7 +136,7 @@ func OpenDir(path string, opt Options) (*Dir, error) {
 	if fsys == nil {
 		fsys = OS
 	}
-	if err := fsys.MkdirAll(path); err != nil {
+	if err := mkdirAllSynced(fsys, path); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	lock, err := fsys.Lock(path)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/batonhq/baton/runtime/internal/wal/walfs"
@@ -68,4 +69,37 @@ func readAll(fsys FS, name string) ([]byte, error) {
 		return nil, fmt.Errorf("reading %s: %w", filepath.Base(name), err)
 	}
 	return b, nil
+}
+
+// mkdirAllSynced creates dir and any missing parents, and syncs the
+// parent of each directory it creates: a new directory's entry, and so
+// everything made durable inside it, can vanish at a power cut until its
+// parent is synced. Parents that already exist are not synced (they may
+// not be ours to open).
+func mkdirAllSynced(fsys FS, dir string) error {
+	var made []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		_, err := fsys.Stat(d)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		made = append(made, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := fsys.MkdirAll(dir); err != nil {
+		return err
+	}
+	for _, d := range slices.Backward(made) {
+		if parent := filepath.Dir(d); parent != d {
+			if err := fsys.SyncDir(parent); err != nil {
+				return fmt.Errorf("syncing %s: %w", parent, err)
+			}
+		}
+	}
+	return nil
 }

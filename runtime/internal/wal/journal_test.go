@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -615,14 +616,66 @@ func TestRedoGap(t *testing.T) {
 	if got := memRead(t, m, "/data/a.wal"); int64(len(got)) != headerEnd {
 		t.Fatalf("damaged session file changed: %d bytes, was %d", len(got), headerEnd)
 	}
+	d.Close()
+	// Redo deleted the journal: the copies are all that is left of it,
+	// so they must outlast a power cut.
+	m = m.Recover(nil)
 	for _, ev := range rep.Evidence {
 		if _, err := m.Stat(filepath.Join("/data", ev)); err != nil {
-			t.Fatalf("evidence %s: %v", ev, err)
+			t.Fatalf("evidence %s after a power cut: %v", ev, err)
 		}
 	}
-	d.Close()
 	if err := checkRecovered(m, ss[1:]); err != nil {
 		t.Fatalf("the undamaged session: %v", err)
+	}
+}
+
+// TestRedoGapEvidenceSurvivesPowerCut cuts the power at every step of a
+// redo that finds a session damaged and deletes the journal after copying
+// it: each segment's bytes must outlast the cut, in the journal or in its
+// copy.
+func TestRedoGapEvidenceSurvivesPowerCut(t *testing.T) {
+	for cut := 0; ; cut++ {
+		m, segs, _ := journalLeft(t)
+		data := memRead(t, m, "/data/a.wal")
+		headerEnd := int64(len(Magic))
+		if n, _, _ := frameAt(data, headerEnd); n > 0 {
+			headerEnd += frame + n
+		}
+		memRewrite(t, m, "/data/a.wal", data[:headerEnd])
+		if err := m.Remove(segs[0]); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.SyncDir("/data/" + JournalDir); err != nil {
+			t.Fatal(err)
+		}
+		var want [][]byte
+		for _, s := range segs[1:] {
+			want = append(want, memRead(t, m, s))
+		}
+		m.CrashAfter(cut)
+		if d, err := OpenDir("/data", Options{FS: m}); err == nil {
+			d.Close()
+		}
+		if !m.Crashed() {
+			if cut == 0 {
+				t.Fatal("redo made no change")
+			}
+			return
+		}
+		after := m.Recover(nil)
+		var kept [][]byte
+		for _, dir := range []string{"/data/" + JournalDir, "/data/" + EvidenceDir} {
+			ents, _ := after.ReadDir(dir)
+			for _, e := range ents {
+				kept = append(kept, memRead(t, after, filepath.Join(dir, e.Name())))
+			}
+		}
+		for i, w := range want {
+			if !slices.ContainsFunc(kept, func(b []byte) bool { return bytes.Equal(b, w) }) {
+				t.Fatalf("power cut after %d operations of redo: segment %s is neither in the journal nor in its copy", cut, segs[i+1])
+			}
+		}
 	}
 }
 

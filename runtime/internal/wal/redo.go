@@ -461,6 +461,9 @@ func (d *Dir) keepSegment(s *segment) (string, error) {
 	if err := d.fs.MkdirAll(dir); err != nil {
 		return "", fmt.Errorf("keeping %s: %w", s.path, err)
 	}
+	if err := d.fs.SyncDir(d.path); err != nil { // the folder's own entry, as Preserve
+		return "", fmt.Errorf("keeping %s: %w", s.path, err)
+	}
 	// Named by content, as Preserve names log copies: the same number
 	// comes back in every journal.
 	sum := sha256.Sum256(data)

@@ -25,7 +25,9 @@ type FS interface {
 	Remove(name string) error
 	Chmod(name string, mode fs.FileMode) error
 	// SyncDir makes the directory's entries (created, renamed, removed
-	// files) durable.
+	// files and subdirectories) durable. Until then a power cut may undo
+	// any of them: a new directory's contents are reachable only once
+	// its own entry is.
 	SyncDir(dir string) error
 	// SyncFS opens a syncer for the file system holding dir: one call
 	// (Linux's syncfs) makes the data written to all its files durable,

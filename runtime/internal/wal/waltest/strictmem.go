@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path"
@@ -25,13 +26,17 @@ var ErrPowerLost = errors.New("simulated power loss")
 
 // StrictMem is an in-memory walfs.FS that is as forgetful as a real disk
 // is allowed to be. A file's contents survive a power cut only up to its
-// last completed Sync, and a created, renamed or removed directory entry
-// only once its directory is synced. Of what was written since the last
-// sync, bytes past the synced length survive as any prefix, zeroed or
-// not, the way a torn write leaves a file whose size reached the disk
-// before its data; bytes written over synced ones survive a 512-byte
-// sector at a time, each sector new or old. Directories themselves are
-// durable as soon as they exist. Modelled on Pebble's vfs.NewStrictMem.
+// last completed Sync. A created, renamed or removed directory entry, of
+// a file or of a subdirectory, survives only once its parent directory
+// is synced, as POSIX promises and ext4 delivers: at a power cut a
+// created file vanishes, a rename reverts, a removed entry comes back,
+// and a directory whose own entry was never synced vanishes with
+// everything in it, synced or not. Only the root ("/" or ".") needs no
+// entry. Of what was written since the last sync, bytes past the synced
+// length survive as any prefix, zeroed or not, the way a torn write
+// leaves a file whose size reached the disk before its data; bytes
+// written over synced ones survive a 512-byte sector at a time, each
+// sector new or old. Modelled on Pebble's vfs.NewStrictMem.
 //
 // CrashAfter arms a power cut after a given number of changing operations;
 // Recover returns what a restart would find, Restart what a process crash
@@ -49,7 +54,19 @@ type StrictMem struct {
 type memDir struct {
 	live    map[string]*memNode // entries as the running process sees them
 	durable map[string]*memNode // entries as of the last SyncDir
+	// subdirectories as of the last SyncDir; the live ones are those of
+	// StrictMem.dirs under this one. A removed directory lives on here
+	// until the removal is synced, to come back at a power cut.
+	subs map[string]*memDir
 }
+
+func newMemDir() *memDir {
+	return &memDir{live: map[string]*memNode{}, durable: map[string]*memNode{}, subs: map[string]*memDir{}}
+}
+
+// isRoot reports whether dir is where every path starts: it has no
+// parent whose sync it would wait for.
+func isRoot(dir string) bool { return dir == "/" || dir == "." }
 
 type memNode struct {
 	data   []byte // what a reader sees now
@@ -90,23 +107,37 @@ func (m *StrictMem) Crashed() bool {
 }
 
 // Recover cuts the power (if CrashAfter has not already) and returns the
-// file system a restart finds: synced directory entries, each file's
-// synced bytes, and a random prefix of its unsynced bytes (zeroed a
-// quarter of the time). rng chooses; nil keeps no unsynced byte.
+// file system a restart finds: the directories reachable from the root
+// through synced entries, their synced file entries, each file's synced
+// bytes, and a random prefix of its unsynced bytes (zeroed a quarter of
+// the time). rng chooses; nil keeps no unsynced byte.
 func (m *StrictMem) Recover(rng *rand.Rand) *StrictMem {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.crashed = true
 	out := NewStrictMem()
-	names := make([]string, 0, len(m.dirs))
-	for name := range m.dirs {
+	durable := map[string]*memDir{}
+	var walk func(dn string, d *memDir)
+	walk = func(dn string, d *memDir) {
+		durable[dn] = d
+		for name, sub := range d.subs {
+			walk(path.Join(dn, name), sub)
+		}
+	}
+	for dn, d := range m.dirs {
+		if isRoot(dn) {
+			walk(dn, d)
+		}
+	}
+	names := make([]string, 0, len(durable))
+	for name := range durable {
 		names = append(names, name)
 	}
 	sort.Strings(names) // rng draws in a fixed order
 	seen := map[*memNode]*memNode{}
 	for _, dn := range names {
-		d := m.dirs[dn]
-		nd := &memDir{live: map[string]*memNode{}, durable: map[string]*memNode{}}
+		d := durable[dn]
+		nd := newMemDir()
 		files := make([]string, 0, len(d.durable))
 		for f := range d.durable {
 			files = append(files, f)
@@ -155,6 +186,11 @@ func (m *StrictMem) Recover(rng *rand.Rand) *StrictMem {
 		}
 		out.dirs[dn] = nd
 	}
+	for dn, nd := range out.dirs {
+		if !isRoot(dn) {
+			out.dirs[path.Dir(dn)].subs[path.Base(dn)] = nd
+		}
+	}
 	return out
 }
 
@@ -171,23 +207,37 @@ func (m *StrictMem) Restart() *StrictMem {
 	m.crashed = true
 	out := NewStrictMem()
 	seen := map[*memNode]*memNode{}
-	for dn, d := range m.dirs {
-		nd := &memDir{live: map[string]*memNode{}, durable: map[string]*memNode{}}
-		clone := func(old *memNode) *memNode {
-			if n, ok := seen[old]; ok {
-				return n
-			}
-			n := &memNode{data: slices.Clone(old.data), synced: slices.Clone(old.synced), mode: old.mode, mtime: old.mtime}
-			seen[old] = n
+	clone := func(old *memNode) *memNode {
+		if n, ok := seen[old]; ok {
 			return n
 		}
+		n := &memNode{data: slices.Clone(old.data), synced: slices.Clone(old.synced), mode: old.mode, mtime: old.mtime}
+		seen[old] = n
+		return n
+	}
+	// Directories by identity: a removed one still named by its parent's
+	// synced entries is copied too, to come back at a later power cut.
+	dirs := map[*memDir]*memDir{}
+	var cloneDir func(d *memDir) *memDir
+	cloneDir = func(d *memDir) *memDir {
+		if nd, ok := dirs[d]; ok {
+			return nd
+		}
+		nd := newMemDir()
+		dirs[d] = nd
 		for f, n := range d.live {
 			nd.live[f] = clone(n)
 		}
 		for f, n := range d.durable {
 			nd.durable[f] = clone(n)
 		}
-		out.dirs[dn] = nd
+		for name, sub := range d.subs {
+			nd.subs[name] = cloneDir(sub)
+		}
+		return nd
+	}
+	for dn, d := range m.dirs {
+		out.dirs[dn] = cloneDir(d)
 	}
 	return out
 }
@@ -223,21 +273,27 @@ func (m *StrictMem) lookup(name string) (*memDir, string, error) {
 
 func pathErr(op, name string, err error) error { return &fs.PathError{Op: op, Path: name, Err: err} }
 
-// MkdirAll creates dir and its parents.
+// MkdirAll creates dir and its parents. Each new directory's entry is
+// durable once its parent is synced. It is not counted as a changing
+// operation, so that CrashAfter numbers operations as before: a cut at
+// the parent's sync that follows loses the new directory all the same.
 func (m *StrictMem) MkdirAll(dir string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.crashed {
-		return ErrPowerLost
+		return pathErr("mkdir", dir, ErrPowerLost)
 	}
-	for d := path.Clean(dir); ; d = path.Dir(d) {
-		if m.dirs[d] == nil {
-			m.dirs[d] = &memDir{live: map[string]*memNode{}, durable: map[string]*memNode{}}
-		}
-		if d == "/" || d == "." {
-			return nil
+	var missing []string
+	for d := path.Clean(dir); m.dirs[d] == nil; d = path.Dir(d) {
+		missing = append(missing, d)
+		if isRoot(d) {
+			break
 		}
 	}
+	for _, d := range missing {
+		m.dirs[d] = newMemDir()
+	}
+	return nil
 }
 
 // OpenFile opens or creates a file.
@@ -348,8 +404,8 @@ func (m *StrictMem) Rename(oldname, newname string) error {
 	return nil
 }
 
-// Remove deletes a file, or an empty directory (durable at once, as
-// directories are here).
+// Remove deletes a file or an empty directory; the removal is durable
+// once the parent directory is synced.
 func (m *StrictMem) Remove(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -405,20 +461,26 @@ func (m *StrictMem) Chmod(name string, mode fs.FileMode) error {
 	return nil
 }
 
-// SyncDir makes a directory's current entries durable.
+// SyncDir makes a directory's current entries, files and
+// subdirectories, durable. The entries inside a subdirectory wait for
+// that subdirectory's own sync.
 func (m *StrictMem) SyncDir(dir string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	d := m.dirs[path.Clean(dir)]
+	dir = path.Clean(dir)
+	d := m.dirs[dir]
 	if d == nil {
 		return pathErr("sync", dir, fs.ErrNotExist)
 	}
 	if err := m.step(nil); err != nil {
 		return pathErr("sync", dir, err)
 	}
-	d.durable = make(map[string]*memNode, len(d.live))
-	for k, v := range d.live {
-		d.durable[k] = v
+	d.durable = maps.Clone(d.live)
+	d.subs = map[string]*memDir{}
+	for sn, sub := range m.dirs {
+		if sn != dir && path.Dir(sn) == dir {
+			d.subs[path.Base(sn)] = sub
+		}
 	}
 	return nil
 }
