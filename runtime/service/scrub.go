@@ -19,7 +19,7 @@ const DefaultScrubInterval = 24 * time.Hour
 // someone needs it, and its evidence with it. A damaged log is failed
 // as on a resume: a copy is kept, the damage logged and counted.
 func (srv *Server) scrub(ctx context.Context) {
-	defer srv.wg.Done()
+	defer srv.bg.Done()
 	every := srv.cfg.ScrubInterval
 	if every == 0 {
 		every = DefaultScrubInterval

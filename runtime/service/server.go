@@ -54,6 +54,10 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// bg counts background work (the scrub), apart from wg, which
+	// counts sessions and their calls, so that waiting for sessions to
+	// stop never waits for a loop that runs until shutdown.
+	bg sync.WaitGroup
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -535,7 +539,7 @@ func (srv *Server) launchBackground() bool {
 	if srv.closed {
 		return false
 	}
-	srv.wg.Add(1)
+	srv.bg.Add(1)
 	return true
 }
 
@@ -690,7 +694,7 @@ func (srv *Server) Shutdown(ctx context.Context) error {
 	}
 	srv.cancel()
 	done := make(chan struct{})
-	go func() { srv.wg.Wait(); close(done) }()
+	go func() { srv.wg.Wait(); srv.bg.Wait(); close(done) }()
 	var err error
 	select {
 	case <-done:
