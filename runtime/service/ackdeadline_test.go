@@ -70,7 +70,8 @@ func TestAckDeadline(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.AckDeadline = deadline; c.fs = sfs })
 	c := h.dial(nil)
 	c.send(startFrame("s", "ad1"))
-	if st := c.expectAck("s").State; st == nil || st.AckDeadlineMS != deadline.Milliseconds() {
+	ack := c.expectAck("s")
+	if st := ack.State; st == nil || st.AckDeadlineMS != deadline.Milliseconds() {
 		t.Fatalf("start ack state %+v, want ack_deadline_ms %d", st, deadline.Milliseconds())
 	}
 	texts := map[string]string{"e1": "first", "e2": "second, stalled", "e3": "third, queued behind", "e4": "fourth"}
@@ -109,7 +110,7 @@ func TestAckDeadline(t *testing.T) {
 	// The resume is answered after the session is done with e2 and e3,
 	// and a pong on the old connection after anything queued on it then.
 	c2 := h.dial(nil)
-	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "ad1", "last_seq": c.lastSeq()})
+	c2.send(map[string]any{"id": "r", "type": "resume", "session_id": "ad1", "last_seq": c.lastSeq(), "session_secret": ack.SessionSecret})
 	st := c2.expectAck("r").State
 	c.send(map[string]any{"id": "p", "type": "ping"})
 	c.waitFor("pong", func(f *ServerFrame) bool {

@@ -81,7 +81,7 @@ func TestClusterFrozenNodeClient(t *testing.T) {
 		t.Fatalf("start ack state %+v, want ack_deadline_ms %d", f.State, deadline.Milliseconds())
 	}
 	wait := time.Duration(f.State.AckDeadlineMS)*time.Millisecond + margin
-	s.conn = c
+	s.conn, s.secret = c, f.SessionSecret
 
 	n := 0
 	send := func() (string, ccFrame, error) {
@@ -150,7 +150,7 @@ func TestClusterFrozenNodeClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pf, err := pc.request(map[string]any{"id": "r", "type": "resume", "session_id": s.id, "last_seq": 0}, true)
+	pf, err := pc.request(map[string]any{"id": "r", "type": "resume", "session_id": s.id, "last_seq": 0, "session_secret": s.secret}, true)
 	pc.close()
 	if err != nil || pf.Type != FrameAck || pf.State == nil {
 		t.Fatalf("resume at %s: %v %s %s", r.url, err, pf.Code, pf.Message)
