@@ -74,21 +74,33 @@ func fmtAny(v any) string {
 	return "?"
 }
 
-// FuzzParseGate: whatever a model writes, parsing never panics, what it
-// keeps is the reply's start, no fence survives at the end of a reply
-// whose block was found, and flags come whole or not at all.
+// FuzzParseGate: whatever a model writes, parsing never panics; a reply
+// with no block and no flag line is kept whole; what is kept is the
+// reply's own lines in order, less the block and every line setting a
+// declared flag (so no flag reaches a reader); no fence survives at the
+// end of a reply whose block was found; and flags come whole or not at
+// all.
 func FuzzParseGate(f *testing.F) {
 	for _, s := range []string{
 		"I am GPT.\n---\nCALL_CLAUDE=true\nCALL_GEMINI=false\nREASON_TAG=a\n---",
 		"x\n---\nCALL_CLAUDE=true", "---\n---", "---", "", "a=b\n---\n=\n---\n", "\r\n---\r\n\r\n",
+		"A.\nREASON_TAG=secret\nB.", "  CALL_CLAUDE=x  \r\nB.\r\n",
 	} {
 		f.Add(s)
 	}
 	g := brainGate()
 	f.Fuzz(func(t *testing.T, text string) {
 		flags, rest, why, found := parseGate(g, text)
-		if !strings.HasPrefix(text, rest) {
-			t.Fatalf("rest %q is not the start of %q", rest, text)
+		if !found && rest != text {
+			t.Fatalf("no block, yet %q was cut to %q", text, rest)
+		}
+		if !keptLines(text, rest) {
+			t.Fatalf("rest %q is not lines of %q in order", rest, text)
+		}
+		for _, l := range strings.Split(rest, "\n") {
+			if setsFlag(g, strings.TrimSpace(l)) {
+				t.Fatalf("rest %q keeps the flag line %q", rest, l)
+			}
 		}
 		if flags != nil && (len(flags) != len(g.Flags) || why != "" || !found) {
 			t.Fatalf("flags %v with why %q found %v", flags, why, found)
@@ -100,6 +112,29 @@ func FuzzParseGate(f *testing.F) {
 			t.Fatalf("a fence is left at the end of %q", rest)
 		}
 	})
+}
+
+// keptLines says whether rest is lines of text in their order, the last
+// of them perhaps with its trailing blanks trimmed, as parseGate trims
+// the end of what it keeps.
+func keptLines(text, rest string) bool {
+	if rest == "" {
+		return true
+	}
+	want, have := strings.Split(rest, "\n"), strings.Split(text, "\n")
+	j := 0
+	for i, l := range want {
+		last := i == len(want)-1
+		for j < len(have) && have[j] != l &&
+			!(last && strings.HasPrefix(have[j], l) && strings.TrimRight(have[j][len(l):], " \t\r") == "") {
+			j++
+		}
+		if j == len(have) {
+			return false
+		}
+		j++
+	}
+	return true
 }
 
 func TestCutEntries(t *testing.T) {

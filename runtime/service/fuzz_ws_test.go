@@ -21,6 +21,7 @@ import (
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/rules"
+	"github.com/batonhq/baton/runtime/archive"
 	"github.com/batonhq/baton/runtime/clock"
 	"github.com/batonhq/baton/runtime/clock/clocktest"
 	"github.com/batonhq/baton/runtime/llm"
@@ -281,8 +282,10 @@ func (fz *fuzzServer) run(t *testing.T, data []byte) {
 }
 
 // reset ends every session, waits for them and their model calls to
-// stop and removes their logs, so that a long run holds none from one
-// input to the next (and a failed run does not hold up the next).
+// stop and removes their logs and archives, so that a long run holds
+// none from one input to the next (and a failed run does not hold up the
+// next). An archive left behind would cost every later session's end:
+// archive.Write reads the whole archive folder.
 func (fz *fuzzServer) reset(t *testing.T) {
 	srv := fz.srv
 	srv.mu.Lock()
@@ -312,6 +315,15 @@ func (fz *fuzzServer) reset(t *testing.T) {
 	for _, e := range ents {
 		if n := e.Name(); strings.HasSuffix(n, ".done") || strings.HasSuffix(n, ".wal") {
 			os.Remove(filepath.Join(srv.cfg.DataDir, n))
+		}
+	}
+	arch := filepath.Join(srv.cfg.DataDir, ArchiveDir)
+	ents, _ = os.ReadDir(arch)
+	for _, e := range ents {
+		p := filepath.Join(arch, e.Name())
+		archive.Unlock(p) // archives are read-only
+		if err := os.RemoveAll(p); err != nil {
+			t.Errorf("removing archive: %v", err)
 		}
 	}
 }

@@ -80,6 +80,7 @@ type session struct {
 	// lastInputSeq is the log position of the last input a client made
 	// (SessionState.LastInputSeq).
 	lastInputSeq uint64
+	lastInputT   int64 // the last input's time, as logged and acked (see floor)
 	ended        bool
 	endReason    string
 	endRule      string
@@ -178,6 +179,15 @@ func newSession(srv *Server, hdr wal.Header, host hostOptions, p *rules.Pack) *s
 	s.ctx, s.cancel = context.WithCancel(srv.ctx)
 	s.liveVoice = newVoiceHost(s, hdr, p)
 	return s
+}
+
+// floor is the earliest time a new input may take (docs/protocol.md,
+// "Time"): the last input's, or later when a deadline has moved the
+// engine past it. The engine's clock alone is not a floor: it is
+// quantized down to the pack's tick, so an input acked between ticks
+// would be followed by one acked before it.
+func (s *session) floor() int64 {
+	return max(s.eng.Now(), s.lastInputT)
 }
 
 // engineNow maps the server clock to engine time.
@@ -435,6 +445,7 @@ func (s *session) apply(in engine.Input, derivable bool, ack func(seq uint64, t 
 // observeInput updates host bookkeeping for input seq, applied; it runs
 // live and while replaying a log.
 func (s *session) observeInput(seq uint64, in *engine.Input) {
+	s.lastInputT = max(s.lastInputT, in.T)
 	switch in.Type {
 	case engine.InputCandidate, engine.InputClientToolResult:
 		s.lastInputSeq = seq
@@ -644,7 +655,7 @@ func (s *session) handle(m any) {
 			}
 			return
 		}
-		in := engine.Input{T: max(s.engineNow(), s.eng.Now()), Type: engine.InputLLMResult, LLM: &res}
+		in := engine.Input{T: max(s.engineNow(), s.floor()), Type: engine.InputLLMResult, LLM: &res}
 		if err := s.catchUp(in.T); err != nil {
 			s.fail(err)
 			return
@@ -718,10 +729,10 @@ func (s *session) onClientInput(m *evMsg) {
 			respondErr(perr(CodeUnknownMessage, "message %q is not playing (playing: %v)", m.speech.ID, s.playing))
 			return
 		}
-		in = engine.Input{T: max(now, s.eng.Now()), Type: engine.InputSpeechDone, Speech: m.speech}
+		in = engine.Input{T: max(now, s.floor()), Type: engine.InputSpeechDone, Speech: m.speech}
 	} else if m.input != nil {
 		in = *m.input
-		in.T = max(now, s.eng.Now())
+		in.T = max(now, s.floor())
 	} else {
 		t, c, pe := s.stamp(m.clientT, now)
 		if pe != nil {
@@ -860,7 +871,7 @@ func unknownToolCall(id, state string) *ProtoError {
 // more than the tolerance, never before the session clock, and an error
 // when it is before the client's previous timestamp.
 func (s *session) stamp(clientT *int64, now int64) (t int64, clamped string, pe *ProtoError) {
-	floor := s.eng.Now()
+	floor := s.floor()
 	if clientT == nil {
 		return max(now, floor), "", nil
 	}
@@ -1156,6 +1167,7 @@ func (s *session) load(wl wal.SessionLog, rec *wal.Recovered, setBase bool) (err
 	}
 	s.wl = wl
 	s.pending, s.playing, s.ring, s.ringNext, s.seq, s.lastInputSeq = nil, nil, nil, 0, 0, 0
+	s.lastInputT = 0
 	s.requests = map[string]*engine.LLMRequest{}
 	s.reqLog = nil
 	s.prep.until = time.Time{}
