@@ -1,8 +1,10 @@
 package service
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/batonhq/baton/runtime/internal/wal"
@@ -27,6 +29,10 @@ type DataDirReport struct {
 // reads every log back, retires the damaged sessions named in retire,
 // and closes it. It fails while a server holds the directory.
 func InspectDataDir(path string, retire []string, now time.Time) (*DataDirReport, error) {
+	// Never made here: a mistyped path is an error, not an empty directory.
+	if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("data directory %s: %w", path, cmp.Or(err, errors.New("not a directory")))
+	}
 	d, err := wal.OpenDir(path, wal.Options{})
 	if err != nil {
 		return nil, err

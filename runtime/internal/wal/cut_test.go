@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/batonhq/baton/engine"
@@ -160,5 +161,46 @@ func TestReplayOfACutLog(t *testing.T) {
 		if _, err := ReadFile(path); !errors.As(err, &dmg) {
 			t.Fatalf("cut at %d of %d: %v, want damage", cut, len(data), err)
 		}
+	}
+}
+
+// TestUnacknowledgedTailIsCut leaves whole records past what the ledger
+// says was acknowledged in a log the journal no longer covers (bytes
+// written from memory before their batch was synced, whose batch the
+// crash lost): the next start cuts them, and refuses a new log under an
+// id whose acknowledged bytes are lost.
+func TestUnacknowledgedTailIsCut(t *testing.T) {
+	base, acked := cutWorkload(t, true)
+	m := base.Restart()
+	whole := memRead(t, m, "/data/a.wal")
+	extra, err := appendRecord(nil, &Record{Kind: KindInput, Seq: uint64(acked["a"] + 1), Input: &engine.Input{T: 99, Type: engine.InputAdvance}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	memRewrite(t, m, "/data/a.wal", append(append([]byte{}, whole...), extra...))
+	d, err := OpenDir("/data", Options{FS: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := d.Redo(); !slices.Contains(rep.Repaired, "a") || len(rep.Damaged) != 0 {
+		t.Fatalf("redo %+v, want a repaired", rep)
+	}
+	rec, err := d.Read("a")
+	if err != nil || len(rec.Inputs) != acked["a"] {
+		t.Fatalf("a after the start: %v inputs, err %v; want the %d acknowledged", len(rec.Inputs), err, acked["a"])
+	}
+	d.Close()
+
+	// b's log cut: b is damaged, and a new b is refused.
+	m = base.Restart()
+	memRewrite(t, m, "/data/b.wal", memRead(t, m, "/data/b.wal")[:100])
+	d, err = OpenDir("/data", Options{FS: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var dmg *DamageError
+	if _, err := d.Create(testHeader("b")); !errors.As(err, &dmg) {
+		t.Fatalf("Create over a damaged id: %v, want its damage", err)
 	}
 }

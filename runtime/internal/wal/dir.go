@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -328,6 +329,15 @@ func (d *Dir) Create(h Header) (*Log, error) {
 	if !d.claim(h.SessionID) {
 		return nil, fmt.Errorf("session %s: %w", h.SessionID, ErrExists)
 	}
+	// The ledger knows the id: acknowledged bytes of a log by that name
+	// are lost (or it is damaged). A new log under it would inherit that
+	// verdict at the next start.
+	if e, ok := d.led.get(h.SessionID); ok {
+		d.release(h.SessionID)
+		if err := checkAcked(h.SessionID, ledgerEntry{size: e.size, damage: cmp.Or(e.damage, "acknowledged bytes of a log of this id are lost")}, nil); err != nil {
+			return nil, err
+		}
+	}
 	// After the claim: a Finish of this id renames before it lets go.
 	if _, err := d.fs.Stat(d.DonePath(h.SessionID)); err == nil {
 		d.release(h.SessionID)
@@ -454,6 +464,13 @@ func (d *Dir) open(id string) (*Log, *Recovered, error) {
 	}
 	rec, err := parse(data, false)
 	if errors.Is(err, ErrUnborn) {
+		if e, ok := d.led.get(id); ok {
+			// Not a Create that never returned: the ledger says bytes of
+			// it were acknowledged, so this is a header cut or zeroed.
+			lerr := checkAcked(id, ledgerEntry{size: max(e.size, 1), damage: e.damage}, &Recovered{Size: 0})
+			d.markDamaged(id, lerr)
+			return nil, nil, lerr
+		}
 		if rerr := d.removeUnborn(id); rerr != nil {
 			return nil, nil, fmt.Errorf("log %s: removing unborn log: %w", id, rerr)
 		}
@@ -509,6 +526,11 @@ func (d *Dir) Read(id string) (*Recovered, error) {
 		return nil, fmt.Errorf("log %s: %w", id, err)
 	}
 	rec, err := parse(data, finished)
+	if errors.Is(err, ErrUnborn) {
+		if e, ok := d.led.get(id); ok {
+			return nil, checkAcked(id, ledgerEntry{size: max(e.size, 1), damage: e.damage}, &Recovered{Size: 0})
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("log %s: %w", filepath.Base(path), err)
 	}

@@ -154,7 +154,7 @@ func decodeLedger(data []byte) (gen, checkpointed uint64, entries map[string]led
 
 // readLedger reads the newer valid copy of dir's ledger. Neither copy
 // there is a fresh directory (or one written before the ledger existed):
-// nothing to check against. Both there and neither valid is reported in
+// nothing to check against. A copy there but none valid is reported in
 // bad; the directory then runs as if it had none.
 func readLedger(fsys FS, dir string) (lg *ledger, bad string, err error) {
 	lg = newLedger()
@@ -176,8 +176,8 @@ func readLedger(fsys FS, dir string) (lg *ledger, bad string, err error) {
 			lg.gen, lg.checkpointed, lg.entries, lg.found = gen, checkpointed, entries, name
 		}
 	}
-	if lg.found == "" && len(whys) == 2 {
-		bad = fmt.Sprintf("%s; %s", whys[0], whys[1])
+	if lg.found == "" && len(whys) > 0 {
+		bad = strings.Join(whys, "; ")
 	}
 	return lg, bad, nil
 }

@@ -310,6 +310,18 @@ func (d *Dir) checkLedger(rep *RedoReport, redone map[string][]jentry) error {
 			}
 			d.damagedLocked(rep, id, &DamageError{Offset: fi.Size(), Record: -1, Inputs: -1, NextValid: -1,
 				Reason: fmt.Sprintf("the log file is %d bytes, but %d were acknowledged (ledger): the file was cut and acknowledged inputs are lost", fi.Size(), e.size)})
+		case fi.Size() > e.size:
+			if _, ok := redone[id]; ok || e.size == 0 {
+				continue
+			}
+			// The journal holds nothing of this session, so the ledger
+			// has the last word: bytes past it reached the file (written
+			// from memory before their batch was synced, by a checkpoint
+			// or a Close) but were never acknowledged.
+			if err := d.truncateFile(d.LivePath(id), e.size); err != nil {
+				return fmt.Errorf("cutting %s back to what was acknowledged: %w", id, err)
+			}
+			rep.Repaired = append(rep.Repaired, id)
 		}
 	}
 	return nil
@@ -374,6 +386,11 @@ func (d *Dir) redoSession(id string, ents []jentry, rep *RedoReport) error {
 	old, err := readAll(d.fs, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		rep.Missing = append(rep.Missing, id)
+		if !slices.ContainsFunc(ents, func(e jentry) bool { return len(e.data) > 0 }) {
+			// Only the empty entry of a Create that failed after it: the
+			// start was never acknowledged, and Create removed its file.
+			return nil
+		}
 		d.damagedLocked(rep, id, &DamageError{Offset: -1, Record: -1, Inputs: -1, NextValid: -1,
 			Reason: fmt.Sprintf("its log file is gone, but the journal holds %d acknowledged entries for it", len(ents))})
 		return nil
