@@ -11,19 +11,8 @@ import (
 // that retires it, retires it on request with a copy kept, and then
 // finds the directory whole.
 func TestRecoverRetiresDamage(t *testing.T) {
-	rec := t.TempDir()
-	if code, _, errs := runCLI(t, "dryrun", "-seed", "3", "-record", rec, "dayone"); code != 0 {
-		t.Fatalf("dryrun -record: exit %d: %s", code, errs)
-	}
-	logs, _ := filepath.Glob(filepath.Join(rec, "*.done"))
-	if len(logs) != 1 {
-		t.Fatalf("logs %v", logs)
-	}
-	data, err := os.ReadFile(logs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := strings.TrimSuffix(filepath.Base(logs[0]), ".done")
+	path, data := recordedLog(t)
+	id := strings.TrimSuffix(filepath.Base(path), ".done")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, id+".done"), flip(data, len(data)/2), 0o400); err != nil {
 		t.Fatal(err)

@@ -11,18 +11,7 @@ import (
 // which names the offset and exits non-zero; a live log with a torn
 // tail still replays.
 func TestReplayRefusesDamage(t *testing.T) {
-	dir := t.TempDir()
-	if code, _, errs := runCLI(t, "dryrun", "-seed", "3", "-record", dir, "dayone"); code != 0 {
-		t.Fatalf("dryrun -record: exit %d: %s", code, errs)
-	}
-	logs, _ := filepath.Glob(filepath.Join(dir, "*.done"))
-	if len(logs) != 1 {
-		t.Fatalf("logs %v", logs)
-	}
-	data, err := os.ReadFile(logs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, data := recordedLog(t)
 	for _, tc := range []struct {
 		name string
 		data []byte
@@ -58,4 +47,23 @@ func flip(b []byte, at int) []byte {
 	b = append([]byte(nil), b...)
 	b[at] ^= 0x08
 	return b
+}
+
+// recordedLog records a DayOne dry run and returns its finished log's
+// path and bytes.
+func recordedLog(t *testing.T) (string, []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	if code, _, errs := runCLI(t, "dryrun", "-seed", "3", "-record", dir, "dayone"); code != 0 {
+		t.Fatalf("dryrun -record: exit %d: %s", code, errs)
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.done"))
+	if len(logs) != 1 {
+		t.Fatalf("logs %v", logs)
+	}
+	data, err := os.ReadFile(logs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return logs[0], data
 }
