@@ -52,21 +52,19 @@ func (f *Fake) NewTimer(d time.Duration) clock.Timer {
 func (f *Fake) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
 	dc := &deadlineCtx{Context: ctx, deadline: f.Now().Add(d)}
-	t := f.NewTimer(d)
-	stop := make(chan struct{})
-	var once sync.Once
-	go func() {
-		defer t.Stop()
-		select {
-		case <-t.C():
-			cancel(context.DeadlineExceeded)
-		case <-stop:
-		case <-ctx.Done():
-		}
-	}()
+	// The deadline is a timer that cancels when it fires, inside Advance
+	// or Set: no goroutine waits for it, so a test that moves the clock
+	// sees the context end before Advance returns, and a fuzzed run's
+	// coverage does not depend on when such a goroutine is scheduled.
+	if d <= 0 {
+		cancel(context.DeadlineExceeded)
+		return dc, func() { cancel(context.Canceled) }
+	}
+	t := &fakeTimer{f: f, c: make(chan time.Time, 1), fire: func() { cancel(context.DeadlineExceeded) }}
+	t.Reset(d)
 	return dc, func() {
+		t.Stop()
 		cancel(context.Canceled)
-		once.Do(func() { close(stop) })
 	}
 }
 
@@ -100,10 +98,11 @@ func (f *Fake) Advance(d time.Duration) { f.Set(f.Now().Add(d)) }
 // Set moves the clock to t (never backwards), firing due timers in order.
 func (f *Fake) Set(t time.Time) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if t.Before(f.now) {
+		f.mu.Unlock()
 		return
 	}
+	var fire []func()
 	for {
 		i := f.nextLocked()
 		if i < 0 || f.timers[i].at.After(t) {
@@ -113,12 +112,22 @@ func (f *Fake) Set(t time.Time) {
 		f.timers = slices.Delete(f.timers, i, i+1)
 		ft.armed = false
 		f.now = ft.at
+		if ft.fire != nil {
+			fire = append(fire, ft.fire)
+			continue
+		}
 		select {
 		case ft.c <- ft.at:
 		default:
 		}
 	}
 	f.now = t
+	f.mu.Unlock()
+	// Outside the lock: ending a context runs code that may read the
+	// clock.
+	for _, fn := range fire {
+		fn()
+	}
 }
 
 func (f *Fake) nextLocked() int {
@@ -182,6 +191,8 @@ type fakeTimer struct {
 	c     chan time.Time
 	at    time.Time
 	armed bool
+	// fire, when set, is called instead of sending on c.
+	fire func()
 }
 
 func (t *fakeTimer) C() <-chan time.Time { return t.c }

@@ -100,14 +100,19 @@ func TestFakeWithTimeout(t *testing.T) {
 	if dl, ok := ctx.Deadline(); !ok || !dl.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("deadline %v %v", dl, ok)
 	}
+	// The context ends inside Advance, not some time after it.
 	f.Advance(59 * time.Second)
 	select {
 	case <-ctx.Done():
 		t.Fatal("ended before its deadline")
-	case <-time.After(10 * time.Millisecond):
+	default:
 	}
 	f.Advance(time.Second)
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	default:
+		t.Fatal("not ended when Advance reached its deadline")
+	}
 	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		t.Fatalf("err %v, want deadline exceeded", ctx.Err())
 	}
@@ -123,11 +128,15 @@ func TestFakeWithTimeout(t *testing.T) {
 		t.Fatalf("inner err %v, want canceled", inner.Err())
 	}
 	cancelInner()
-	// The timers of finished contexts are stopped (by their goroutines).
-	for deadline := time.Now().Add(10 * time.Second); len(f.Armed()) > 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timers left armed: %v", f.Armed())
-		}
+	// Cancelling stops a context's timer.
+	if a := f.Armed(); len(a) > 0 {
+		t.Fatalf("timers left armed: %v", a)
+	}
+	// A deadline already past ends the context at once.
+	past, cancelPast := f.WithTimeout(context.Background(), 0)
+	defer cancelPast()
+	if !errors.Is(past.Err(), context.DeadlineExceeded) {
+		t.Fatalf("zero timeout: err %v, want deadline exceeded", past.Err())
 	}
 }
 
