@@ -21,6 +21,9 @@ func (s *Session) evalBool(x *rules.Expr, role string) bool {
 	if x.Script.Set() {
 		return s.scriptCondition(x, role)
 	}
+	if ok, known := x.ClockCondition(s.now); known {
+		return ok
+	}
 	s.env.SetRole(role)
 	ok, err := s.env.EvalBool(x)
 	if err != nil {

@@ -112,12 +112,22 @@ type timerTable struct {
 func (tt *timerTable) add(t timer) {
 	tt.seq++
 	t.seq = tt.seq
-	i := len(tt.ts)
-	tt.ts = append(tt.ts, t)
-	for i > 0 && tt.ts[i].less(&tt.ts[i-1]) {
-		tt.ts[i], tt.ts[i-1] = tt.ts[i-1], tt.ts[i]
-		i--
+	// Found by binary search and placed with one move: swapping it down
+	// one place at a time wrote its strings once per place, and with
+	// the collector running every pointer write is a barrier.
+	lo, hi := 0, len(tt.ts)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t.less(&tt.ts[m]) {
+			hi = m
+		} else {
+			lo = m + 1
+		}
 	}
+	i := lo
+	tt.ts = append(tt.ts, timer{})
+	copy(tt.ts[i+1:], tt.ts[i:])
+	tt.ts[i] = t
 }
 
 // cancel removes every timer of kind matching ref and key, and the

@@ -577,6 +577,9 @@ func (c *compiler) compileExpr(x *Expr, asBool bool) {
 		}
 	}
 	x.prog = prog
+	if asBool {
+		x.clock = c.clockCondOf(prog.Node())
+	}
 }
 
 // offsetPos is the position of the rune at offset at in src, which

@@ -538,6 +538,9 @@ type Expr struct {
 	Src    string
 	Script ScriptRef
 	prog   *vm.Program
+	// clock is set for a condition that only compares now() with a
+	// number fixed at load (clockcond.go).
+	clock *clockCond
 	// lit is the value of an expression a script returned: scripts compute
 	// values, they do not write expressions.
 	lit   any

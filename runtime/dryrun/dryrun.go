@@ -371,7 +371,11 @@ func (h *host) pop() engine.Input {
 				h.ev = ev
 				return engine.Input{T: t, Type: engine.InputCandidate, Candidate: &h.ev}
 			}
-			return engine.Input{T: t, Type: engine.InputCandidate, Candidate: &ev}
+			// A copy of its own, so that ev stays on the stack in a
+			// lean run.
+			kept := new(engine.CandidateEvent)
+			*kept = ev
+			return engine.Input{T: t, Type: engine.InputCandidate, Candidate: kept}
 		}
 	}
 	in := h.queue[0].in
