@@ -130,6 +130,7 @@
 //	actions.go     rules and the actions they take, one case per action type
 //	expr.go        expressions read the session through one host
 //	scripts.go     pack scripts: the facade they see, their recorded budget stops
+//	scriptviews.go the views a script reads (ctx.msg, candidate, session, floor), a field at a time
 //
 // A Session is composed of features, each a type with its own state in
 // its own file:

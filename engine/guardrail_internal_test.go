@@ -2,6 +2,8 @@ package engine
 
 import (
 	"os"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/batonhq/baton/rules"
@@ -85,4 +87,53 @@ func TestFacadeEndsWithItsCall(t *testing.T) {
 	if v, ok := arg.Field("msg"); ok || v != nil || arg.Keys() != nil || arg.s != nil {
 		t.Fatalf("after the call the facade still answers: %v %v %v", v, ok, arg.Keys())
 	}
+}
+
+// Each view a script reads answers every field as the expression view
+// of the same name holds it, and reads as empty once its call is over.
+func TestScriptViewsMatchExpressions(t *testing.T) {
+	p, err := rules.Load(os.DirFS("testdata/packs/guard"), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(p, Options{Seed: 1})
+	arg := s.scriptArg("qa") // refreshes the views from the session
+	// Distinct values, so a field answered from its neighbour shows.
+	s.env.Msg = rules.MessageView{Type: "message", Text: "the text", Source: "voice", Confidence: 0.5, AddressedTo: "qa", LowConfidence: true, Code: "x := 1", Line: 7}
+	s.env.Candidate = rules.CandidateView{MicActive: true, Typing: false, Speaking: true, LowSTTCount: 2, Messages: 3, LastMessageMS: 4000, LastMessage: "last"}
+	s.env.Session = rules.SessionView{LastRole: "qa", Turns: 5, AgentSpeaking: true, AwaitingReply: false, TurnPending: true, HardTurnPending: false}
+	s.env.Floor = rules.FloorView{Holder: "qa", SinceMS: 6000, Lines: 8, Answers: 9, AutoAdvances: 10}
+	for name, view := range map[string]any{"msg": &s.env.Msg, "candidate": &s.env.Candidate, "session": &s.env.Session, "floor": &s.env.Floor} {
+		v, ok := arg.Field(name)
+		obj, isObj := v.(interface {
+			Keys() []string
+			Field(string) (any, bool)
+		})
+		if !ok || !isObj {
+			t.Fatalf("%s: %T", name, v)
+		}
+		keys := obj.Keys()
+		if !slices.IsSorted(keys) {
+			t.Errorf("%s: keys not sorted: %v", name, keys)
+		}
+		rv := reflect.ValueOf(view).Elem()
+		for _, k := range keys {
+			got, ok := obj.Field(k)
+			var want any
+			for i := range rv.NumField() {
+				if rv.Type().Field(i).Tag.Get("expr") == k {
+					want = rv.Field(i).Interface()
+				}
+			}
+			if !ok || want == nil || got != want {
+				t.Errorf("%s.%s = %v (%v), want %v", name, k, got, ok, want)
+			}
+		}
+		defer func() {
+			if v, ok := obj.Field(keys[0]); ok || v != nil {
+				t.Errorf("%s.%s still reads %v after the call", name, keys[0], v)
+			}
+		}()
+	}
+	arg.done()
 }

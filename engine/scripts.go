@@ -187,7 +187,7 @@ func (f *facade) Field(k string) (any, bool) {
 		// Built once per call: nothing changes while a script runs, and
 		// a script that reads arg.files in a loop should not rebuild it.
 		v, ok := build(f)
-		if ok {
+		if _, view := v.(script.Object); ok && !view {
 			f.set(k, v)
 		}
 		return v, ok
@@ -202,34 +202,10 @@ var facadeFields = map[string]func(f *facade) (any, bool){
 	"role":         func(f *facade) (any, bool) { return f.role, true },
 	"roles":        func(f *facade) (any, bool) { return f.s.p.RoleIDs(), true },
 	"last_message": func(f *facade) (any, bool) { return f.s.cand.lastMsg, true },
-	"msg": func(f *facade) (any, bool) {
-		m := &f.s.env.Msg
-		return map[string]any{
-			"type": m.Type, "text": m.Text, "source": m.Source, "confidence": m.Confidence,
-			"addressed_to": m.AddressedTo, "low_confidence": m.LowConfidence, "code": m.Code, "line": m.Line,
-		}, true
-	},
-	"candidate": func(f *facade) (any, bool) {
-		c := &f.s.env.Candidate
-		return map[string]any{
-			"mic_active": c.MicActive, "typing": c.Typing, "speaking": c.Speaking,
-			"low_stt_count": c.LowSTTCount, "messages": c.Messages, "last_message_ms": c.LastMessageMS, "last_message": c.LastMessage,
-		}, true
-	},
-	"session": func(f *facade) (any, bool) {
-		v := &f.s.env.Session
-		return map[string]any{
-			"last_role": v.LastRole, "turns": v.Turns, "agent_speaking": v.AgentSpeaking,
-			"awaiting_reply": v.AwaitingReply, "turn_pending": v.TurnPending, "hard_turn_pending": v.HardTurnPending,
-		}, true
-	},
-	"floor": func(f *facade) (any, bool) {
-		fl := &f.s.env.Floor
-		return map[string]any{
-			"holder": fl.Holder, "since_ms": fl.SinceMS, "lines": fl.Lines,
-			"answers": fl.Answers, "auto_advances": fl.AutoAdvances,
-		}, true
-	},
+	"msg":          func(f *facade) (any, bool) { return msgObject{f}, true },
+	"candidate":    func(f *facade) (any, bool) { return candidateObject{f}, true },
+	"session":      func(f *facade) (any, bool) { return sessionObject{f}, true },
+	"floor":        func(f *facade) (any, bool) { return floorObject{f}, true },
 	"transcript": func(f *facade) (any, bool) {
 		tail := f.s.transcript.tail(f.s.p.LLM.TranscriptTail)
 		lines := make([]any, len(tail))

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"cmp"
+	"slices"
 	"strconv"
 )
 
@@ -131,27 +132,20 @@ func (tt *timerTable) add(t timer) {
 }
 
 // cancel removes every timer of kind matching ref and key, and the
-// preparations for them.
+// preparations for them. Like cancelKind, it writes nothing when nothing
+// matches (the usual case): rewriting the table wrote every timer's
+// strings again, each write a barrier while the collector runs.
 func (tt *timerTable) cancel(kind timerKind, ref int, key string) {
-	out := tt.ts[:0]
-	for _, t := range tt.ts {
-		if (t.kind == kind || (t.kind == tPrepare && t.of == kind)) && t.ref == ref && t.key == key {
-			continue
-		}
-		out = append(out, t)
-	}
-	tt.ts = out
+	tt.ts = slices.DeleteFunc(tt.ts, func(t timer) bool {
+		return (t.kind == kind || (t.kind == tPrepare && t.of == kind)) && t.ref == ref && t.key == key
+	})
 }
 
 // cancelKind removes every timer of kind and the preparations for them.
 func (tt *timerTable) cancelKind(kind timerKind) {
-	out := tt.ts[:0]
-	for _, t := range tt.ts {
-		if t.kind != kind && (t.kind != tPrepare || t.of != kind) {
-			out = append(out, t)
-		}
-	}
-	tt.ts = out
+	tt.ts = slices.DeleteFunc(tt.ts, func(t timer) bool {
+		return t.kind == kind || (t.kind == tPrepare && t.of == kind)
+	})
 }
 
 // find returns the first timer of kind with ref.
