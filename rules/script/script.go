@@ -319,6 +319,9 @@ type vm struct {
 	now   int64
 	rand  func() float64
 	spent bool
+	// budget interrupts the call running over its budget; a runtime it
+	// has fired for is spent.
+	budget *time.Timer
 	// user is what freezing walks deeply: the pack's constants and
 	// functions.
 	user []goja.Value
@@ -742,10 +745,16 @@ func (p *Pool) Run(c Call) (out any, err error) {
 		arg = c.Arg
 	}
 	start := p.now()
-	timer := time.AfterFunc(budget, func() { v.rt.Interrupt("time budget") })
+	// One timer per runtime, armed for each call: a new one each time
+	// was a third of what a short call allocated.
+	if v.budget == nil {
+		v.budget = time.AfterFunc(budget, func() { v.rt.Interrupt("time budget") })
+	} else {
+		v.budget.Reset(budget)
+	}
 	out, err = v.call(c.Func, arg)
 	took := p.now().Sub(start)
-	fired := !timer.Stop()
+	fired := !v.budget.Stop()
 	if fired {
 		// The interrupt is sticky: had the call returned before it
 		// landed, it would hit the next caller. Drop the runtime.
@@ -920,7 +929,7 @@ type jsObject struct {
 	m    map[string]any
 	src  Object // until a script changes the object; then m holds its fields
 	keys []string
-	vals map[string]goja.Value
+	vals valCache
 }
 
 // own turns an Object into the map a script may change.
@@ -931,7 +940,7 @@ func (o *jsObject) own() {
 	keys := o.src.Keys()
 	o.m = make(map[string]any, len(keys))
 	for _, k := range keys {
-		if v, read := o.vals[k]; read {
+		if v, read := o.vals.get(k); read {
 			// What the script read is what it may have changed.
 			o.m[k] = v.Export()
 			continue
@@ -942,7 +951,7 @@ func (o *jsObject) own() {
 }
 
 func (o *jsObject) Get(k string) goja.Value {
-	if v, ok := o.vals[k]; ok {
+	if v, ok := o.vals.get(k); ok {
 		return v
 	}
 	var x any
@@ -956,10 +965,7 @@ func (o *jsObject) Get(k string) goja.Value {
 		return nil
 	}
 	v := toJS(o.rt, x)
-	if o.vals == nil {
-		o.vals = make(map[string]goja.Value, 4)
-	}
-	o.vals[k] = v
+	o.vals.put(k, v)
 	return v
 }
 
@@ -969,10 +975,7 @@ func (o *jsObject) Set(k string, v goja.Value) bool {
 		o.keys = nil
 	}
 	o.m[k] = v.Export()
-	if o.vals == nil {
-		o.vals = make(map[string]goja.Value, 4)
-	}
-	o.vals[k] = v
+	o.vals.put(k, v)
 	return true
 }
 
@@ -988,7 +991,7 @@ func (o *jsObject) Has(k string) bool {
 func (o *jsObject) Delete(k string) bool {
 	o.own()
 	delete(o.m, k)
-	delete(o.vals, k)
+	o.vals.del(k)
 	o.keys = nil
 	return true
 }
