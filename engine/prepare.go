@@ -27,7 +27,8 @@ import (
 // starts (Step).
 type prepare struct {
 	entries []*prepEntry
-	standIn turn // provisional's
+	standIn turn        // provisional's
+	scratch *LLMRequest // compareRequest's
 	// acted is set when a pack action ran since the last refresh: it may
 	// have changed what a request carries (a memory, a slot, a variable)
 	// without an effect to show it.
@@ -483,7 +484,7 @@ func (pr *prepare) release(s *Session, t *turn) bool {
 	}
 	// Peeked, not built: instructions queued for the role go with the
 	// request that carries them, and a line dropped or said stale did not.
-	cur := s.peekRequest(t)
+	cur := s.compareRequest(t)
 	if s.ended {
 		return true
 	}
@@ -574,7 +575,7 @@ func (pr *prepare) refresh(s *Session, from int, in InputType) {
 			continue // started: no longer a preparation
 		}
 		t := s.provisional(e)
-		req := s.peekRequest(t)
+		req := s.compareRequest(t)
 		if s.ended {
 			return
 		}
@@ -583,7 +584,7 @@ func (pr *prepare) refresh(s *Session, from int, in InputType) {
 		}
 		s.emit(Effect{Type: EffectStale, ID: e.reqID, Agent: t.role, Kind: "asked_again", Rule: t.rule,
 			Reason: changed(e.sent, req) + " changed since " + rules.FormatClock(e.askedAt)})
-		pr.send(s, e, t, req, nil)
+		pr.send(s, e, t, req.kept(), nil)
 	}
 }
 
