@@ -585,6 +585,12 @@ func (s *session) callLLM(id string, req *engine.LLMRequest) {
 		if res.Err != nil {
 			s.srv.m.adapterErrors.WithLabelValues("llm", errKind(res.Err.Kind)).Inc()
 		}
+		if errors.Is(context.Cause(ctx), context.Canceled) {
+			// The session dropped the request, or stopped: it would
+			// ignore the answer. Not posting it also keeps a run's order
+			// of messages free of when this goroutine happened to wake.
+			return
+		}
 		// A session that stopped meanwhile has nothing to apply it to.
 		_ = s.post(context.Background(), llmMsg{res: res})
 	}()
