@@ -362,6 +362,7 @@ func (c *Candidate) answer(e *engine.Effect, speechMS int64) {
 // first drawn is its first n words.
 func (c *Candidate) compose(n int) string {
 	var b strings.Builder
+	b.Grow(n * 8) // most answer words are shorter than seven letters
 	got := 0
 	for got < n {
 		a := c.m.answers[c.rng.IntN(len(c.m.answers))]

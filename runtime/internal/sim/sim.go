@@ -248,7 +248,7 @@ type Model struct {
 	mu     sync.Mutex
 	script []Reply
 	calls  int
-	rotate map[string]int
+	rotate map[rotateKey]int
 	// mis, when set, makes the model misbehave (misbehave.go).
 	mis *Misbehave
 	// struck are the misbehaviours that struck the last call.
@@ -266,7 +266,7 @@ var (
 func NewModel(p *rules.Pack, script []Reply, latency time.Duration) *Model {
 	s := make([]Reply, len(script))
 	copy(s, script)
-	return &Model{pack: p, script: s, rotate: map[string]int{}, latency: latency}
+	return &Model{pack: p, script: s, rotate: map[rotateKey]int{}, latency: latency}
 }
 
 // Answer implements llm.Answerer. It answers at once; After says when the
@@ -465,6 +465,10 @@ func (r *Reply) matches(call int, req *engine.LLMRequest) bool {
 		(r.Goal == "" || r.Goal == req.TurnGoal)
 }
 
+// rotateKey names a role's line set: a struct, not a joined string, so
+// looking one up allocates nothing.
+type rotateKey struct{ role, set string }
+
 // line picks the role's next scripted line for the goal, then the kind,
 // then "default", then the role's fallback.
 func (f *Model) line(req *engine.LLMRequest) string {
@@ -477,7 +481,7 @@ func (f *Model) line(req *engine.LLMRequest) string {
 			if ls.ID != key || len(ls.Text) == 0 {
 				continue
 			}
-			k := req.Role + "\x00" + key
+			k := rotateKey{req.Role, key}
 			i := f.rotate[k]
 			f.rotate[k] = i + 1
 			return ls.Text[i%len(ls.Text)]
