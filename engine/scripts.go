@@ -42,6 +42,22 @@ const maxScriptLine = rules.MaxActionText
 type scriptRuns struct {
 	n     int
 	facts *ScriptFacts
+	// labels names script conditions in reports, made once each: an
+	// input check runs on every message and its name is rarely shown.
+	labels map[*rules.Expr]string
+}
+
+// conditionLabel is how reports name the script condition x.
+func (s *Session) conditionLabel(x *rules.Expr) string {
+	if l, ok := s.scripts.labels[x]; ok {
+		return l
+	}
+	if s.scripts.labels == nil {
+		s.scripts.labels = map[*rules.Expr]string{}
+	}
+	l := "condition " + x.Pos.String()
+	s.scripts.labels[x] = l
+	return l
 }
 
 func (r *scriptRuns) begin(f *ScriptFacts) { r.n, r.facts = 0, f }
@@ -315,13 +331,13 @@ func lineSets(sets []rules.LineSet) map[string]any {
 
 // scriptCondition runs a condition script; it must return a boolean.
 func (s *Session) scriptCondition(x *rules.Expr, role string) bool {
-	out, ok := s.callScript(&x.Script, s.scriptArg(role), "condition "+x.Pos.String())
+	out, ok := s.callScript(&x.Script, s.scriptArg(role), s.conditionLabel(x))
 	if !ok {
 		return false
 	}
 	b, isBool := out.(bool)
 	if !isBool {
-		s.badResult(&x.Script, "condition "+x.Pos.String(), "want true or false, got %s", rules.Describe(out))
+		s.badResult(&x.Script, s.conditionLabel(x), "want true or false, got %s", rules.Describe(out))
 	}
 	return b
 }
