@@ -21,10 +21,12 @@ func (s *Session) evalBool(x *rules.Expr, role string) bool {
 	if x.Script.Set() {
 		return s.scriptCondition(x, role)
 	}
+	// Set first: the actions a condition guards read role as the
+	// condition left it, however it was answered.
+	s.env.SetRole(role)
 	if ok, known := x.ClockCondition(s.now); known {
 		return ok
 	}
-	s.env.SetRole(role)
 	ok, err := s.env.EvalBool(x)
 	if err != nil {
 		s.note("", "expression error: "+err.Error())

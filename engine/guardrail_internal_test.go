@@ -130,8 +130,8 @@ func TestScriptViewsMatchExpressions(t *testing.T) {
 			}
 		}
 		defer func() {
-			if v, ok := obj.Field(keys[0]); ok || v != nil {
-				t.Errorf("%s.%s still reads %v after the call", name, keys[0], v)
+			if v, ok := obj.Field(keys[0]); ok || v != nil || obj.Keys() != nil {
+				t.Errorf("%s.%s still reads %v after the call, keys %v", name, keys[0], v, obj.Keys())
 			}
 		}()
 	}

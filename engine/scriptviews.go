@@ -5,14 +5,19 @@ package engine
 // message, and building each view as a map, boxing every value, was most
 // of what a call allocated. The fields are the views' expr names; Keys
 // are sorted, as script.Object asks. A view reads through its call's
-// facade, so one a script keeps past its call reads as empty, as the
-// facade does.
+// facade, so one a script keeps past its call reads as empty (no keys,
+// no fields), as the facade does.
 
 type msgObject struct{ f *facade }
 
 var msgKeys = []string{"addressed_to", "code", "confidence", "line", "low_confidence", "source", "text", "type"}
 
-func (o msgObject) Keys() []string { return msgKeys }
+func (o msgObject) Keys() []string {
+	if o.f.s == nil {
+		return nil
+	}
+	return msgKeys
+}
 
 func (o msgObject) Field(k string) (any, bool) {
 	if o.f.s == nil {
@@ -44,7 +49,12 @@ type candidateObject struct{ f *facade }
 
 var candidateKeys = []string{"last_message", "last_message_ms", "low_stt_count", "messages", "mic_active", "speaking", "typing"}
 
-func (o candidateObject) Keys() []string { return candidateKeys }
+func (o candidateObject) Keys() []string {
+	if o.f.s == nil {
+		return nil
+	}
+	return candidateKeys
+}
 
 func (o candidateObject) Field(k string) (any, bool) {
 	if o.f.s == nil {
@@ -74,7 +84,12 @@ type sessionObject struct{ f *facade }
 
 var sessionKeys = []string{"agent_speaking", "awaiting_reply", "hard_turn_pending", "last_role", "turn_pending", "turns"}
 
-func (o sessionObject) Keys() []string { return sessionKeys }
+func (o sessionObject) Keys() []string {
+	if o.f.s == nil {
+		return nil
+	}
+	return sessionKeys
+}
 
 func (o sessionObject) Field(k string) (any, bool) {
 	if o.f.s == nil {
@@ -102,7 +117,12 @@ type floorObject struct{ f *facade }
 
 var floorKeys = []string{"answers", "auto_advances", "holder", "lines", "since_ms"}
 
-func (o floorObject) Keys() []string { return floorKeys }
+func (o floorObject) Keys() []string {
+	if o.f.s == nil {
+		return nil
+	}
+	return floorKeys
+}
 
 func (o floorObject) Field(k string) (any, bool) {
 	if o.f.s == nil {

@@ -56,7 +56,7 @@ func FuzzSessionFrames(f *testing.F) {
 		`{"id":"t1","type":"tool_call","tool":{"id":"call-1","name":"transfer","role":"qa","args":{"colleague":"priya"}}}` + "\n" +
 			`{"id":"a1","type":"agent_transcript","agent":{"role":"tech_lead","text":"How do the tokens reach the new processor?"}}`,
 		`{"id":"d1","type":"speech_done","message_id":"m3","interrupted":true}` + "\n" + `{"id":"p","type":"ping"}`,
-		`{"id":"s","type":"start","pack":"dayone","session_id":"other"}` + "\n" + `{"id":"r","type":"resume","session_id":"other","last_seq":1}`,
+		`{"id":"s","type":"start","pack":"frames","session_id":"other"}` + "\n" + `{"id":"r","type":"resume","session_id":"other","last_seq":1}`,
 		"+700000\n" + `{"id":"late","type":"event","event":{"event_type":"speech_end"}}`,
 		`{"id":"x","type":"end","reason":"candidate_left"}` + "\n" + `{"id":"y","type":"event","event":{"event_type":"speech_end"}}`,
 		"nope\n[]\n{\"id\":7}\n\x02{}\n" + `{"id":"u","type":"fly"}` + "\n" + `{"id":"k","type":"ping","colour":"red"}`,

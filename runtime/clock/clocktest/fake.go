@@ -98,11 +98,10 @@ func (f *Fake) Advance(d time.Duration) { f.Set(f.Now().Add(d)) }
 // Set moves the clock to t (never backwards), firing due timers in order.
 func (f *Fake) Set(t time.Time) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	if t.Before(f.now) {
-		f.mu.Unlock()
 		return
 	}
-	var fire []func()
 	for {
 		i := f.nextLocked()
 		if i < 0 || f.timers[i].at.After(t) {
@@ -113,7 +112,11 @@ func (f *Fake) Set(t time.Time) {
 		ft.armed = false
 		f.now = ft.at
 		if ft.fire != nil {
-			fire = append(fire, ft.fire)
+			// Outside the lock, in its turn: ending a context runs code
+			// that may read the clock.
+			f.mu.Unlock()
+			ft.fire()
+			f.mu.Lock()
 			continue
 		}
 		select {
@@ -121,12 +124,9 @@ func (f *Fake) Set(t time.Time) {
 		default:
 		}
 	}
-	f.now = t
-	f.mu.Unlock()
-	// Outside the lock: ending a context runs code that may read the
-	// clock.
-	for _, fn := range fire {
-		fn()
+	// Another Set may have moved the clock on while a deadline fired.
+	if t.After(f.now) {
+		f.now = t
 	}
 }
 
