@@ -99,9 +99,9 @@ func TestScriptViewsMatchExpressions(t *testing.T) {
 	s := New(p, Options{Seed: 1})
 	arg := s.scriptArg("qa") // refreshes the views from the session
 	// Distinct values, so a field answered from its neighbour shows.
-	s.env.Msg = rules.MessageView{Type: "message", Text: "the text", Source: "voice", Confidence: 0.5, AddressedTo: "qa", LowConfidence: true, Code: "x := 1", Line: 7}
-	s.env.Candidate = rules.CandidateView{MicActive: true, Typing: false, Speaking: true, LowSTTCount: 2, Messages: 3, LastMessageMS: 4000, LastMessage: "last"}
-	s.env.Session = rules.SessionView{LastRole: "qa", Turns: 5, AgentSpeaking: true, AwaitingReply: false, TurnPending: true, HardTurnPending: false}
+	s.env.Msg = rules.MessageView{Type: "message", Text: "the text", Source: "voice", Confidence: 0.5, AddressedTo: "qa", LowConfidence: true, Code: "x := 1", RunID: "run-1", Line: 7}
+	s.env.Candidate = rules.CandidateView{MicActive: true, Typing: false, Speaking: true, LowSTTCount: 2, Messages: 3, LastMessageMS: 4000, LastMessage: "last", LastKeystrokeMS: 11, LastSpeechEndMS: 12}
+	s.env.Session = rules.SessionView{LastRole: "qa", Turns: 5, AgentSpeaking: true, AwaitingReply: false, LiveVoice: true, TurnPending: true, HardTurnPending: false}
 	s.env.Floor = rules.FloorView{Holder: "qa", SinceMS: 6000, Lines: 8, Answers: 9, AutoAdvances: 10}
 	for name, view := range map[string]any{"msg": &s.env.Msg, "candidate": &s.env.Candidate, "session": &s.env.Session, "floor": &s.env.Floor} {
 		v, ok := arg.Field(name)

@@ -218,10 +218,10 @@ var facadeFields = map[string]func(f *facade) (any, bool){
 	"role":         func(f *facade) (any, bool) { return f.role, true },
 	"roles":        func(f *facade) (any, bool) { return f.s.p.RoleIDs(), true },
 	"last_message": func(f *facade) (any, bool) { return f.s.cand.lastMsg, true },
-	"msg":          func(f *facade) (any, bool) { return msgObject{f}, true },
-	"candidate":    func(f *facade) (any, bool) { return candidateObject{f}, true },
-	"session":      func(f *facade) (any, bool) { return sessionObject{f}, true },
-	"floor":        func(f *facade) (any, bool) { return floorObject{f}, true },
+	"msg":          func(f *facade) (any, bool) { return viewObject{f, msgView}, true },
+	"candidate":    func(f *facade) (any, bool) { return viewObject{f, candidateView}, true },
+	"session":      func(f *facade) (any, bool) { return viewObject{f, sessionView}, true },
+	"floor":        func(f *facade) (any, bool) { return viewObject{f, floorView}, true },
 	"transcript": func(f *facade) (any, bool) {
 		tail := f.s.transcript.tail(f.s.p.LLM.TranscriptTail)
 		lines := make([]any, len(tail))

@@ -1,145 +1,64 @@
 package engine
 
+import (
+	"reflect"
+	"slices"
+
+	"github.com/batonhq/baton/rules"
+)
+
 // The views a script reads as ctx.msg, ctx.candidate, ctx.session and
 // ctx.floor, each a field at a time: an input check runs on every
 // message, and building each view as a map, boxing every value, was most
-// of what a call allocated. The fields are the views' expr names; Keys
-// are sorted, as script.Object asks. A view reads through its call's
-// facade, so one a script keeps past its call reads as empty (no keys,
-// no fields), as the facade does.
+// of what a call allocated. A view's fields are those of the expression
+// view of the same name (its expr tags), so scripts and expressions read
+// one list. A view reads through its call's facade, so one a script keeps
+// past its call reads as empty (no keys, no fields), as the facade does.
 
-type msgObject struct{ f *facade }
+// viewShape is a view type's fields by expr name, worked out once.
+type viewShape struct {
+	keys  []string       // sorted, as script.Object asks
+	index map[string]int // name -> struct field
+	of    func(s *Session) reflect.Value
+}
 
-var msgKeys = []string{"addressed_to", "code", "confidence", "line", "low_confidence", "source", "text", "type"}
+func shapeOf[T any](of func(s *Session) *T) *viewShape {
+	t := reflect.TypeFor[T]()
+	sh := &viewShape{index: map[string]int{}, of: func(s *Session) reflect.Value { return reflect.ValueOf(of(s)).Elem() }}
+	for i := range t.NumField() {
+		if name := t.Field(i).Tag.Get("expr"); name != "" {
+			sh.keys = append(sh.keys, name)
+			sh.index[name] = i
+		}
+	}
+	slices.Sort(sh.keys)
+	return sh
+}
 
-func (o msgObject) Keys() []string {
+var (
+	msgView       = shapeOf(func(s *Session) *rules.MessageView { return &s.env.Msg })
+	candidateView = shapeOf(func(s *Session) *rules.CandidateView { return &s.env.Candidate })
+	sessionView   = shapeOf(func(s *Session) *rules.SessionView { return &s.env.Session })
+	floorView     = shapeOf(func(s *Session) *rules.FloorView { return &s.env.Floor })
+)
+
+// viewObject is one view during one script call.
+type viewObject struct {
+	f     *facade
+	shape *viewShape
+}
+
+func (o viewObject) Keys() []string {
 	if o.f.s == nil {
 		return nil
 	}
-	return msgKeys
+	return o.shape.keys
 }
 
-func (o msgObject) Field(k string) (any, bool) {
-	if o.f.s == nil {
+func (o viewObject) Field(k string) (any, bool) {
+	i, ok := o.shape.index[k]
+	if o.f.s == nil || !ok {
 		return nil, false
 	}
-	m := &o.f.s.env.Msg
-	switch k {
-	case "type":
-		return m.Type, true
-	case "text":
-		return m.Text, true
-	case "source":
-		return m.Source, true
-	case "confidence":
-		return m.Confidence, true
-	case "addressed_to":
-		return m.AddressedTo, true
-	case "low_confidence":
-		return m.LowConfidence, true
-	case "code":
-		return m.Code, true
-	case "line":
-		return m.Line, true
-	}
-	return nil, false
-}
-
-type candidateObject struct{ f *facade }
-
-var candidateKeys = []string{"last_message", "last_message_ms", "low_stt_count", "messages", "mic_active", "speaking", "typing"}
-
-func (o candidateObject) Keys() []string {
-	if o.f.s == nil {
-		return nil
-	}
-	return candidateKeys
-}
-
-func (o candidateObject) Field(k string) (any, bool) {
-	if o.f.s == nil {
-		return nil, false
-	}
-	c := &o.f.s.env.Candidate
-	switch k {
-	case "mic_active":
-		return c.MicActive, true
-	case "typing":
-		return c.Typing, true
-	case "speaking":
-		return c.Speaking, true
-	case "low_stt_count":
-		return c.LowSTTCount, true
-	case "messages":
-		return c.Messages, true
-	case "last_message_ms":
-		return c.LastMessageMS, true
-	case "last_message":
-		return c.LastMessage, true
-	}
-	return nil, false
-}
-
-type sessionObject struct{ f *facade }
-
-var sessionKeys = []string{"agent_speaking", "awaiting_reply", "hard_turn_pending", "last_role", "turn_pending", "turns"}
-
-func (o sessionObject) Keys() []string {
-	if o.f.s == nil {
-		return nil
-	}
-	return sessionKeys
-}
-
-func (o sessionObject) Field(k string) (any, bool) {
-	if o.f.s == nil {
-		return nil, false
-	}
-	v := &o.f.s.env.Session
-	switch k {
-	case "last_role":
-		return v.LastRole, true
-	case "turns":
-		return v.Turns, true
-	case "agent_speaking":
-		return v.AgentSpeaking, true
-	case "awaiting_reply":
-		return v.AwaitingReply, true
-	case "turn_pending":
-		return v.TurnPending, true
-	case "hard_turn_pending":
-		return v.HardTurnPending, true
-	}
-	return nil, false
-}
-
-type floorObject struct{ f *facade }
-
-var floorKeys = []string{"answers", "auto_advances", "holder", "lines", "since_ms"}
-
-func (o floorObject) Keys() []string {
-	if o.f.s == nil {
-		return nil
-	}
-	return floorKeys
-}
-
-func (o floorObject) Field(k string) (any, bool) {
-	if o.f.s == nil {
-		return nil, false
-	}
-	fl := &o.f.s.env.Floor
-	switch k {
-	case "holder":
-		return fl.Holder, true
-	case "since_ms":
-		return fl.SinceMS, true
-	case "lines":
-		return fl.Lines, true
-	case "answers":
-		return fl.Answers, true
-	case "auto_advances":
-		return fl.AutoAdvances, true
-	}
-	return nil, false
+	return o.shape.of(o.f.s).Field(i).Interface(), true
 }
