@@ -1,32 +1,14 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton/runtime/internal/logtest"
 )
-
-// lockedBuffer is a log sink the node's goroutines may write at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestOpenKeepsAskingForTheStream: JetStream that cannot place the
 // session stream (here three replicas on one server; in practice a
@@ -37,7 +19,7 @@ func (l *lockedBuffer) String() string {
 func TestOpenKeepsAskingForTheStream(t *testing.T) {
 	cfg := soloConfig(t)
 	cfg.Replicas = 3
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

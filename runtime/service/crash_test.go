@@ -9,10 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton/runtime/internal/logtest"
 
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/runtime/internal/wal"
@@ -33,26 +34,9 @@ type proc struct {
 	cmd      *exec.Cmd
 	addr     string
 	lastLine string
-	stderr   *syncBuffer
+	stderr   *logtest.Buffer
 	lines    chan string
 	exited   chan error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startBaton runs `baton serve` (with any extra flags) and waits until it
@@ -75,7 +59,7 @@ func (p *proc) stopGracefully(t *testing.T) {
 
 func startBaton(t *testing.T, bin, data string, extra ...string) *proc {
 	t.Helper()
-	p := &proc{stderr: &syncBuffer{}, lines: make(chan string, 16), exited: make(chan error, 1)}
+	p := &proc{stderr: &logtest.Buffer{}, lines: make(chan string, 16), exited: make(chan error, 1)}
 	p.cmd = exec.Command(bin, append([]string{"serve", "--dev", "--data", data, "--addr", "127.0.0.1:0"}, extra...)...)
 	p.cmd.Stderr = p.stderr
 	out, err := p.cmd.StdoutPipe()

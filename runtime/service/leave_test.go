@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/runtime/internal/logtest"
+
 	"github.com/batonhq/baton/engine"
 	"github.com/batonhq/baton/runtime/replay"
 )
 
 // logLines decodes the server's JSON log lines with message msg.
-func logLines(t *testing.T, buf *syncBuffer, msg string) []map[string]any {
+func logLines(t *testing.T, buf *logtest.Buffer, msg string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
@@ -32,7 +34,7 @@ func logLines(t *testing.T, buf *syncBuffer, msg string) []map[string]any {
 // and can be resumed, its log stays ID.wal until the session ends, and
 // the server says so naming that file, which replays as it stands.
 func TestClientLeavesEarly(t *testing.T) {
-	var logs syncBuffer
+	var logs logtest.Buffer
 	h := newHarness(t, func(c *Config) { c.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
 	c := h.dial(nil)
 	c.send(startFrame("s", "left"))

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batonhq/baton/runtime/internal/logtest"
+
 	"github.com/batonhq/baton/runtime/clock/clocktest"
 	"github.com/batonhq/baton/runtime/internal/dirtest"
 )
@@ -134,7 +136,7 @@ func TestBadPackNamesNoServerPath(t *testing.T) {
 		{"any folder (--dev)", func(c *Config) {}, "…/broken/pack.yaml:2:11: YAML syntax"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs syncBuffer
+			var logs logtest.Buffer
 			h := newHarness(t, tc.cfg, func(c *Config) {
 				c.Token = "tok"
 				c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))

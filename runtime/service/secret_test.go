@@ -11,9 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton/runtime/internal/logtest"
 
 	"github.com/gorilla/websocket"
 
@@ -21,23 +22,6 @@ import (
 	"github.com/batonhq/baton/runtime/service"
 	"github.com/batonhq/baton/runtime/service/dayone"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // ask sends frame on a connection of its own and returns the reply to
 // its id as the server sent it, byte for byte.
@@ -76,7 +60,7 @@ func ask(t *testing.T, url string, hdr http.Header, frame map[string]any) []byte
 func TestSessionSecretKeepsOtherClientsOut(t *testing.T) {
 	const token = "tok"
 	auth := http.Header{"Authorization": {"Bearer " + token}}
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	withToken := func(c *service.Config) {
 		c.Dev, c.Token = false, token
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
