@@ -5,7 +5,6 @@
 package dryrun
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -137,11 +136,6 @@ func NewCandidateModel(p *rules.Pack) (*CandidateModel, error) {
 	return &CandidateModel{m: m}, nil
 }
 
-type pending struct {
-	in  engine.Input
-	seq int
-}
-
 // Run plays a session of p to its end.
 func Run(p *rules.Pack, opt Options) (*record.Result, error) {
 	return RunContext(context.Background(), p, opt)
@@ -267,8 +261,7 @@ type host struct {
 	llm       llm.Answerer
 	voice     *sim.Voice
 	client    *sim.Client
-	queue     []pending
-	seq       int
+	queue     queue
 	res       *record.Result
 	buf       []engine.Effect
 	on        func(*record.Record) error
@@ -336,20 +329,14 @@ func (h *host) prepare() error {
 	return nil
 }
 
-func (h *host) push(in engine.Input) {
-	h.seq++
-	// After every input due at the same time or earlier: arrival order
-	// among equal times.
-	i, _ := slices.BinarySearchFunc(h.queue, in.T+1, func(p pending, t int64) int { return cmp.Compare(p.in.T, t) })
-	h.queue = slices.Insert(h.queue, i, pending{in: in, seq: h.seq})
-}
+func (h *host) push(in engine.Input) { h.queue.push(in) }
 
 // nextAt is when the next input is due: the queue's first or the
 // candidate's next event, whichever is sooner.
 func (h *host) nextAt() (int64, bool) {
 	at, ok := int64(0), false
-	if len(h.queue) > 0 {
-		at, ok = h.queue[0].in.T, true
+	if h.queue.len() > 0 {
+		at, ok = h.queue.peek().T, true
 	}
 	if h.cand != nil {
 		if t, has := h.cand.Next(); has && (!ok || t < at) {
@@ -363,7 +350,7 @@ func (h *host) nextAt() (int64, bool) {
 // arrived first.
 func (h *host) pop() engine.Input {
 	if h.cand != nil {
-		if t, ok := h.cand.Next(); ok && (len(h.queue) == 0 || t < h.queue[0].in.T) {
+		if t, ok := h.cand.Next(); ok && (h.queue.len() == 0 || t < h.queue.peek().T) {
 			t, ev := h.cand.Pop()
 			if h.lean {
 				// No input is kept, and the engine reads an event only
@@ -378,13 +365,7 @@ func (h *host) pop() engine.Input {
 			return engine.Input{T: t, Type: engine.InputCandidate, Candidate: kept}
 		}
 	}
-	in := h.queue[0].in
-	// Shifted rather than resliced, so the queue keeps its room and push
-	// never has to grow it again.
-	n := copy(h.queue, h.queue[1:])
-	h.queue[n] = pending{}
-	h.queue = h.queue[:n]
-	return in
+	return h.queue.pop()
 }
 
 // bargeIn cuts short, at t, the agent speech the candidate talked over:
@@ -399,8 +380,8 @@ func (h *host) bargeIn(t int64) {
 			c.CutMS = map[string]int64{}
 		}
 		c.CutMS[p.role] += p.end - max(t, p.start)
-		h.queue = slices.DeleteFunc(h.queue, func(q pending) bool {
-			return q.in.Type == engine.InputSpeechDone && q.in.Speech.ID == p.id
+		h.queue.drop(func(in *engine.Input) bool {
+			return in.Type == engine.InputSpeechDone && in.Speech.ID == p.id
 		})
 		h.push(engine.Input{T: t, Type: engine.InputSpeechDone, Speech: &engine.SpeechDone{ID: p.id, Interrupted: true}})
 	}
