@@ -264,6 +264,13 @@ type host struct {
 	queue     queue
 	res       *record.Result
 	buf       []engine.Effect
+	// kept is the room left in the chunk that holds the effects of the
+	// steps the result records.
+	kept []engine.Effect
+	// answers and speech hold the payloads of the inputs the host
+	// schedules.
+	answers slab[engine.LLMResult]
+	speech  slab[engine.SpeechDone]
 	on        func(*record.Record) error
 	// lean keeps no records, inputs or steps (Options.Lean); rec is the
 	// record OnRecord is given then.
@@ -368,6 +375,22 @@ func (h *host) pop() engine.Input {
 	return h.queue.pop()
 }
 
+// keep copies a step's effects for the result, into chunks of room for
+// 64: a copy per step was an allocation per step, and one array grown by
+// doubling wasted a third of its room. A step's slice is capped at its
+// length, so that nothing appended to one runs into the next.
+func (h *host) keep(effs []engine.Effect) []engine.Effect {
+	if len(effs) == 0 {
+		return nil
+	}
+	if cap(h.kept)-len(h.kept) < len(effs) {
+		h.kept = make([]engine.Effect, 0, max(64, len(effs)))
+	}
+	start := len(h.kept)
+	h.kept = append(h.kept, effs...)
+	return h.kept[start:len(h.kept):len(h.kept)]
+}
+
 // bargeIn cuts short, at t, the agent speech the candidate talked over:
 // a client stops playback when its user starts talking, and says so.
 func (h *host) bargeIn(t int64) {
@@ -426,7 +449,7 @@ func (h *host) step(in engine.Input) error {
 	var err error
 	h.buf, err = h.s.Step(in, h.buf[:0])
 	if !h.lean {
-		h.res.Steps = append(h.res.Steps, record.Step{Effects: append([]engine.Effect(nil), h.buf...), Err: err})
+		h.res.Steps = append(h.res.Steps, record.Step{Effects: h.keep(h.buf), Err: err})
 	}
 	if err != nil && err != engine.ErrEnded {
 		return fmt.Errorf("at %s: %w", rules.FormatClock(in.T), err)
@@ -456,7 +479,7 @@ func (h *host) step(in engine.Input) error {
 			}
 			if !a.Never {
 				a.Result.ID = e.ID
-				h.push(engine.Input{T: e.T + a.After.Milliseconds(), Type: engine.InputLLMResult, LLM: &a.Result})
+				h.push(engine.Input{T: e.T + a.After.Milliseconds(), Type: engine.InputLLMResult, LLM: h.answers.new(a.Result)})
 			}
 		case engine.EffectClientToolCall:
 			// The simulated client answers after its latency and then, for
@@ -469,7 +492,7 @@ func (h *host) step(in engine.Input) error {
 			}
 		case engine.EffectAgentMessage:
 			rec.SpeechMS = h.voice.Duration(e.Agent, e.Text)
-			h.push(engine.Input{T: e.T + rec.SpeechMS, Type: engine.InputSpeechDone, Speech: &engine.SpeechDone{ID: e.ID}})
+			h.push(engine.Input{T: e.T + rec.SpeechMS, Type: engine.InputSpeechDone, Speech: h.speech.new(engine.SpeechDone{ID: e.ID})})
 			if h.cand != nil {
 				h.playing = slices.DeleteFunc(h.playing, func(p playing) bool { return p.end <= e.T })
 				h.playing = append(h.playing, playing{id: e.ID, role: e.Agent, start: e.T, end: e.T + rec.SpeechMS})

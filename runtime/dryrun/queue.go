@@ -59,3 +59,19 @@ func (q *queue) drop(del func(*engine.Input) bool) {
 	clear(q.q[w:])
 	q.q = q.q[:w]
 }
+
+// slab hands out pointers to values allocated sixteen at a time: an
+// input's payload (a model's answer, the end of a line's speech) lives
+// as long as the run's record of it, and one allocation per payload was
+// a tenth of a session's.
+type slab[T any] struct{ free []T }
+
+func (s *slab[T]) new(v T) *T {
+	if len(s.free) == 0 {
+		s.free = make([]T, 16)
+	}
+	p := &s.free[0]
+	*p = v
+	s.free = s.free[1:]
+	return p
+}
