@@ -41,7 +41,7 @@ func (c *cover) fire(s *Session, id string) {
 	}
 	c.playingID, c.ownerID = s.nextID('m'), a.id
 	s.emit(Effect{Type: EffectAgentMessage, ID: c.playingID, Agent: a.role, Kind: rules.KindCover, Text: line,
-		Voice: s.voice(a.role), Rule: a.rule, Lateness: lateness(a.due, s.now)})
+		Voice: s.voice(a.role), Rule: a.rule, Lateness: s.lateness(a.due)})
 	s.lines.spoken(line)
 }
 

@@ -1,5 +1,7 @@
 package engine
 
+import "slices"
+
 // Defer holds agent turns while the pack's defer condition is true (the
 // candidate talking or typing), at most the defer max; at that cap the
 // turn becomes the pack's on_cap turn (an assumption-based follow-up) and
@@ -71,6 +73,6 @@ func (s *Session) deferCap(id string) {
 	}
 	if repl != t {
 		f.active = nil
-		f.queue = append([]*turn{repl}, f.queue...)
+		f.queue = slices.Insert(f.queue, 0, repl)
 	}
 }

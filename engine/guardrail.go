@@ -269,31 +269,9 @@ func (s *Session) bounded(t *turn, line string) string {
 // comes back empty.
 func (s *Session) speech(role, line string) (string, string) {
 	line = strings.TrimSpace(line)
-	if s.speakers == nil {
-		s.speakers = map[string]speakers{}
-		var all []string
-		for i := range s.p.Roles {
-			all = append(all, text.SpeakerNames(s.p.Roles[i].ID, s.p.Roles[i].Name)...)
-		}
-		for i := range s.p.Roles {
-			r := &s.p.Roles[i]
-			var sp speakers
-			sp.own = text.SpeakerNames(r.ID, r.Name)
-			for j := range s.p.Roles {
-				if j != i {
-					sp.others = append(sp.others, text.SpeakerNames(s.p.Roles[j].ID, s.p.Roles[j].Name)...)
-				}
-			}
-			s.speakers[r.ID] = sp
-		}
-		s.speakers[""] = speakers{others: all}
-	}
-	sp, ok := s.speakers[role]
-	if !ok {
-		sp = s.speakers[""]
-	}
+	own, others := s.p.SpeakerLabels(role)
 	md := text.StripMarkdown(line)
-	out := text.StripLabels(md, sp.own, sp.others)
+	out := text.StripLabels(md, own, others)
 	label := out != md
 	if label {
 		out = text.StripMarkdown(out) // a label may have hidden a heading
@@ -309,10 +287,6 @@ func (s *Session) speech(role, line string) (string, string) {
 	}
 	return out, CleanedMarkdown
 }
-
-// speakers are the names a role's line may be labelled with: its own and
-// the other roles'.
-type speakers struct{ own, others []string }
 
 // What cleaning removed from a generated line, as agent messages report it.
 const (

@@ -423,7 +423,18 @@ type Lateness struct {
 	LateMS int64 `json:"late_ms"`
 }
 
-func lateness(due, now int64) *Lateness { return &Lateness{DueMS: due, LateMS: now - due} }
+// lateness is the lateness of a line due at due and said now. Effects
+// outlive the step that made them, so each has its own, taken from a
+// block of sixteen the session allocates at a time.
+func (s *Session) lateness(due int64) *Lateness {
+	if len(s.lates) == 0 {
+		s.lates = make([]Lateness, 16)
+	}
+	l := &s.lates[0]
+	s.lates = s.lates[1:]
+	*l = Lateness{DueMS: due, LateMS: s.now - due}
+	return l
+}
 
 // Preparation marks a request that prepares a scheduled turn's line
 // ahead of its due time; the answer is held until then.
@@ -451,11 +462,13 @@ type LLMRequest struct {
 	// their lines in TranscriptTail go by that name.
 	Human string `json:"human,omitempty"`
 	// CandidateLastMessage is the newest candidate message, if any.
-	CandidateLastMessage string           `json:"candidate_last_message"`
-	TranscriptTail       []TranscriptLine `json:"transcript_tail"`
-	ScenarioContext      Context          `json:"scenario_context"`
-	Constraints          Constraints      `json:"constraints"`
-	TimeoutMS            int64            `json:"timeout_ms"`
+	CandidateLastMessage string `json:"candidate_last_message"`
+	// TranscriptTail shares the session's transcript, which only grows:
+	// read it, never change it.
+	TranscriptTail  []TranscriptLine `json:"transcript_tail"`
+	ScenarioContext Context          `json:"scenario_context"`
+	Constraints     Constraints      `json:"constraints"`
+	TimeoutMS       int64            `json:"timeout_ms"`
 	// Assembly is the role's order of the system prompt's parts: the
 	// built-in persona, role, goal, context and constraints, and context
 	// files by name (carried in Files); empty means the default.

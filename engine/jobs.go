@@ -127,7 +127,7 @@ func (j *jobs) run(s *Session, job *rules.Job, args map[string]any, overlap rule
 	req := &LLMRequest{
 		SessionID: s.opts.SessionID, Role: role, Kind: "job", TurnGoal: job.ID, Job: job.ID,
 		System: s.persona(role), Prompt: prompt, Background: !phase,
-		TranscriptTail:  append([]TranscriptLine(nil), s.transcript.tail(s.p.LLM.TranscriptTail)...),
+		TranscriptTail:  s.transcript.tail(s.p.LLM.TranscriptTail),
 		ScenarioContext: s.transcript.context, TimeoutMS: job.Timeout.MS,
 	}
 	s.modelFor(req)

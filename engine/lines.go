@@ -15,8 +15,12 @@ import (
 // replay draws the same), passing over lines already said
 // guardrails.max_repeats times.
 type lines struct {
-	rng    *rand.Rand
-	said   map[string]int // by appendLineKey text; looked up, never ranged over
+	rng *rand.Rand
+	// said counts lines by the FNV-1a hash of their appendLineKey text:
+	// a line's own key string was an allocation per line said. Two lines
+	// share a hash with odds of one in 2^64, and then only count as one.
+	// Looked up, never ranged over.
+	said   map[uint64]int
 	orders map[lineKey]*lineOrder
 	buf    []byte // the key being looked up, reused: every generated line is checked
 }
@@ -33,7 +37,7 @@ func (l *lines) init(s *Session) {
 	// Its own stream, so drawing orders never shifts what scripts'
 	// Math.random returns.
 	l.rng = rand.New(rand.NewPCG(seed, seed^0x6c696e65735f7631))
-	l.said = map[string]int{}
+	l.said = map[uint64]int{}
 	l.orders = map[lineKey]*lineOrder{}
 }
 
@@ -58,8 +62,17 @@ func appendLineKey(dst []byte, text string) []byte {
 
 // spoken counts a line that was said.
 func (l *lines) spoken(text string) {
+	l.said[l.key(text)]++
+}
+
+func (l *lines) key(text string) uint64 {
 	l.buf = appendLineKey(l.buf[:0], text)
-	l.said[string(l.buf)]++
+	h := uint64(14695981039346656037)
+	for _, b := range l.buf {
+		h ^= uint64(b)
+		h *= 1099511628211
+	}
+	return h
 }
 
 // atCap reports whether text has been said as often as the pack allows.
@@ -68,8 +81,7 @@ func (l *lines) atCap(s *Session, text string) bool {
 	if n <= 0 {
 		return false
 	}
-	l.buf = appendLineKey(l.buf[:0], text)
-	return l.said[string(l.buf)] >= n
+	return l.said[l.key(text)] >= n
 }
 
 // pick returns the next line of role's set (fallback or rewrite) named

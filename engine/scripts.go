@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -45,6 +46,8 @@ type scriptRuns struct {
 	// labels names script conditions in reports, made once each: an
 	// input check runs on every message and its name is rarely shown.
 	labels map[*rules.Expr]string
+	// draws is the running call's random source.
+	draws drawCounter
 }
 
 // conditionLabel is how reports name the script condition x.
@@ -58,6 +61,18 @@ func (s *Session) conditionLabel(x *rules.Expr) string {
 	l := "condition " + x.Pos.String()
 	s.scripts.labels[x] = l
 	return l
+}
+
+// drawCounter is a call's random source: the session's, counting what
+// the call drew, which a replay of a stopped call draws again.
+type drawCounter struct {
+	rng *rand.Rand
+	n   int
+}
+
+func (d *drawCounter) Float64() float64 {
+	d.n++
+	return d.rng.Float64()
 }
 
 func (r *scriptRuns) begin(f *ScriptFacts) { r.n, r.facts = 0, f }
@@ -89,21 +104,20 @@ func (s *Session) callScript(ref *rules.ScriptRef, arg any, rule string) (any, b
 	if f, ok := arg.(*facade); ok {
 		defer f.done()
 	}
-	draws := 0
+	s.scripts.draws = drawCounter{rng: s.rng}
 	out, err := s.p.Scripts.Run(script.Call{
 		Func:   ref.Func,
 		Arg:    arg,
 		NowMS:  s.now,
-		Rand:   func() float64 { draws++; return s.rng.Float64() },
+		Rand:   &s.scripts.draws,
 		Budget: budget,
 		Replay: replay,
 	})
-	var re *script.RunError
-	if errors.As(err, &re) && re.Kind == "timeout" {
-		s.budgetSpent(ref, rule, call, scriptBound(budget, replay), ScriptStop{Call: call, TookUS: re.Took.Microseconds(), At: re.Pos, Draws: draws})
-		return nil, false
-	}
 	if err != nil {
+		if re, ok := errors.AsType[*script.RunError](err); ok && re.Kind == "timeout" {
+			s.budgetSpent(ref, rule, call, scriptBound(budget, replay), ScriptStop{Call: call, TookUS: re.Took.Microseconds(), At: re.Pos, Draws: s.scripts.draws.n})
+			return nil, false
+		}
 		s.emit(Effect{Type: EffectScriptError, Rule: rule, Reason: ref.String() + ": " + err.Error()})
 		return nil, false
 	}

@@ -63,6 +63,9 @@ type Session struct {
 	p   *rules.Pack
 	in  *rules.Inputs
 	env *rules.Env
+	// lates is the room left in the block agent messages take their
+	// lateness from (Session.lateness).
+	lates []Lateness
 	// refused is the pack's refusal of the session's inputs, if any.
 	refused error
 	out     []Effect
@@ -74,13 +77,10 @@ type Session struct {
 	seq     uint64
 	timers  timerTable
 	rng     *rand.Rand
-	// speakers are, by role id, the names a generated line may start
-	// with as a label ("" for a line of no role) (guardrail.go).
-	speakers map[string]speakers
-	scripts  scriptRuns
-	reqs     requests        // requests.go
-	reask    reask           // reask.go
-	reply    rules.ReplyView // the reply in scope while a line is checked (guardrail.go)
+	scripts scriptRuns
+	reqs    requests        // requests.go
+	reask   reask           // reask.go
+	reply   rules.ReplyView // the reply in scope while a line is checked (guardrail.go)
 
 	cand        candidate   // candidate.go
 	conf        confidence  // confidence.go
@@ -344,7 +344,11 @@ func (s *Session) settleOnce() bool {
 			// place: nothing else takes the floor meanwhile.
 			return false
 		}
-		s.floor.queue = s.floor.queue[1:]
+		// Shifted, not resliced: the queue is short, and keeps its room
+		// for the next turn.
+		q := s.floor.queue
+		q[copy(q, q[1:])] = nil
+		s.floor.queue = q[:len(q)-1]
 		s.start(t)
 		return true
 	}

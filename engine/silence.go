@@ -11,7 +11,11 @@ import (
 // of the question being spoken) if the candidate stays silent. Talking or
 // typing pauses it; a message stops it.
 type silence struct {
+	// await is the question waiting out its ladder, or nil; it points at
+	// cur, so that a ladder started for every question asked costs no
+	// allocation.
 	await *awaiting
+	cur   awaiting
 }
 
 type awaiting struct {
@@ -45,7 +49,8 @@ func (sl *silence) start(s *Session, t *turn) {
 	if step >= len(s.p.Silence.Steps) {
 		return
 	}
-	sl.await = &awaiting{step: step, role: t.role}
+	sl.cur = awaiting{step: step, role: t.role}
+	sl.await = &sl.cur
 	if s.speaking() || s.cand.typing {
 		sl.await.paused = true
 		return
@@ -77,10 +82,11 @@ func (sl *silence) resume(s *Session) {
 
 // step runs the ladder's current step.
 func (sl *silence) step(s *Session) {
-	w := sl.await
-	if w == nil {
+	if sl.await == nil {
 		return
 	}
+	// A copy: what the step starts may start the ladder again.
+	w := *sl.await
 	st := &s.p.Silence.Steps[w.step]
 	s.coverage.step(s, rules.CoverSilence, w.step)
 	switch st.Action {

@@ -343,7 +343,7 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 		if !spoke && f.active == a {
 			f.active = nil
 		}
-		f.queue = append([]*turn{again}, f.queue...)
+		f.queue = slices.Insert(f.queue, 0, again)
 		return
 	}
 	if refused < 0 {
@@ -368,7 +368,7 @@ func (s *Session) turnTools(a *turn, r *LLMResult) {
 	if f.active == a {
 		f.active = nil
 	}
-	f.queue = append([]*turn{again}, f.queue...)
+	f.queue = slices.Insert(f.queue, 0, again)
 }
 
 // refuseCall refuses a call that is not run at all (it is not its

@@ -18,10 +18,14 @@ func (t *transcript) add(at int64, speaker, text string, unclear bool) {
 	t.lines = append(t.lines, TranscriptLine{T: at, Speaker: speaker, Text: text, Unclear: unclear})
 }
 
-// tail is the last n lines, shared (callers copy what they keep).
+// tail is the last n lines. Lines are only ever appended, never changed,
+// so requests keep the tail as it is, capped at its length so that no
+// append through it reaches the transcript: a copy per request was a
+// tenth of a session's allocated bytes. Whoever holds one only reads it.
 func (t *transcript) tail(n int) []TranscriptLine {
-	if len(t.lines) > n {
-		return t.lines[len(t.lines)-n:]
+	l := t.lines
+	if len(l) > n {
+		l = l[len(l)-n:]
 	}
-	return t.lines
+	return l[:len(l):len(l)]
 }

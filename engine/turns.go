@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/batonhq/baton/rules"
@@ -299,24 +298,21 @@ func (s *Session) compareRequest(t *turn) *LLMRequest {
 	return s.prep.scratch
 }
 
-// kept is a copy of r that no later compareRequest changes.
+// kept is a copy of r that no later compareRequest changes (its
+// transcript tail is shared, and never changes).
 func (r *LLMRequest) kept() *LLMRequest {
 	cp := *r
-	cp.TranscriptTail = slices.Clone(r.TranscriptTail)
 	return &cp
 }
 
 func (s *Session) request(t *turn, take bool) *LLMRequest { return s.fillRequest(nil, t, take) }
 
-// fillRequest builds the request for t into req, reusing its transcript's
-// room, or into a new one when req is nil.
+// fillRequest builds the request for t into req, or into a new one when
+// req is nil.
 func (s *Session) fillRequest(req *LLMRequest, t *turn, take bool) *LLMRequest {
 	p := s.p
-	var tail []TranscriptLine
 	if req == nil {
 		req = new(LLMRequest)
-	} else {
-		tail = req.TranscriptTail[:0]
 	}
 	*req = LLMRequest{
 		SessionID:            s.opts.SessionID,
@@ -338,7 +334,7 @@ func (s *Session) fillRequest(req *LLMRequest, t *turn, take bool) *LLMRequest {
 		req.Constraints.MaxWords = p.Guardrails.WordBound(role)
 	}
 	s.modelFor(req)
-	req.TranscriptTail = append(tail, s.transcript.tail(p.LLM.TranscriptTail)...)
+	req.TranscriptTail = s.transcript.tail(p.LLM.TranscriptTail)
 	req.ScenarioContext = s.transcript.context
 	req.Assembly, req.Files = s.files.assemble(s, t.role, nil)
 	if h := p.LLM.Shape; h != nil {
@@ -484,7 +480,7 @@ func (s *Session) speak(t *turn) {
 		Type: EffectAgentMessage, ID: t.msgID, Agent: t.role, Kind: t.kind, Text: t.text,
 		Voice: s.voice(t.role), IntentTag: t.intentTag, Rule: t.rule,
 		Fallback: t.fallback, Guardrail: t.violations, Original: t.original, Outcome: t.outcome,
-		Lateness: lateness(t.due, s.now), Reason: staleReason(t.stale), Cleaned: t.cleaned,
+		Lateness: s.lateness(t.due), Reason: staleReason(t.stale), Cleaned: t.cleaned,
 	})
 	s.lines.spoken(t.text)
 	if t.window >= 0 {

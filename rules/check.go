@@ -9,6 +9,7 @@ import (
 
 	"github.com/batonhq/baton/rules/schema"
 	"github.com/batonhq/baton/rules/script"
+	"github.com/batonhq/baton/rules/text"
 )
 
 // The checker is a method per section of the model, in the manner of
@@ -153,6 +154,19 @@ func (c *compiler) roles() {
 			continue
 		}
 		p.roles[r.ID] = i
+	}
+	p.speakers = nil
+	for i := range p.Roles {
+		p.speakers = append(p.speakers, text.SpeakerNames(p.Roles[i].ID, p.Roles[i].Name)...)
+	}
+	for i := range p.Roles {
+		r := &p.Roles[i]
+		r.ownNames, r.otherNames = text.SpeakerNames(r.ID, r.Name), nil
+		for j := range p.Roles {
+			if j != i {
+				r.otherNames = append(r.otherNames, text.SpeakerNames(p.Roles[j].ID, p.Roles[j].Name)...)
+			}
+		}
 	}
 }
 

@@ -697,6 +697,16 @@ func (p *Pack) RoleIndex(id string) int {
 	return -1
 }
 
+// SpeakerLabels are the names a generated line of role may start with
+// (text.SpeakerNames): the role's own, and the other roles'; for a line
+// of no known role, every role's as others.
+func (p *Pack) SpeakerLabels(role string) (own, others []string) {
+	if r, ok := p.Role(role); ok {
+		return r.ownNames, r.otherNames
+	}
+	return nil, p.speakers
+}
+
 // Role returns the role with id.
 func (p *Pack) Role(id string) (*Role, bool) {
 	i, ok := p.roles[id]

@@ -75,6 +75,8 @@ type Pack struct {
 	// them (Bind); nil in a pack as loaded.
 	over  map[string]any
 	roles map[string]int
+	// speakers are every role's label names, for a line of no role.
+	speakers []string
 	// Context files (context.go, assembly.go).
 	fileByID   map[string]int
 	fileByPath map[string]int
@@ -253,6 +255,9 @@ type Role struct {
 
 	focus  *text.Keywords
 	limits string
+	// ownNames and otherNames are what a line of this role may be
+	// labelled with (Pack.SpeakerLabels).
+	ownNames, otherNames []string
 }
 
 // FocusWords is the compiled Focus list.

@@ -317,7 +317,7 @@ type vm struct {
 	rt    *goja.Runtime
 	fns   map[string]goja.Callable
 	now   int64
-	rand  func() float64
+	rand  Source
 	spent bool
 	// budget interrupts the call running over its budget; a runtime it
 	// has fired for is spent.
@@ -470,7 +470,7 @@ func newVM() (*vm, error) {
 		if v.rand == nil {
 			return 0
 		}
-		return v.rand()
+		return v.rand.Float64()
 	})
 	rt.SetTimeSource(func() time.Time { return time.UnixMilli(v.now) })
 	tools, err := rt.RunProgram(prog)
@@ -673,6 +673,10 @@ func keywordList(rt *goja.Runtime, helper string, v goja.Value) []string {
 	return list
 }
 
+// Source gives a script's Math.random its numbers. An interface, where
+// a func value made every call allocate the closure that counted draws.
+type Source interface{ Float64() float64 }
+
 // Call is one invocation.
 type Call struct {
 	Func string
@@ -681,7 +685,8 @@ type Call struct {
 	// fields are read when the script reads them.
 	Arg   any
 	NowMS int64
-	Rand  func() float64
+	// Rand is Math.random's source (a *rand.Rand will do); nil returns 0.
+	Rand Source
 	// Budget is the call's time limit on the wall clock, for a live
 	// session; 0 is DefaultBudget.
 	Budget time.Duration
@@ -740,9 +745,9 @@ func (p *Pool) Run(c Call) (out any, err error) {
 	if c.Replay {
 		budget = ReplayBudget
 	}
-	var arg any = map[string]any{}
-	if c.Arg != nil {
-		arg = c.Arg
+	arg := c.Arg
+	if arg == nil {
+		arg = map[string]any{}
 	}
 	start := p.now()
 	// One timer per runtime, armed for each call: a new one each time

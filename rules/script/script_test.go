@@ -243,7 +243,7 @@ func TestDeterministicClockAndRandom(t *testing.T) {
 	}
 	seq := func() []any {
 		x := uint64(7)
-		rnd := func() float64 { x = x*6364136223846793005 + 1442695040888963407; return float64(x>>11) / (1 << 53) }
+		rnd := lcg(func() float64 { x = x*6364136223846793005 + 1442695040888963407; return float64(x>>11) / (1 << 53) })
 		var out []any
 		for range 3 {
 			v, err := p.Run(script.Call{Func: "random", Rand: rnd, Replay: true})
@@ -586,3 +586,7 @@ func BenchmarkFirstCall(b *testing.B) {
 		})
 	}
 }
+
+type lcg func() float64
+
+func (f lcg) Float64() float64 { return f() }

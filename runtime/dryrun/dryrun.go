@@ -189,9 +189,12 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*record.Result
 			return nil, fmt.Errorf("%s: %w", opt.Events[i].Where(i), err)
 		}
 	}
-	for i := range opt.Events {
-		ev := opt.Events[i]
-		h.push(engine.Input{T: ev.T, Type: engine.InputCandidate, Candidate: &ev.Event})
+	// One copy of them all, which the result's inputs point into: the
+	// caller's slice stays theirs to change.
+	evs := slices.Clone(opt.Events)
+	h.queue.q = make([]engine.Input, 0, len(evs)+16)
+	for i := range evs {
+		h.push(engine.Input{T: evs[i].T, Type: engine.InputCandidate, Candidate: &evs[i].Event})
 	}
 	if h.s.NeedsPrepare() {
 		if err := h.prepare(); err != nil {
@@ -271,7 +274,7 @@ type host struct {
 	// schedules.
 	answers slab[engine.LLMResult]
 	speech  slab[engine.SpeechDone]
-	on        func(*record.Record) error
+	on      func(*record.Record) error
 	// lean keeps no records, inputs or steps (Options.Lean); rec is the
 	// record OnRecord is given then.
 	lean   bool
