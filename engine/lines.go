@@ -46,7 +46,27 @@ func (l *lines) init(s *Session) {
 // with other spacing or capitals is the same line.
 func appendLineKey(dst []byte, text string) []byte {
 	space := false
-	for _, r := range text {
+	for i := 0; i < len(text); {
+		// ASCII by the byte: decoding every rune was most of the cost.
+		b := text[i]
+		if b < utf8.RuneSelf {
+			i++
+			if b == ' ' || b >= '\t' && b <= '\r' {
+				space = len(dst) > 0
+				continue
+			}
+			if space {
+				dst = append(dst, ' ')
+				space = false
+			}
+			if b >= 'A' && b <= 'Z' {
+				b += 'a' - 'A'
+			}
+			dst = append(dst, b)
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(text[i:])
+		i += n
 		if unicode.IsSpace(r) {
 			space = len(dst) > 0
 			continue

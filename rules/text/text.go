@@ -185,42 +185,66 @@ func CountKeywordHits(text string, keywords []string) int {
 	return n
 }
 
-// Keywords is a compiled keyword list: the text is split into words once
-// and each word is looked up, instead of scanning the text per keyword.
+// Keywords is a compiled keyword list: the text is walked once, word by
+// word, and each word is looked up, instead of scanning the text once per
+// keyword. Hits gives the same answer as ContainsWord per keyword.
 type Keywords struct {
-	exact    map[string]int // lower-case word -> keyword index
-	prefixes []keywordPrefix
-	phrases  []keywordPrefix // keywords spanning several words: scanned
-	n        int
+	exact    map[string]int // lower-case ASCII word -> keyword index
+	prefixes []keyword      // ASCII words ending in '*'
+	// phrases are ASCII keywords of several words ("roll back",
+	// "trade-off*"), tried at each word start.
+	phrases []keyword
+	// scan are the rest (letters beyond ASCII, which match ignoring
+	// case by Unicode's rules, or a first character that is not a
+	// letter or digit): ContainsWord over the whole text.
+	scan []keyword
+	n    int
 }
 
-type keywordPrefix struct {
-	text string
-	idx  int
+type keyword struct {
+	text   string // lower case, without the '*'
+	raw    string // lower case, as listed: ContainsWord's form
+	prefix bool
+	idx    int
 }
 
 // MaxKeywords bounds one keyword list (hits are tracked in a bit set).
 const MaxKeywords = 64
 
+// maxWord is the longest word looked up in place; longer keywords are
+// scanned.
+const maxWord = 64
+
 // CompileKeywords prepares a list; keywords ending in '*' match prefixes.
+// A keyword listed twice (ignoring case) counts once.
 func CompileKeywords(list []string) *Keywords {
 	k := &Keywords{exact: map[string]int{}, n: len(list)}
+	seen := map[string]bool{}
 	for i, w := range list {
 		if i >= MaxKeywords {
 			break
 		}
 		lw := strings.ToLower(strings.TrimSpace(w))
 		bare := strings.TrimSuffix(lw, "*")
+		if bare == "" || seen[lw] {
+			continue
+		}
+		seen[lw] = true
+		kw := keyword{text: bare, raw: lw, prefix: bare != lw, idx: i}
+		ascii, words := true, true
+		for x := range len(bare) {
+			ascii = ascii && bare[x] < utf8.RuneSelf
+			words = words && isWordByte(bare[x])
+		}
 		switch {
-		case bare == "":
-		case strings.IndexFunc(bare, func(r rune) bool { return r < 0x80 && !isWordByte(byte(r)) }) >= 0:
-			k.phrases = append(k.phrases, keywordPrefix{lw, i})
-		case strings.HasSuffix(lw, "*"):
-			k.prefixes = append(k.prefixes, keywordPrefix{bare, i})
+		case !ascii || !isWordByte(bare[0]) || len(bare) > maxWord:
+			k.scan = append(k.scan, kw)
+		case !words:
+			k.phrases = append(k.phrases, kw)
+		case kw.prefix:
+			k.prefixes = append(k.prefixes, kw)
 		default:
-			if _, dup := k.exact[bare]; !dup {
-				k.exact[bare] = i
-			}
+			k.exact[bare] = i
 		}
 	}
 	return k
@@ -232,34 +256,48 @@ func (k *Keywords) Hits(text string) int {
 		return 0
 	}
 	var seen uint64
-	var buf [64]byte
+	var buf [maxWord]byte
 	for i := 0; i < len(text); {
-		n := wordAt(text, i)
-		if n == 0 {
+		// Word characters are mostly ASCII: a byte test, where wordAt
+		// decodes a rune.
+		start, ascii := i, true
+		for i < len(text) {
+			if b := text[i]; b < utf8.RuneSelf {
+				if !isWordByte(b) {
+					break
+				}
+				i++
+				continue
+			}
+			n := wordAt(text, i)
+			if n == 0 {
+				break
+			}
+			ascii = false
+			i += n
+		}
+		if i == start {
 			_, size := utf8.DecodeRuneInString(text[i:])
 			i += size
 			continue
 		}
-		j := i + n
-		for j < len(text) {
-			m := wordAt(text, j)
-			if m == 0 {
-				break
+		for _, p := range k.phrases {
+			if seen&(1<<uint(p.idx)) == 0 && phraseAt(text, start, p) {
+				seen |= 1 << uint(p.idx)
 			}
-			j += m
 		}
-		word := text[i:j]
-		i = j
-		if len(word) > len(buf) {
-			continue
-		}
-		lw := buf[:len(word)]
-		for x := range len(word) {
+		word := text[start:i]
+		lw := buf[:min(len(word), maxWord)]
+		for x := range lw {
 			lw[x] = lowerASCII(word[x])
 		}
-		// string(lw) in a map index does not allocate.
-		if idx, ok := k.exact[string(lw)]; ok {
-			seen |= 1 << uint(idx)
+		// Keywords looked up here are ASCII, and no word with a letter
+		// beyond ASCII folds to one of the same length.
+		if ascii && len(word) <= maxWord {
+			// string(lw) in a map index does not allocate.
+			if idx, ok := k.exact[string(lw)]; ok {
+				seen |= 1 << uint(idx)
+			}
 		}
 		for _, p := range k.prefixes {
 			if len(lw) >= len(p.text) && string(lw[:len(p.text)]) == p.text {
@@ -267,8 +305,8 @@ func (k *Keywords) Hits(text string) int {
 			}
 		}
 	}
-	for _, p := range k.phrases {
-		if seen&(1<<uint(p.idx)) == 0 && ContainsWord(text, p.text) {
+	for _, p := range k.scan {
+		if seen&(1<<uint(p.idx)) == 0 && ContainsWord(text, p.raw) {
 			seen |= 1 << uint(p.idx)
 		}
 	}
@@ -277,6 +315,21 @@ func (k *Keywords) Hits(text string) int {
 		n++
 	}
 	return n
+}
+
+// phraseAt reports whether ASCII phrase p starts at text[i], a word's
+// start, and ends at a word's end (or anywhere, for a prefix).
+func phraseAt(text string, i int, p keyword) bool {
+	end := i + len(p.text)
+	if end > len(text) {
+		return false
+	}
+	for x := range len(p.text) {
+		if lowerASCII(text[i+x]) != p.text[x] {
+			return false
+		}
+	}
+	return p.prefix || end == len(text) || wordAt(text, end) == 0
 }
 
 // Plural picks the word for n: one when n is 1, many otherwise.

@@ -1,6 +1,7 @@
 package text_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/batonhq/baton/rules/text"
@@ -63,4 +64,41 @@ func TestKeywords(t *testing.T) {
 			t.Errorf("CountKeywordHits(%q) = %d, want %d", in, ref, want)
 		}
 	}
+}
+
+// FuzzKeywords checks the compiled matcher against the reference scan:
+// each distinct keyword (ignoring case) counts once if ContainsWord finds
+// it. The list is the input's first line, split at '|'; the text the rest.
+func FuzzKeywords(f *testing.F) {
+	for _, s := range []string{
+		"repro*|log|roll back|trade-off*|VIP\nReproducing it from the LOG, we roll back",
+		"café|naïve*|test\nCAFÉ NAÏVETÉ tests",
+		"-x|it's|a b*|K\nit's a bee, -x k",
+		"log|LOG|log*\nlogging log",
+		"abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij\nabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij",
+		"ab*\nabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijxyz",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		head, body, _ := strings.Cut(in, "\n")
+		list := strings.Split(head, "|")
+		if len(list) > text.MaxKeywords {
+			list = list[:text.MaxKeywords]
+		}
+		want, seen := 0, map[string]bool{}
+		for _, w := range list {
+			lw := strings.ToLower(strings.TrimSpace(w))
+			if strings.TrimSuffix(lw, "*") == "" || seen[lw] {
+				continue
+			}
+			seen[lw] = true
+			if text.ContainsWord(body, lw) {
+				want++
+			}
+		}
+		if got := text.CompileKeywords(list).Hits(body); got != want {
+			t.Fatalf("Hits = %d, ContainsWord finds %d, list %q in %q", got, want, list, body)
+		}
+	})
 }
