@@ -675,8 +675,8 @@ func jsonOf(v any) []byte {
 // within its lead of second 0.
 func (pr *prepare) setup(s *Session) {
 	// Preparations sort first among timers due at once, so the ones due
-	// at 0 lead the table; what follows them runs when the clock starts.
-	for len(s.timers.ts) > 0 && s.timers.ts[0].kind == tPrepare && s.timers.ts[0].at <= 0 {
+	// at 0 are due first; what follows them runs when the clock starts.
+	for f := s.timers.first(); f != nil && f.kind == tPrepare && f.at <= 0; f = s.timers.first() {
 		tm, _ := s.timers.popDue(0)
 		pr.fire(s, tm)
 	}
@@ -719,8 +719,8 @@ func (s *Session) NeedsPrepare() bool {
 	if s.started || s.prep.setUp {
 		return false
 	}
-	ts := s.timers.ts
-	return len(ts) > 0 && ts[0].kind == tPrepare && ts[0].at <= 0
+	f := s.timers.first()
+	return f != nil && f.kind == tPrepare && f.at <= 0
 }
 
 // Preparing reports whether the prepare input ran and the clock has not

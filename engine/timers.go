@@ -103,8 +103,12 @@ func (a *timer) less(b *timer) bool {
 	) < 0
 }
 
-// timerTable is kept sorted; sessions hold a few dozen timers at most, so a
-// sorted slice beats a heap on both speed and simplicity.
+// timerTable is kept sorted, latest first: sessions hold a few dozen
+// timers at most, so a sorted slice beats a heap on both speed and
+// simplicity, and with the next due at the end, taking it moves nothing
+// and a new timer (most are due soon) moves the few due before it. With
+// the soonest first, every pop shifted the whole table, each move of a
+// timer's strings a write barrier while the collector runs.
 type timerTable struct {
 	ts  []timer
 	seq uint64
@@ -113,28 +117,22 @@ type timerTable struct {
 func (tt *timerTable) add(t timer) {
 	tt.seq++
 	t.seq = tt.seq
-	// Found by binary search and placed with one move: swapping it down
-	// one place at a time wrote its strings once per place, and with
-	// the collector running every pointer write is a barrier.
+	// After every timer due later, found by binary search.
 	lo, hi := 0, len(tt.ts)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		if t.less(&tt.ts[m]) {
-			hi = m
-		} else {
 			lo = m + 1
+		} else {
+			hi = m
 		}
 	}
-	i := lo
-	tt.ts = append(tt.ts, timer{})
-	copy(tt.ts[i+1:], tt.ts[i:])
-	tt.ts[i] = t
+	tt.ts = slices.Insert(tt.ts, lo, t)
 }
 
 // cancel removes every timer of kind matching ref and key, and the
 // preparations for them. Like cancelKind, it writes nothing when nothing
-// matches (the usual case): rewriting the table wrote every timer's
-// strings again, each write a barrier while the collector runs.
+// matches (the usual case).
 func (tt *timerTable) cancel(kind timerKind, ref int, key string) {
 	tt.ts = slices.DeleteFunc(tt.ts, func(t timer) bool {
 		return (t.kind == kind || (t.kind == tPrepare && t.of == kind)) && t.ref == ref && t.key == key
@@ -148,32 +146,41 @@ func (tt *timerTable) cancelKind(kind timerKind) {
 	})
 }
 
-// find returns the first timer of kind with ref.
+// find returns the first timer due of kind with ref.
 func (tt *timerTable) find(kind timerKind, ref int) (timer, bool) {
-	for _, t := range tt.ts {
-		if t.kind == kind && t.ref == ref {
+	for i := len(tt.ts) - 1; i >= 0; i-- {
+		if t := tt.ts[i]; t.kind == kind && t.ref == ref {
 			return t, true
 		}
 	}
 	return timer{}, false
 }
 
+// first is the next timer due, or nil.
+func (tt *timerTable) first() *timer {
+	if len(tt.ts) == 0 {
+		return nil
+	}
+	return &tt.ts[len(tt.ts)-1]
+}
+
 // popDue removes and returns the first timer due at or before t.
 func (tt *timerTable) popDue(t int64) (timer, bool) {
-	if len(tt.ts) == 0 || tt.ts[0].at > t {
+	f := tt.first()
+	if f == nil || f.at > t {
 		return timer{}, false
 	}
-	first := tt.ts[0]
-	copy(tt.ts, tt.ts[1:])
+	first := *f
+	*f = timer{}
 	tt.ts = tt.ts[:len(tt.ts)-1]
 	return first, true
 }
 
 func (tt *timerTable) next() (int64, bool) {
-	if len(tt.ts) == 0 {
-		return 0, false
+	if f := tt.first(); f != nil {
+		return f.at, true
 	}
-	return tt.ts[0].at, true
+	return 0, false
 }
 
 func formatMS(ms int64) string { return strconv.FormatInt(ms, 10) + "ms" }

@@ -189,8 +189,13 @@ func CountKeywordHits(text string, keywords []string) int {
 // word, and each word is looked up, instead of scanning the text once per
 // keyword. Hits gives the same answer as ContainsWord per keyword.
 type Keywords struct {
-	exact    map[string]int // lower-case ASCII word -> keyword index
-	prefixes []keyword      // ASCII words ending in '*'
+	exact map[string]int // lower-case ASCII word -> keyword index
+	// lens and firsts (bit b: a byte b) say which lengths and first
+	// bytes the exact words have: most words of a text match neither,
+	// and skip the map.
+	lens     uint64
+	firsts   [2]uint64
+	prefixes []keyword // ASCII words ending in '*'
 	// phrases are ASCII keywords of several words ("roll back",
 	// "trade-off*"), tried at each word start.
 	phrases []keyword
@@ -245,6 +250,8 @@ func CompileKeywords(list []string) *Keywords {
 			k.prefixes = append(k.prefixes, kw)
 		default:
 			k.exact[bare] = i
+			k.lens |= 1 << uint(len(bare)-1)
+			k.firsts[bare[0]>>6] |= 1 << (bare[0] & 63)
 		}
 	}
 	return k
@@ -293,7 +300,7 @@ func (k *Keywords) Hits(text string) int {
 		}
 		// Keywords looked up here are ASCII, and no word with a letter
 		// beyond ASCII folds to one of the same length.
-		if ascii && len(word) <= maxWord {
+		if ascii && len(word) <= maxWord && k.lens&(1<<uint(len(lw)-1)) != 0 && k.firsts[lw[0]>>6]&(1<<(lw[0]&63)) != 0 {
 			// string(lw) in a map index does not allocate.
 			if idx, ok := k.exact[string(lw)]; ok {
 				seen |= 1 << uint(idx)
