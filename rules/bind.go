@@ -27,6 +27,19 @@ type Inputs struct {
 	vals  map[string]any
 	files map[string][]File
 	canon Supplied
+	// context and scenario are the scenario's context for these inputs,
+	// as a list and as expressions see it, worked out once when they are
+	// bound: a session read it three times as it started, and sessions
+	// that supply nothing share the pack's defaults.
+	context  []StrEntry
+	scenario map[string]string
+}
+
+// settle works out what depends on the bound values alone.
+func (in *Inputs) settle() *Inputs {
+	in.context = in.pack.scenarioContext(in)
+	in.scenario = scenarioMap(in.pack, in.context)
+	return in
 }
 
 // Pack is the pack the session runs: the pack Bind was called on, or,
@@ -205,7 +218,7 @@ func (p *Pack) Bind(sup Supplied, opt BindOptions) (*Inputs, error) {
 		}
 		in.pack = bound
 	}
-	return in, nil
+	return in.settle(), nil
 }
 
 // durationText is ms as the shortest duration ParseDuration reads back
@@ -423,7 +436,7 @@ func (p *Pack) DefaultInputs() *Inputs {
 			in.files[decl.ID] = decl.defFiles
 		}
 	}
-	return in
+	return in.settle()
 }
 
 // FormatSupplied renders supplied values for a message: name=value, files

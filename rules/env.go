@@ -312,7 +312,11 @@ func (p *Pack) NewEnv() *Env {
 	e.m["now"] = func() int64 { return e.Now }
 	e.m["role"] = ""
 	e.m["sequence"] = &e.Sequence
-	e.m["scenario"] = p.scenarioMap()
+	if d := p.defaults; d != nil && d.pack == p {
+		e.m["scenario"] = d.scenario
+	} else {
+		e.m["scenario"] = p.scenarioMap()
+	}
 	e.noArgs = map[string]any{}
 	e.pop = e.popScope
 	e.setScope(Scope{})
@@ -333,8 +337,10 @@ func (e *Env) SetInputs(in *Inputs) {
 	for id, v := range in.vals {
 		e.m[id] = v
 	}
-	if in.pack.contextNamesInput() {
-		e.m["scenario"] = in.pack.scenarioMapOf(in)
+	if in.scenario != nil {
+		e.m["scenario"] = in.scenario
+	} else if in.pack.contextNamesInput() {
+		e.m["scenario"] = scenarioMap(in.pack, in.pack.ScenarioContext(in))
 	}
 }
 
@@ -582,11 +588,13 @@ func (p *Pack) buildEnvSpec() {
 }
 
 // scenarioMap is the scenario context as `scenario.KEY`.
-func (p *Pack) scenarioMap() map[string]string { return p.scenarioMapOf(nil) }
+func (p *Pack) scenarioMap() map[string]string { return scenarioMap(p, p.scenarioContext(nil)) }
 
-func (p *Pack) scenarioMapOf(in *Inputs) map[string]string {
-	m := map[string]string{"id": p.Scenario.ID, "title": p.Scenario.Title}
-	for _, kv := range p.ScenarioContext(in) {
+// scenarioMap is scenario as expressions see it, with context ctx.
+func scenarioMap(p *Pack, ctx []StrEntry) map[string]string {
+	m := make(map[string]string, len(ctx)+2)
+	m["id"], m["title"] = p.Scenario.ID, p.Scenario.Title
+	for _, kv := range ctx {
 		m[kv.Key] = kv.Value
 	}
 	return m

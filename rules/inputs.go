@@ -868,7 +868,16 @@ func (p *Pack) inputNames() []string {
 // context_from names (replacing an entry of the same key in place,
 // adding the rest in key order). Values that are not text are written
 // as JSON.
+//
+// The list is shared: read it, never change it.
 func (p *Pack) ScenarioContext(in *Inputs) []StrEntry {
+	if in != nil && in.context != nil {
+		return in.context
+	}
+	return p.scenarioContext(in)
+}
+
+func (p *Pack) scenarioContext(in *Inputs) []StrEntry {
 	out := slices.Clone([]StrEntry(p.Scenario.Context))
 	for i, e := range out {
 		ref, ok := inputRef(e.Value)
