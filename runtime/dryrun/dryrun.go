@@ -156,7 +156,7 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*record.Result
 	// The session runs on the pack bound to its inputs: the same pack, or
 	// one compiled with a number or duration the session supplied.
 	p = s.Inputs().Pack()
-	sm := sim.NewModel(p, opt.Replies, -1)
+	sm := sim.NewModel(p, opt.Replies, -1).Offline()
 	if opt.Misbehave != nil {
 		sm.Misbehave(*opt.Misbehave)
 	}
@@ -523,7 +523,7 @@ type SimulatedModel struct{ m *sim.Model }
 // NewSimulatedModel is p's simulated model, misbehaving as mis says (nil:
 // not at all).
 func NewSimulatedModel(p *rules.Pack, mis *Misbehave) *SimulatedModel {
-	m := sim.NewModel(p, nil, -1)
+	m := sim.NewModel(p, nil, -1).Offline()
 	if mis != nil {
 		m.Misbehave(*mis)
 	}

@@ -79,7 +79,7 @@ func (r *Recording) options(p *rules.Pack, opt WhatIfOptions) (dryrun.Options, *
 	evs, notes := r.worldEvents()
 	fallback := opt.Model
 	if fallback == nil {
-		fallback = sim.NewModel(p, opt.Replies, -1)
+		fallback = sim.NewModel(p, opt.Replies, -1).Offline()
 	}
 	m := newRecordedModel(r.Result, fallback)
 	return dryrun.Options{Events: evs, Model: m, Seed: r.Session.Seed}, m, notes

@@ -244,6 +244,10 @@ type Model struct {
 	pack *rules.Pack
 	// latency, when not negative, replaces every answer's delay.
 	latency time.Duration
+	// offline runs the pack's model script under script.ReplayBudget,
+	// as every offline call runs: a dry run, a sweep or a what-if gives
+	// the same answers on a busy machine (Offline).
+	offline bool
 
 	mu     sync.Mutex
 	script []Reply
@@ -267,6 +271,15 @@ func NewModel(p *rules.Pack, script []Reply, latency time.Duration) *Model {
 	s := make([]Reply, len(script))
 	copy(s, script)
 	return &Model{pack: p, script: s, rotate: map[rotateKey]int{}, latency: latency}
+}
+
+// Offline makes the model's script calls those of an offline session,
+// bounded by script.ReplayBudget, not the wall-clock second a live
+// server gives them: a saturated machine must not stop a call an idle
+// one finishes. It returns f.
+func (f *Model) Offline() *Model {
+	f.offline = true
+	return f
 }
 
 // Answer implements llm.Answerer. It answers at once; After says when the
@@ -419,7 +432,7 @@ func (f *Model) scripted(id string, req *engine.LLMRequest, res engine.LLMResult
 		_ = json.Unmarshal([]byte(f.example(req)), &ex)
 		arg["example"] = ex
 	}
-	out, err := f.pack.Scripts.Run(script.Call{Func: f.pack.DryRun.Model.Func, Arg: arg, Budget: time.Second})
+	out, err := f.pack.Scripts.Run(script.Call{Func: f.pack.DryRun.Model.Func, Arg: arg, Budget: time.Second, Replay: f.offline})
 	if err != nil {
 		res.Err = &engine.AdapterError{Kind: "unknown", Message: "dry-run model script: " + err.Error()}
 		return res, delay, true
