@@ -175,6 +175,17 @@ type facade struct {
 	s     *Session
 	role  string
 	extra map[string]any // what a hook adds: the line being rewritten, the request being shaped
+	// views hold the state views a script reads (msg, candidate,
+	// session, floor), handed out by pointer: a view boxed by value was
+	// an allocation per read.
+	views [4]viewObject
+}
+
+// view is the i'th of f's views, of shape.
+func (f *facade) view(i int, shape *viewShape) (any, bool) {
+	v := &f.views[i]
+	v.f, v.shape = f, shape
+	return v, true
 }
 
 func (f *facade) set(k string, v any) {
@@ -232,10 +243,10 @@ var facadeFields = map[string]func(f *facade) (any, bool){
 	"role":         func(f *facade) (any, bool) { return f.role, true },
 	"roles":        func(f *facade) (any, bool) { return f.s.p.RoleIDs(), true },
 	"last_message": func(f *facade) (any, bool) { return f.s.cand.lastMsg, true },
-	"msg":          func(f *facade) (any, bool) { return viewObject{f, msgView}, true },
-	"candidate":    func(f *facade) (any, bool) { return viewObject{f, candidateView}, true },
-	"session":      func(f *facade) (any, bool) { return viewObject{f, sessionView}, true },
-	"floor":        func(f *facade) (any, bool) { return viewObject{f, floorView}, true },
+	"msg":          func(f *facade) (any, bool) { return f.view(0, msgView) },
+	"candidate":    func(f *facade) (any, bool) { return f.view(1, candidateView) },
+	"session":      func(f *facade) (any, bool) { return f.view(2, sessionView) },
+	"floor":        func(f *facade) (any, bool) { return f.view(3, floorView) },
 	"transcript": func(f *facade) (any, bool) {
 		tail := f.s.transcript.tail(f.s.p.LLM.TranscriptTail)
 		lines := make([]any, len(tail))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 
 	"github.com/batonhq/baton/rules"
 )
@@ -63,6 +64,8 @@ type Session struct {
 	p   *rules.Pack
 	in  *rules.Inputs
 	env *rules.Env
+	// ids holds the text of the ids nextID hands out.
+	ids strings.Builder
 	// lates is the room left in the block agent messages take their
 	// lateness from (Session.lateness).
 	lates []Lateness
@@ -199,9 +202,19 @@ func (s *Session) addTimer(t timer) {
 
 func (s *Session) nextID(prefix byte) string {
 	s.seq++
-	b := make([]byte, 0, 8)
-	b = append(b, prefix)
-	return string(strconv.AppendUint(b, s.seq, 10))
+	// Ids are cut from one builder's text: a builder only ever appends,
+	// so the bytes of an id handed out never change, and a session's
+	// thirty-odd ids cost one allocation where each cost its own.
+	b := &s.ids
+	if b.Cap()-b.Len() < 21 {
+		*b = strings.Builder{}
+		b.Grow(256)
+	}
+	start := b.Len()
+	b.WriteByte(prefix)
+	var num [20]byte
+	b.Write(strconv.AppendUint(num[:0], s.seq, 10))
+	return b.String()[start:]
 }
 
 func (s *Session) emit(e Effect) {

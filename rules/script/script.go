@@ -318,6 +318,7 @@ type vm struct {
 	fns   map[string]goja.Callable
 	now   int64
 	rand  Source
+	args  [1]goja.Value
 	spent bool
 	// budget interrupts the call running over its budget; a runtime it
 	// has fired for is spent.
@@ -796,7 +797,11 @@ func (v *vm) call(fn string, arg any) (out any, err error) {
 			out, err = nil, &RunError{Kind: "panic", Msg: fmt.Sprint(r)}
 		}
 	}()
-	res, err := v.fns[fn](goja.Undefined(), toJS(v.rt, arg))
+	// The one argument goes in the runtime's own slot: a variadic
+	// argument made for each call escapes to the heap.
+	v.args[0] = toJS(v.rt, arg)
+	res, err := v.fns[fn](goja.Undefined(), v.args[:]...)
+	v.args[0] = nil
 	if err != nil {
 		var ie *goja.InterruptedError
 		if errors.As(err, &ie) {
