@@ -293,7 +293,7 @@ var facadeFields = map[string]func(f *facade) (any, bool){
 	"files": func(f *facade) (any, bool) { return filesFacade{f}, true },
 	"role_info": func(f *facade) (any, bool) {
 		if r, ok := f.s.p.Role(f.role); ok {
-			return roleInfo(r), true
+			return roleObject{r}, true
 		}
 		return nil, false
 	},
@@ -334,12 +334,34 @@ func cloneData(v any) any {
 	return v
 }
 
-func roleInfo(r *rules.Role) map[string]any {
-	focus := make([]any, len(r.Focus))
-	for i, f := range r.Focus {
-		focus[i] = f
+// roleObject is ctx.role_info: the role's id, name, focus and line sets,
+// each built when a script reads it (a rewrite script reads one set of
+// one list). Every read builds fresh values: a script may change what it
+// is given, and the pack is shared.
+type roleObject struct{ r *rules.Role }
+
+var roleObjectKeys = []string{"fallback", "focus", "id", "name", "rewrite"}
+
+func (o roleObject) Keys() []string { return roleObjectKeys }
+
+func (o roleObject) Field(k string) (any, bool) {
+	switch k {
+	case "id":
+		return o.r.ID, true
+	case "name":
+		return o.r.Name, true
+	case "focus":
+		focus := make([]any, len(o.r.Focus))
+		for i, f := range o.r.Focus {
+			focus[i] = f
+		}
+		return focus, true
+	case "rewrite":
+		return lineSets(o.r.Rewrite), true
+	case "fallback":
+		return lineSets(o.r.Fallback), true
 	}
-	return map[string]any{"id": r.ID, "name": r.Name, "focus": focus, "rewrite": lineSets(r.Rewrite), "fallback": lineSets(r.Fallback)}
+	return nil, false
 }
 
 func lineSets(sets []rules.LineSet) map[string]any {
