@@ -11,6 +11,7 @@ var warningChecks = [...]func(c *compiler, w *ErrorList){
 	warnEmptyRoles,
 	warnSilenceWithoutQuestion,
 	warnFixedLineGuardrails,
+	warnDuplicateKeywords,
 }
 
 // checkedTurn is a turn the checker saw, with what owns it for messages.

@@ -174,11 +174,19 @@ func wordBefore(text string, i int) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r)
 }
 
-// CountKeywordHits counts how many keywords occur in text.
+// CountKeywordHits counts how many distinct keywords occur in text, by
+// ContainsWord: the reference Keywords.Hits answers like. Keywords are
+// trimmed, and one listed twice (ignoring case) counts once.
 func CountKeywordHits(text string, keywords []string) int {
 	n := 0
+	seen := make(map[string]bool, len(keywords))
 	for _, k := range keywords {
-		if ContainsWord(text, k) {
+		lk := strings.ToLower(strings.TrimSpace(k))
+		if strings.TrimSuffix(lk, "*") == "" || seen[lk] {
+			continue
+		}
+		seen[lk] = true
+		if ContainsWord(text, lk) {
 			n++
 		}
 	}

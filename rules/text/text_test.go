@@ -66,9 +66,9 @@ func TestKeywords(t *testing.T) {
 	}
 }
 
-// FuzzKeywords checks the compiled matcher against the reference scan:
-// each distinct keyword (ignoring case) counts once if ContainsWord finds
-// it. The list is the input's first line, split at '|'; the text the rest.
+// FuzzKeywords checks the compiled matcher against the reference scan,
+// CountKeywordHits: each distinct keyword (ignoring case) counts once if
+// ContainsWord finds it. The list is the input's first line, split at '|'; the text the rest.
 func FuzzKeywords(f *testing.F) {
 	for _, s := range []string{
 		"repro*|log|roll back|trade-off*|VIP\nReproducing it from the LOG, we roll back",
@@ -86,19 +86,22 @@ func FuzzKeywords(f *testing.F) {
 		if len(list) > text.MaxKeywords {
 			list = list[:text.MaxKeywords]
 		}
-		want, seen := 0, map[string]bool{}
-		for _, w := range list {
-			lw := strings.ToLower(strings.TrimSpace(w))
-			if strings.TrimSuffix(lw, "*") == "" || seen[lw] {
-				continue
-			}
-			seen[lw] = true
-			if text.ContainsWord(body, lw) {
-				want++
-			}
-		}
+		want := text.CountKeywordHits(body, list)
 		if got := text.CompileKeywords(list).Hits(body); got != want {
 			t.Fatalf("Hits = %d, ContainsWord finds %d, list %q in %q", got, want, list, body)
 		}
 	})
+}
+
+// A keyword listed twice, in any case, counts once, in both forms.
+func TestKeywordsCountDistinct(t *testing.T) {
+	for _, list := range [][]string{{"refund*", "Refund*"}, {"roll back", "Roll Back"}, {"log", " LOG "}} {
+		in := "refunding now, roll back the log"
+		if got := text.CompileKeywords(list).Hits(in); got != 1 {
+			t.Errorf("Hits(%q) with %q = %d, want 1", in, list, got)
+		}
+		if got := text.CountKeywordHits(in, list); got != 1 {
+			t.Errorf("CountKeywordHits(%q, %q) = %d, want 1", in, list, got)
+		}
+	}
 }
