@@ -45,17 +45,17 @@ func CountSentences(text string) int {
 	n := 0
 	inSentence := false
 	for i := 0; i < len(text); {
-		r, size := utf8.DecodeRuneInString(text[i:])
-		i += size
+		b := text[i]
 		switch {
-		case r == '.' || r == '!' || r == '?':
+		case b == '.' || b == '!' || b == '?':
+			i++
 			for i < len(text) && (text[i] == '.' || text[i] == '!' || text[i] == '?') {
 				i++
 			}
 			boundary := i >= len(text)
 			if !boundary {
-				next, _ := utf8.DecodeRuneInString(text[i:])
-				boundary = unicode.IsSpace(next) || next == '"' || next == '\''
+				sp, _ := spaceAt(text, i)
+				boundary = sp || text[i] == '"' || text[i] == '\''
 			}
 			if boundary {
 				n++
@@ -63,14 +63,28 @@ func CountSentences(text string) int {
 			} else {
 				inSentence = true
 			}
-		case !unicode.IsSpace(r):
-			inSentence = true
+		default:
+			sp, size := spaceAt(text, i)
+			i += size
+			if !sp {
+				inSentence = true
+			}
 		}
 	}
 	if inSentence {
 		n++
 	}
 	return n
+}
+
+// spaceAt reports whether the character at text[i] is white space, and
+// its length: ASCII by the byte, the rest by unicode.IsSpace.
+func spaceAt(text string, i int) (bool, int) {
+	if b := text[i]; b < utf8.RuneSelf {
+		return b == ' ' || b >= '\t' && b <= '\r', 1
+	}
+	r, size := utf8.DecodeRuneInString(text[i:])
+	return unicode.IsSpace(r), size
 }
 
 // CountQuestions counts question marks, treating "??" as one question.
@@ -91,8 +105,10 @@ func CountQuestions(text string) int {
 func CountWords(text string) int {
 	n := 0
 	in := false
-	for _, r := range text {
-		if unicode.IsSpace(r) {
+	for i := 0; i < len(text); {
+		sp, size := spaceAt(text, i)
+		i += size
+		if sp {
 			in = false
 		} else if !in {
 			in = true

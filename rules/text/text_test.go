@@ -105,3 +105,19 @@ func TestKeywordsCountDistinct(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCounts holds the counting measures to their plain definitions:
+// CountSentences to SplitSentences, CountWords to strings.Fields.
+func FuzzCounts(f *testing.F) {
+	for _, s := range []string{"", "One. Two? Three!", "Version 1.2 shipped. Really?? Yes", "a\u00a0b\u2003c", "end.\u0085next", "“Quoted.” Then", "x.'y"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := text.CountSentences(s), len(text.SplitSentences(s)); got != want {
+			t.Errorf("CountSentences(%q) = %d, SplitSentences finds %d", s, got, want)
+		}
+		if got, want := text.CountWords(s), len(strings.Fields(s)); got != want {
+			t.Errorf("CountWords(%q) = %d, strings.Fields finds %d", s, got, want)
+		}
+	})
+}
