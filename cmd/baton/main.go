@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -38,6 +39,9 @@ type command struct {
 	// serves marks a command that runs until stopped; every other one is
 	// a short process that holds a few megabytes at most.
 	serves bool
+	// gcPercent, when set, is the command's GOGC unless the environment
+	// sets one; a short command's is 400 (main).
+	gcPercent int
 	// flags declares the command's flags on fl and returns what runs it.
 	flags func(fl *flag.FlagSet) runFunc
 }
@@ -121,7 +125,7 @@ func main() {
 			// A short command's heap starts at 4 MiB, so loading a pack ran
 			// the collector several times over for garbage it never needed
 			// to reclaim; a server keeps Go's default.
-			debug.SetGCPercent(400)
+			debug.SetGCPercent(cmp.Or(cmd.gcPercent, 400))
 		}
 	}
 	os.Exit(c.run(ctx, os.Args[1:]))
