@@ -101,6 +101,16 @@ type Options struct {
 	Lean bool
 	// SessionID, if set, is the id model requests carry (session_id).
 	SessionID string
+	// End, if set, ends the session from outside at End.T, after the
+	// events due then, as a host's end request does: a what-if of a
+	// recording that was ended there, or that stops there.
+	End *EndAt
+}
+
+// EndAt is an end request at T, with its reason.
+type EndAt struct {
+	T      int64
+	Reason string
 }
 
 // CandidateModel is a pack's dryrun.candidate_model ready to play, built
@@ -195,6 +205,9 @@ func RunContext(ctx context.Context, p *rules.Pack, opt Options) (*record.Result
 	h.queue.q = make([]engine.Input, 0, len(evs)+16)
 	for i := range evs {
 		h.push(engine.Input{T: evs[i].T, Type: engine.InputCandidate, Candidate: &evs[i].Event})
+	}
+	if e := opt.End; e != nil {
+		h.push(engine.Input{T: e.T, Type: engine.InputEnd, End: &engine.EndRequest{Reason: e.Reason}})
 	}
 	if h.s.NeedsPrepare() {
 		if err := h.prepare(); err != nil {

@@ -32,9 +32,13 @@ import (
 //     events, and the host's clock (advance and prepare inputs); pack
 //     scripts run anew, offline as in a dry run: to completion, stopped
 //     only at script.ReplayBudget;
-//   - not replayed, said in WhatIf.Notes: an end request (the run goes on
-//     until the pack ends it) and a live voice session's lines and tool
-//     calls, which were a model speaking.
+//   - where the recording stops: an end request ends the what-if at the
+//     same time, and a recording that stops without the session's end
+//     (the server stopped, the log was cut short) ends it at its last
+//     input, so the silence after a recording stops is never counted as
+//     the pack's; WhatIf.Notes says so;
+//   - not replayed, said in WhatIf.Notes: a live voice session's lines
+//     and tool calls, which were a model speaking.
 
 // WhatIfOptions configure a what-if.
 type WhatIfOptions struct {
@@ -76,20 +80,26 @@ func (r *Recording) WhatIf(ctx context.Context, p *rules.Pack, opt WhatIfOptions
 // model that counts the answers it reused, and the notes on what it
 // cannot replay.
 func (r *Recording) options(p *rules.Pack, opt WhatIfOptions) (dryrun.Options, *recordedModel, []string) {
-	evs, notes := r.worldEvents()
+	evs, end, notes := r.worldEvents()
 	fallback := opt.Model
 	if fallback == nil {
 		fallback = sim.NewModel(p, opt.Replies, -1).Offline()
 	}
 	m := newRecordedModel(r.Result, fallback)
-	return dryrun.Options{Events: evs, Model: m, Seed: r.Session.Seed}, m, notes
+	return dryrun.Options{Events: evs, Model: m, Seed: r.Session.Seed, End: end}, m, notes
 }
 
+// EndStopped is the reason a what-if gives the end request that stops it
+// where a recording stops without the session's end.
+const EndStopped = "the recording stops here"
+
 // worldEvents are the recording's candidate events that the what-if
-// replays, and notes on the inputs it cannot.
-func (r *Recording) worldEvents() ([]events.Timed, []string) {
+// replays, where it ends the session (nil: where the pack does), and
+// notes on the inputs it cannot replay.
+func (r *Recording) worldEvents() ([]events.Timed, *dryrun.EndAt, []string) {
 	var (
 		evs                           []events.Timed
+		end                           *dryrun.EndAt
 		notes                         []string
 		reports, results, live, spoke int
 	)
@@ -115,8 +125,15 @@ func (r *Recording) worldEvents() ([]events.Timed, []string) {
 			if in.End != nil && in.End.Reason != "" {
 				why = in.End.Reason
 			}
-			notes = append(notes, fmt.Sprintf("the session was ended from outside at %s (%s); the what-if cannot end it there and plays on until the pack ends it", rules.FormatClock(in.T), why))
+			if end == nil {
+				end = &dryrun.EndAt{T: in.T, Reason: why}
+				notes = append(notes, fmt.Sprintf("the session was ended from outside at %s (%s); the what-if ends it there too", rules.FormatClock(in.T), why))
+			}
 		}
+	}
+	if last := len(ins) - 1; end == nil && !r.Session.Ended && last >= 0 {
+		end = &dryrun.EndAt{T: ins[last].T, Reason: EndStopped}
+		notes = append(notes, fmt.Sprintf("the recording stops at %s without the session's end; the what-if ends there too, so nothing after it counts as the pack's", rules.FormatClock(ins[last].T)))
 	}
 	budget := 0
 	for i := range r.Result.Records {
@@ -147,7 +164,7 @@ func (r *Recording) worldEvents() ([]events.Timed, []string) {
 	if spoke > 0 {
 		notes = append(notes, fmt.Sprintf("%d recorded line(s) played for another time than the simulated voice gives them; the what-if times every line with the simulated voice", spoke))
 	}
-	return evs, notes
+	return evs, end, notes
 }
 
 // writeResult reports that in is a client's successful answer at t: the
