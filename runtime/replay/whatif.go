@@ -121,12 +121,12 @@ func (r *Recording) worldEvents() ([]events.Timed, *dryrun.EndAt, []string) {
 		case engine.InputToolCall, engine.InputAgentTranscript:
 			live++
 		case engine.InputEnd:
-			why := "no reason given"
+			why, reason := "no reason given", ""
 			if in.End != nil && in.End.Reason != "" {
-				why = in.End.Reason
+				why, reason = in.End.Reason, in.End.Reason
 			}
 			if end == nil {
-				end = &dryrun.EndAt{T: in.T, Reason: why}
+				end = &dryrun.EndAt{T: in.T, Reason: reason}
 				notes = append(notes, fmt.Sprintf("the session was ended from outside at %s (%s); the what-if ends it there too", rules.FormatClock(in.T), why))
 			}
 		}
